@@ -1,0 +1,62 @@
+# make            build train_gpt2 and test_gpt2, prepare the bundled data
+# make test       reference tests, finite differences, command-line and bad-input checks
+# make bench      speed benchmark (see bench/)
+# make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
+# make asan       the tests under AddressSanitizer and UBSan
+# Override the compiler or flags as usual: make CC=clang CFLAGS="-O2"
+
+CC ?= cc
+CFLAGS ?= -O3 -march=native
+WARN = -Wall -Wextra -std=c11
+LDLIBS = -lm
+PYTHON ?= /usr/bin/python3
+
+# OpenMP when the compiler has it; a serial build otherwise
+OMP_FLAGS := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
+ifeq ($(OMP_FLAGS),)
+$(info notice: $(CC) has no OpenMP; building single-threaded)
+endif
+
+DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
+
+all: train_gpt2 test_gpt2 $(DATA)
+
+train_gpt2: train_gpt2.c
+	$(CC) $(CFLAGS) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+
+test_gpt2: test_gpt2.c train_gpt2.c
+	$(CC) $(CFLAGS) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+
+data/prepare_shakespeare: data/prepare_shakespeare.c
+	$(CC) -O2 $(WARN) -o $@ $<
+
+$(DATA) &: data/prepare_shakespeare data/tiny_shakespeare.txt
+	./data/prepare_shakespeare data/tiny_shakespeare.txt data/tiny_shakespeare
+
+data: $(DATA)
+
+test: all
+	bash tests/run_tests.sh
+
+# the same tests, built with the sanitizers (slower; no -march=native vector tricks are lost)
+asan:
+	$(MAKE) clean-bin
+	$(MAKE) all CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+	ASAN_OPTIONS=detect_leaks=0 bash tests/run_tests.sh
+	$(MAKE) clean-bin
+
+bench: train_gpt2
+	$(CC) $(CFLAGS) $(WARN) $(OMP_FLAGS) -o bench/bench_gpt2 bench/bench_gpt2.c $(LDLIBS)
+	bash bench/run_bench.sh
+
+reference:
+	$(PYTHON) data/make_reference.py --out data/ref
+
+clean-bin:
+	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare_shakespeare
+
+clean: clean-bin
+	rm -f $(DATA)
+	rm -rf out tests/tmp
+
+.PHONY: all data test asan bench reference clean clean-bin
