@@ -1634,20 +1634,24 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
 
 // ----------------------------------------------------------------------------
 // data loader for llm.c token files (magic 20240520): uint16 tokens after the header.
-// A batch is B*T+1 consecutive tokens: inputs are the first B*T, targets the same
-// shifted by one. The file is cut into batches at multiples of B*T; training walks them
-// in order (or in a shuffled order, new each epoch) and wraps around.
+// Sequential (llm.c's way, -sh 0): a batch is B*T+1 consecutive tokens, inputs the
+// first B*T and targets the same shifted by one; batches follow each other through the
+// file and wrap around. Shuffled (-sh 1, the default): the file is cut into windows of
+// T+1 tokens, at an offset drawn anew each epoch, and each batch takes B windows in a
+// random order, so consecutive steps see unrelated text (as nanoGPT's random windows
+// do) while every epoch still covers the file once. Validation is always sequential.
 
 typedef struct {
     const char* path;
     uint16_t* tokens;
     size_t num_tokens;
     int B, T;
-    size_t num_batches;  // whole batches in the file
-    int shuffle;         // walk the batches in a random order
+    size_t num_batches;  // batches per epoch
+    int shuffle;         // windows in a random order, shifted by a random offset
     uint64_t seed;
-    size_t* order;       // the order of the batches in this epoch
-    long epoch;          // the position: batch order[batch_index] of epoch comes next
+    size_t* order;       // sequential: batch order; shuffled: window order
+    size_t offset;       // shuffled: where this epoch's windows start (0..T-1)
+    long epoch;          // the position: batch batch_index of epoch comes next
     size_t batch_index;
     int* inputs;         // (B,T)
     int* targets;        // (B,T)
@@ -1673,11 +1677,19 @@ static void load_token_file(DataLoader* d, const char* path, int V) {
     d->num_tokens = n;
 }
 
+// windows of T+1 tokens that fit after any offset < T
+static size_t dataloader_num_windows(const DataLoader* d) { return (d->num_tokens - d->T) / d->T; }
+
+// the order of this epoch: identity when sequential, a seeded permutation of the windows
+// (and a seeded offset) when shuffled; recomputable from (seed, epoch) alone, so a
+// resumed run continues exactly
 static void dataloader_shuffle(DataLoader* d) {
-    for (size_t i = 0; i < d->num_batches; i++) d->order[i] = i;
+    size_t n = d->shuffle ? dataloader_num_windows(d) : d->num_batches;
+    for (size_t i = 0; i < n; i++) d->order[i] = i;
     if (!d->shuffle) return;
-    uint64_t rng = splitmix64(d->seed ^ splitmix64((uint64_t)d->epoch));
-    for (size_t i = d->num_batches - 1; i > 0; i--) {   // Fisher-Yates
+    uint64_t rng = d->seed ^ splitmix64((uint64_t)d->epoch);
+    d->offset = random_u64(&rng) % d->T;
+    for (size_t i = n - 1; i > 0; i--) {   // Fisher-Yates
         size_t j = random_u64(&rng) % (i + 1);
         size_t t = d->order[i]; d->order[i] = d->order[j]; d->order[j] = t;
     }
@@ -1691,22 +1703,35 @@ void dataloader_init(DataLoader* d, const char* path, int B, int T, int V, int s
     size_t need = (size_t)B * T + 1;
     if (d->num_tokens < need)
         die("'%s' has %zu tokens, fewer than one batch of B*T+1 = %zu (%s)", path, d->num_tokens, need, flags);
-    d->num_batches = (d->num_tokens - 1) / ((size_t)B * T);
-    d->order = mallocCheck(d->num_batches * sizeof(size_t));
+    d->num_batches = shuffle ? dataloader_num_windows(d) / B : (d->num_tokens - 1) / ((size_t)B * T);
+    if (d->num_batches == 0)  // shuffled windows can need up to T-1 more tokens
+        die("'%s' has %zu tokens, too few for one shuffled batch of %d windows of %d (%s, or -sh 0)", path, d->num_tokens, B, T + 1, flags);
+    d->order = mallocCheck((shuffle ? dataloader_num_windows(d) : d->num_batches) * sizeof(size_t));
     d->inputs = mallocCheck((size_t)B * T * sizeof(int));
     d->targets = mallocCheck((size_t)B * T * sizeof(int));
     dataloader_shuffle(d);
 }
 
-// loads batch number k of the file (k < num_batches)
+// copies T+1 tokens starting at src into row r of inputs/targets
+static void dataloader_fill_row(DataLoader* d, int r, const uint16_t* src) {
+    for (int t = 0; t < d->T; t++) {
+        d->inputs[(size_t)r * d->T + t] = src[t];
+        d->targets[(size_t)r * d->T + t] = src[t + 1];
+    }
+}
+
+// loads sequential batch number k of the file (k < (num_tokens-1) / (B*T))
 void dataloader_load_batch(DataLoader* d, size_t k) {
-    size_t BT = (size_t)d->B * d->T;
-    const uint16_t* src = d->tokens + k * BT;
-    for (size_t i = 0; i < BT; i++) { d->inputs[i] = src[i]; d->targets[i] = src[i + 1]; }
+    for (int r = 0; r < d->B; r++) dataloader_fill_row(d, r, d->tokens + (k * d->B + r) * d->T);
 }
 
 void dataloader_next_batch(DataLoader* d) {
-    dataloader_load_batch(d, d->order[d->batch_index]);
+    if (d->shuffle) {
+        for (int r = 0; r < d->B; r++)
+            dataloader_fill_row(d, r, d->tokens + d->offset + d->order[d->batch_index * d->B + r] * d->T);
+    } else {
+        dataloader_load_batch(d, d->order[d->batch_index]);
+    }
     if (++d->batch_index == d->num_batches) { d->batch_index = 0; d->epoch++; dataloader_shuffle(d); }
 }
 
@@ -2015,7 +2040,7 @@ static const Flag FLAGS[] = {
     {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
     {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
     {"-pr", 's', OPT(prompt), "prompt to continue (character-level tokenizers)"},
-    {"-sh", 'i', OPT(shuffle), "1 = shuffle the order of training batches"},
+    {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; 0 = llm.c's sequential batches"},
     {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; 0 = stop"},
     {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this PGM file and exit"},
 };
@@ -2025,11 +2050,11 @@ static Options default_options(void) {
     Options o = {
         .train_path = "data/tiny_shakespeare_train.bin", .val_path = "data/tiny_shakespeare_val.bin",
         .tokenizer_path = "data/tiny_shakespeare_tokenizer.bin", .init = "", .out_dir = "out",
-        .B = 12, .T = 64, .lr = 1e-3f, .warmup = 100, .final_lr_frac = 0.1f, .weight_decay = 0.1f,
+        .B = 12, .T = 64, .lr = 1e-3f, .warmup = 100, .final_lr_frac = 0.5f, .weight_decay = 0.0f,
         .max_steps = 2000, .val_every = 250, .val_batches = 0, .sample_every = 0, .gen_tokens = 400,
         .checkpoint_every = 0, .resume = 0, .layers = 4, .heads = 4, .channels = 128, .max_seq_len = 0,
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
-        .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 0, .attention_map = "", .slide = 1};
+        .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1};
     return o;
 }
 

@@ -22,6 +22,35 @@ else
     bad "test_gpt2 did not finish (exit status $rc)"
 fi
 
+# ---- 1b. the reference check can fail: corrupted copies of a reference state must be rejected
+# (ref_a_state.bin: B=3 T=11 V=65, so the loss float sits at byte 1024 + 4*(2*33 + 33*65) = 9868 and
+# the gradients start at 9872; qkvw's gradient starts at float 4736 of them and has 6144 floats)
+corrupt() {  # corrupt FILE loss FACTOR | corrupt FILE grad INDEX FRACTION_OF_TENSOR_MAX
+    perl -e '
+        my ($file, $what, $a, $b) = @ARGV;
+        open(my $f, "+<", $file) or die; binmode $f;
+        if ($what eq "loss") {
+            seek($f, 9868, 0); read($f, my $buf, 4); seek($f, 9868, 0); print $f pack("f<", unpack("f<", $buf) * $a);
+        } else {
+            my $start = 9872 + 4 * 4736; seek($f, $start, 0); read($f, my $buf, 4 * 6144);
+            my @g = unpack("f<*", $buf); my $max = 0; for (@g) { $max = abs($_) if abs($_) > $max }
+            $g[$a] += $b * $max; seek($f, $start, 0); print $f pack("f<*", @g);
+        }' "$@"
+}
+for case in "loss 1.01" "loss 1.001" "grad 100 0.01" "grad 5000 0.01"; do
+    cp data/ref/ref_a_state.bin "$TMP/corrupt.bin"; corrupt "$TMP/corrupt.bin" $case
+    if ./test_gpt2 -e data/ref/ref_a_model.bin -s "$TMP/corrupt.bin" > "$TMP/corrupt.log" 2>&1; then
+        bad "a reference state corrupted by '$case' was accepted"
+    else
+        ok "a reference state corrupted by '$case' is rejected: $(grep -m1 FAIL "$TMP/corrupt.log")"
+    fi
+done
+if ./test_gpt2 -e data/ref/ref_a_model.bin -s data/ref/ref_a_state.bin > "$TMP/pair.log" 2>&1; then
+    ok "./test_gpt2 -e MODEL -s STATE accepts the uncorrupted pair"
+else
+    bad "./test_gpt2 -e MODEL -s STATE rejects the uncorrupted pair"
+fi
+
 echo "-- command line"
 # a small, fast model for the command-line checks
 SMALL=(-nl 2 -nh 2 -nc 32 -b 4 -t 32 -v 0 -g 0)

@@ -1,0 +1,762 @@
+/*
+bench/bench_gpt2.c: the speed benchmark of train_gpt2.c. `make bench` builds it and runs
+bench/run_bench.sh, which starts one process per part and prints a single report.
+
+  bench_gpt2 --machine            clock (a chain of dependent integer adds), the theoretical
+                                  fp32 peak, the best sgemm() on 2048^3, copy bandwidth
+  bench_gpt2 --shape 124m|default training steps exactly as main() does them: median ms,
+                                  tokens/s, GFLOP/s; each kernel timed alone; peak RSS;
+                                  a second run of 3 steps from the same init (determinism)
+  bench_gpt2 --gen                generating with the KV cache vs recomputing the forward
+  bench_gpt2 --summary FILE       peaks, ratios and the checklist of targets, from the
+                                  "@ key value" lines the other modes printed (run_bench.sh
+                                  collects them into FILE)
+Options: --warmup N, --steps N (training steps), --kernel-ms MS (time budget per kernel),
+         --gen-tokens N, --gen-full 1 (time the recomputation at every length, slow)
+
+It includes train_gpt2.c as a library (as test_gpt2.c does) and calls its functions
+directly; it prints and never asserts: the exit status is 0 unless something crashed.
+*/
+#define TESTING
+#include "../train_gpt2.c"
+#include <sys/resource.h>
+
+// ----------------------------------------------------------------------------
+// small helpers
+
+static int num_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double* v, int n) {
+    double* s = mallocCheck((size_t)n * sizeof(double));
+    memcpy(s, v, (size_t)n * sizeof(double));
+    qsort(s, (size_t)n, sizeof(double), cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+static double vmin(const double* v, int n) { double m = v[0]; for (int i = 1; i < n; i++) if (v[i] < m) m = v[i]; return m; }
+static double vmax(const double* v, int n) { double m = v[0]; for (int i = 1; i < n; i++) if (v[i] > m) m = v[i]; return m; }
+
+// a result for run_bench.sh and --summary: "@ key value"
+static void result(const char* prefix, const char* key, double v) {
+    printf("@ %s%s%s %.9g\n", prefix, prefix[0] ? "." : "", key, v);
+}
+
+static double peak_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;  // Linux: kilobytes
+}
+
+// a cheap hash of a float array (bit patterns), to compare weights between runs
+static uint64_t hash_floats(const float* p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    const uint32_t* w = (const uint32_t*)p;
+    for (size_t i = 0; i < n; i++) h = (h ^ w[i]) * 1099511628211ULL;
+    return h;
+}
+
+// ----------------------------------------------------------------------------
+// --machine: clock, theoretical peak, best sgemm, memory bandwidth
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ADD4 "add $1, %0\n\t" "add $1, %0\n\t" "add $1, %0\n\t" "add $1, %0\n\t"
+#define ADD20 ADD4 ADD4 ADD4 ADD4 ADD4
+// GHz from a chain of dependent integer adds: each waits for the previous one, so one
+// add per cycle; the loop's own counter and branch run beside the chain. Timed by the
+// thread's CPU time (not affected when another process takes turns on the core), and by
+// the wall clock into *wall_ghz (lower when the core is shared).
+static double thread_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static double chain_ghz(long iters, double* wall_ghz) {
+    unsigned long x = 0;
+    *wall_ghz = 0.0;
+    double t0 = thread_seconds(), w0 = now_seconds();
+    for (long i = 0; i < iters; i++) __asm__ __volatile__(ADD20 : "+r"(x));
+    double dt = thread_seconds() - t0, dw = now_seconds() - w0;
+    if (x != (unsigned long)iters * 20) return 0.0;
+    *wall_ghz = 20.0 * iters / dw / 1e9;
+    return 20.0 * iters / dt / 1e9;
+}
+#define HAVE_CHAIN 1
+#else
+#define HAVE_CHAIN 0
+#endif
+
+static void fill_random(float* p, size_t n, uint64_t seed) {
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) p[i] = random_f32(&s) - 0.5f;
+}
+
+static void bench_machine(void) {
+    int threads = num_threads();
+    printf("threads: %d (OpenMP%s)\n", threads,
+#ifdef _OPENMP
+           ""
+#else
+           " not available"
+#endif
+    );
+#ifdef __AVX512F__
+    printf("build: AVX-512 enabled (sgemm uses 512-bit FMA)\n");
+#else
+    printf("build: no AVX-512 in this build (-march does not enable it): sgemm runs its fallback\n");
+#endif
+
+    // 1. the clock: each thread runs the chain at the same time, best of 5 x ~60 ms
+    double ghz = 0.0;
+#if HAVE_CHAIN
+    double per_thread[256] = {0}, wall_thread[256] = {0};
+    #pragma omp parallel num_threads(threads)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        double best = 0.0, best_wall = 0.0, w = 0.0;
+        chain_ghz(2000000, &w);  // wake up
+        for (int r = 0; r < 5; r++) {
+            double g = chain_ghz(10000000, &w);
+            if (g > best) best = g;
+            if (w > best_wall) best_wall = w;
+        }
+        if (t < 256) { per_thread[t] = best; wall_thread[t] = best_wall; }
+    }
+    double wall = 0.0;
+    printf("clock (chain of dependent adds, 1 cycle each, thread CPU time, best of 5 per thread):");
+    for (int t = 0; t < threads && t < 256; t++) { printf(" %.3f", per_thread[t]); ghz += per_thread[t]; wall += wall_thread[t]; }
+    ghz /= threads;
+    wall /= threads;
+    printf(" GHz; mean %.3f GHz\n", ghz);
+    printf("  by the wall clock %.3f GHz: this process had %.0f%% of the cores%s\n", wall, 100.0 * wall / ghz,
+           wall < 0.9 * ghz ? " (another process is using them: all timings below are slowed)" : "");
+    result("", "cpu_share", wall / ghz);
+#else
+    printf("clock: not measured (the add chain is x86 assembly)\n");
+#endif
+    double peak = threads * ghz * 2 * 16 * 2;
+    printf("theoretical fp32 peak = %d threads x %.3f GHz x 2 FMA units x 16 lanes x 2 flops = %.1f GFLOP/s\n",
+           threads, ghz, peak);
+    printf("  (assumes each thread has its own core with two 512-bit FMA units, AVX-512, as Zen 5 has)\n");
+
+    // 2. the best matmul: sgemm on 2048^3 (out = A @ B^T, the layout of matmul_forward)
+    int n = 2048;
+    size_t nn = (size_t)n * n;
+    float* A = mallocCheck(nn * sizeof(float));
+    float* Bm = mallocCheck(nn * sizeof(float));
+    float* Cm = mallocCheck(nn * sizeof(float));
+    fill_random(A, nn, 1);
+    fill_random(Bm, nn, 2);
+    memset(Cm, 0, nn * sizeof(float));
+    double flops = 2.0 * n * n * n, times[6];
+    sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);  // warm-up
+    for (int r = 0; r < 6; r++) {
+        double t0 = now_seconds();
+        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
+        times[r] = now_seconds() - t0;
+    }
+    double sg_best = flops / vmin(times, 6) / 1e9, sg_med = flops / median(times, 6) / 1e9;
+    printf("sgemm %dx%dx%d (A @ B^T), %d threads: best %.1f GFLOP/s, median %.1f (of 6 runs)", n, n, n, threads,
+           sg_best, sg_med);
+    if (peak > 0) printf(" = %.0f%% of the theoretical peak", 100.0 * sg_best / peak);
+    printf("\n");
+    free(A); free(Bm); free(Cm);
+
+    // 3. memory bandwidth: memcpy of 256 MiB, each thread copies its half (best of 5)
+    size_t bytes = (size_t)256 << 20;
+    char* src = mallocCheck(bytes);
+    char* dst = mallocCheck(bytes);
+    memset(src, 1, bytes);
+    memset(dst, 0, bytes);
+    double ct[5], rt[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_seconds();
+        #pragma omp parallel num_threads(threads)
+        {
+            int t = 0, T = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num(); T = omp_get_num_threads();
+#endif
+            size_t lo = bytes * t / T, hi = bytes * (t + 1) / T;
+            memcpy(dst + lo, src + lo, hi - lo);
+        }
+        ct[r] = now_seconds() - t0;
+    }
+    // read only: a sum over the same buffer (for information)
+    const float* fp = (const float*)src;
+    size_t nf = bytes / sizeof(float);
+    volatile float sink = 0.0f;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_seconds();
+        float s = 0.0f;
+        #pragma omp parallel for reduction(+ : s) num_threads(threads) schedule(static)
+        for (size_t blk = 0; blk < nf / 4096; blk++) {  // 64 independent sums: not latency-bound
+            const float* p = fp + blk * 4096;
+            float acc[64] = {0};
+            for (int j = 0; j < 4096; j += 64)
+                for (int u = 0; u < 64; u++) acc[u] += p[j + u];
+            for (int u = 0; u < 64; u++) s += acc[u];
+        }
+        sink = s;
+        rt[r] = now_seconds() - t0;
+    }
+    (void)sink;
+    double copy_gbs = 2.0 * bytes / vmin(ct, 5) / 1e9, read_gbs = (double)bytes / vmin(rt, 5) / 1e9;
+    printf("memory: memcpy of 256 MiB on %d threads: %.1f GB/s counting read + write (%.1f GB/s copied)\n",
+           threads, copy_gbs, copy_gbs / 2);
+    printf("        read only (sum of 256 MiB of floats): %.1f GB/s (for information)\n", read_gbs);
+    free(src); free(dst);
+
+    result("", "threads", threads);
+    result("", "ghz", ghz);
+    result("", "peak_gflops", peak);
+    result("", "sgemm_gflops", sg_best);
+    result("", "copy_gbs", copy_gbs);
+    result("", "read_gbs", read_gbs);
+}
+
+// ----------------------------------------------------------------------------
+// --shape: training steps, the kernel breakdown, peak RSS, determinism
+
+typedef struct {
+    const char* name;   // "124m", "default"
+    const char* title;
+    GPT2Config c;
+    int B, T, warmup, steps;
+    double kernel_ms;   // time budget per kernel (ms)
+} Shape;
+
+static Shape get_shape(const char* name) {
+    Shape s;
+    memset(&s, 0, sizeof s);
+    if (strcmp(name, "124m") == 0) {
+        GPT2Config c = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
+                        .num_layers = 12, .num_heads = 12, .channels = 768};
+        s = (Shape){"124m", "GPT-2 124M", c, 4, 64, 2, 5, 300.0};
+    } else if (strcmp(name, "default") == 0) {
+        GPT2Config c = {.max_seq_len = 64, .vocab_size = 65, .padded_vocab_size = 128,
+                        .num_layers = 4, .num_heads = 4, .channels = 128};
+        s = (Shape){"default", "default run", c, 12, 64, 10, 50, 100.0};
+    } else {
+        die("--shape %s: expected 124m or default", name);
+    }
+    return s;
+}
+
+// FLOPs of one training step (forward + backward, the usual 6 N D count plus attention)
+static double step_flops(const Shape* s) {
+    double B = s->B, T = s->T, L = s->c.num_layers, C = s->c.channels, Vp = s->c.padded_vocab_size;
+    return 6 * B * T * (12 * L * C * C + Vp * C) + 6 * L * B * T * T * C;
+}
+
+// one training step, exactly as main() does it (hyperparameters: main's defaults)
+static float train_step(GPT2* m, const int* inputs, const int* targets, int B, int T, int step, float* norm_out) {
+    Options o = default_options();
+    float loss = gpt2_forward(m, inputs, targets, B, T, step);
+    gpt2_zero_grad(m);
+    gpt2_backward(m);
+    float norm = gpt2_grad_norm(m);
+    gpt2_clip_grads(m, norm, o.grad_clip);
+    float lr = learning_rate(step, o.lr, o.warmup, o.max_steps, o.final_lr_frac);
+    gpt2_update(m, lr, o.beta1, o.beta2, o.eps, o.weight_decay, step + 1);
+    *norm_out = norm;
+    return loss;
+}
+
+// the kernel table
+#define MAX_ROWS 40
+#define MAX_REPS 2000
+typedef struct {
+    const char* name;
+    const char* part;   // forward, backward, optimizer
+    double calls;       // per training step
+    double ms;          // median per call
+    double flops;       // per call (matmuls), 0 = not counted
+} Row;
+static Row rows[MAX_ROWS];
+static int num_rows;
+static double rep_times[MAX_REPS];
+
+// Times CODE alone: one call to estimate, then enough repetitions to fill the budget
+// (at least 5), each timed on its own; keeps the median. Per-layer kernels see the
+// variable l = rep % L and use that layer's buffers, so weights are not all in cache.
+#define TIME_KERNEL(NAME, PART, CALLS, FLOPS, CODE) do {                                  \
+        int l = 0;                                                                        \
+        double t0_ = now_seconds();                                                       \
+        CODE;                                                                             \
+        double first_ = now_seconds() - t0_;                                              \
+        int reps_ = first_ > 0 ? (int)(budget_s / first_) : MAX_REPS;                    \
+        if (reps_ < 5) reps_ = 5;                                                         \
+        if (reps_ > MAX_REPS) reps_ = MAX_REPS;                                           \
+        for (int r_ = 0; r_ < reps_; r_++) {                                              \
+            l = (r_ + 1) % L;                                                             \
+            t0_ = now_seconds();                                                          \
+            CODE;                                                                         \
+            rep_times[r_] = now_seconds() - t0_;                                          \
+        }                                                                                 \
+        (void)l;                                                                          \
+        rows[num_rows++] = (Row){NAME, PART, CALLS, 1e3 * median(rep_times, reps_), FLOPS}; \
+    } while (0)
+
+// Every kernel of gpt2_forward, gpt2_backward and the optimizer, called directly on the
+// model's own buffers (right after training, so they hold real activations), with the
+// shapes and call counts of one step. Backward kernels add into their outputs; repeated
+// calls only make those sums larger, which does not change the time.
+static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms, double clip_frac) {
+    GPT2Config c = m->config;
+    int B = sh->B, T = sh->T, C = c.channels, NH = c.num_heads, L = c.num_layers, V = c.vocab_size,
+        Vp = c.padded_vocab_size, BT = B * T;
+    size_t BTC = (size_t)BT * C;
+    double budget_s = sh->kernel_ms * 1e-3;
+    ActivationTensors a = m->acts;
+    BackwardScratch* s = &m->scratch;
+    LayerParams* W = mallocCheck((size_t)L * sizeof(LayerParams));
+    LayerParams* DW = mallocCheck((size_t)L * sizeof(LayerParams));
+    LayerActs* A = mallocCheck((size_t)L * sizeof(LayerActs));
+    for (int i = 0; i < L; i++) {
+        W[i] = layer_params(m->params, c, i);
+        DW[i] = layer_params(m->grads, c, i);
+        A[i] = layer_acts(m, i, B, T);
+    }
+    DropoutMask off = model_dropout(m, 0, DROP_ATT_PROBS);  // dropout p = 0, as in the step
+    double fL = L, mm = 2.0 * BT * C;  // matmul forward FLOPs = mm * OC
+    num_rows = 0;
+
+    // forward (gpt2_forward, block_forward)
+    TIME_KERNEL("encoder", "forward", 1, 0, encoder_forward(a.encoded, m->inputs, m->params.wte, m->params.wpe, B, T, C));
+    TIME_KERNEL("layernorm (ln1, ln2 x L, lnf)", "forward", 2 * fL + 1, 0,
+                layernorm_forward(A[l].ln1, A[l].ln1_mean, A[l].ln1_rstd, A[l].residual, W[l].ln1w, W[l].ln1b, BT, C));
+    TIME_KERNEL("matmul qkv", "forward", fL, mm * 3 * C,
+                matmul_forward(A[l].qkv, A[l].ln1, W[l].qkvw, W[l].qkvb, BT, C, 3 * C));
+    TIME_KERNEL("attention", "forward", fL, 0,
+                attention_forward(A[l].atty, A[l].att_scores, A[l].att_probs, A[l].att_dropped, A[l].qkv, B, T, C, NH, &off));
+    TIME_KERNEL("matmul attproj", "forward", fL, mm * C,
+                matmul_forward(A[l].attproj, A[l].atty, W[l].attprojw, W[l].attprojb, BT, C, C));
+    TIME_KERNEL("residual (x 2L)", "forward", 2 * fL, 0, residual_forward(A[l].residual2, A[l].residual, A[l].attproj, BTC));
+    TIME_KERNEL("matmul fc", "forward", fL, mm * 4 * C, matmul_forward(A[l].fch, A[l].ln2, W[l].fcw, W[l].fcb, BT, C, 4 * C));
+    TIME_KERNEL("gelu", "forward", fL, 0, gelu_forward(A[l].fch_gelu, A[l].fch, 4 * BTC));
+    TIME_KERNEL("matmul fcproj", "forward", fL, mm * 4 * C,
+                matmul_forward(A[l].fcproj, A[l].fch_gelu, W[l].fcprojw, W[l].fcprojb, BT, 4 * C, C));
+    TIME_KERNEL("matmul lm head", "forward", 1, mm * Vp, matmul_forward(a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp));
+    TIME_KERNEL("softmax + crossentropy", "forward", 1, 0,
+                softmax_forward(a.probs, a.logits, BT, V, Vp); crossentropy_forward(s->losses, a.probs, m->targets, BT, Vp));
+
+    // backward (gpt2_backward, block_backward)
+    TIME_KERNEL("crossentropy + softmax", "backward", 1, 0,
+                crossentropy_softmax_backward(a.logits, s->dlosses, a.probs, m->targets, BT, V, Vp));
+    TIME_KERNEL("matmul lm head", "backward", 1, 2 * mm * Vp,
+                matmul_backward(s->dln, m->grads.wte, NULL, a.logits, a.lnf, m->params.wte, BT, C, Vp));
+    TIME_KERNEL("layernorm (ln1, ln2 x L, lnf)", "backward", 2 * fL + 1, 0,
+                layernorm_backward(s->dres_mid, (float*)DW[l].ln2w, (float*)DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
+                                   A[l].ln2_mean, A[l].ln2_rstd, BT, C));
+    TIME_KERNEL("residual (x 2L)", "backward", 2 * fL, 0, residual_backward(s->dres_mid, s->dbranch, s->dres_out, BTC));
+    TIME_KERNEL("dropout, p=0 (x 2L+1)", "backward", 2 * fL + 1, 0, dropout_backward(s->dbranch_pre, s->dbranch, BTC, &off));
+    TIME_KERNEL("matmul fcproj", "backward", fL, 2 * mm * 4 * C,
+                matmul_backward(s->dfch_gelu, (float*)DW[l].fcprojw, (float*)DW[l].fcprojb, s->dbranch_pre, A[l].fch_gelu,
+                                W[l].fcprojw, BT, 4 * C, C));
+    TIME_KERNEL("gelu", "backward", fL, 0, gelu_backward(s->dfch, A[l].fch, s->dfch_gelu, 4 * BTC));
+    TIME_KERNEL("matmul fc", "backward", fL, 2 * mm * 4 * C,
+                matmul_backward(s->dln, (float*)DW[l].fcw, (float*)DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C));
+    TIME_KERNEL("matmul attproj", "backward", fL, 2 * mm * C,
+                matmul_backward(s->datty, (float*)DW[l].attprojw, (float*)DW[l].attprojb, s->dbranch_pre, A[l].atty,
+                                W[l].attprojw, BT, C, C));
+    TIME_KERNEL("attention", "backward", fL, 0,
+                attention_backward(s->dqkv, s->datty, A[l].qkv, A[l].att_probs, A[l].att_dropped, B, T, C, NH, &off));
+    TIME_KERNEL("matmul qkv", "backward", fL, 2 * mm * 3 * C,
+                matmul_backward(s->dln, (float*)DW[l].qkvw, (float*)DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C));
+    TIME_KERNEL("encoder", "backward", 1, 0, encoder_backward(m->grads.wte, m->grads.wpe, s->dbranch_pre, m->inputs, B, T, C));
+
+    // the optimizer part of the step
+    volatile float sink = 0.0f;
+    TIME_KERNEL("zero_grad (memset of all gradients)", "optimizer", 1, 0, gpt2_zero_grad(m));
+    TIME_KERNEL("grad norm", "optimizer", 1, 0, sink = gpt2_grad_norm(m));
+    TIME_KERNEL("clip grads (when norm > 1)", "optimizer", clip_frac, 0, gpt2_clip_grads(m, 2.0f, 1.0f));
+    TIME_KERNEL("AdamW update", "optimizer", 1, 0, gpt2_update(m, 1e-4f, 0.9f, 0.99f, 1e-8f, 0.1f, 1000));
+    (void)sink;
+    free(W); free(DW); free(A);
+
+    // the table
+    printf("\nper-kernel breakdown (%s, B=%d T=%d): each kernel timed alone on this step's shapes,\n", sh->title, B, T);
+    printf("median of repeated calls, times its calls per step (L = %d)\n", L);
+    printf("  %-9s %-36s %6s %10s %10s %7s %9s\n", "part", "kernel", "calls", "ms/call", "ms/step", "% step", "GFLOP/s");
+    double total = 0.0, part_total = 0.0;
+    for (int i = 0; i < num_rows; i++) {
+        Row* r = &rows[i];
+        double per_step = r->ms * r->calls;
+        total += per_step;
+        part_total += per_step;
+        char calls[32];
+        if (r->calls == (int)r->calls) snprintf(calls, sizeof calls, "%d", (int)r->calls);
+        else snprintf(calls, sizeof calls, "%.2f", r->calls);
+        printf("  %-9s %-36s %6s %10.4f %10.3f %6.1f%%", r->part, r->name, calls, r->ms, per_step, 100.0 * per_step / step_ms);
+        if (r->flops > 0) printf(" %9.1f", r->flops / (r->ms * 1e-3) / 1e9);
+        printf("\n");
+        if (i + 1 == num_rows || strcmp(rows[i + 1].part, r->part) != 0) {
+            printf("  %-9s %-36s %6s %10s %10.3f %6.1f%%\n", "", "subtotal", "", "", part_total, 100.0 * part_total / step_ms);
+            part_total = 0.0;
+        }
+    }
+    double matmul = 0.0;
+    for (int i = 0; i < num_rows; i++) if (rows[i].flops > 0) matmul += rows[i].ms * rows[i].calls;
+    printf("  sum of kernels %.3f ms = %.1f%% of the measured step (%.3f ms); matmuls alone %.3f ms (%.1f%%)\n",
+           total, 100.0 * total / step_ms, step_ms, matmul, 100.0 * matmul / step_ms);
+    printf("  difference %.3f ms (%.1f%%): zeroing of activation gradients in the backward, the loss sum,\n"
+           "  thread start-up between kernels, and cache effects of running kernels in sequence\n",
+           step_ms - total, 100.0 * (step_ms - total) / step_ms);
+    result(sh->name, "kernel_sum_ms", total);
+    result(sh->name, "matmul_ms", matmul);
+}
+
+static void bench_shape(const char* name, int warmup, int steps, double kernel_ms) {
+    Shape sh = get_shape(name);
+    if (warmup >= 0) sh.warmup = warmup;
+    if (steps > 0) sh.steps = steps;
+    if (kernel_ms > 0) sh.kernel_ms = kernel_ms;
+    GPT2Config c = sh.c;
+    int B = sh.B, T = sh.T, BT = B * T, total = sh.warmup + sh.steps;
+    int det_steps = 3;
+    if (total < det_steps) total = det_steps;
+    double flops = step_flops(&sh);
+    printf("%s: L=%d NH=%d C=%d maxT=%d V=%d Vp=%d; B=%d T=%d; %d threads\n", sh.title, c.num_layers, c.num_heads,
+           c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, B, T, num_threads());
+    printf("FLOPs per step = 6*B*T*(12*L*C^2 + Vp*C) + 6*L*B*T^2*C = %.2f GFLOP\n", flops / 1e9);
+
+    // one batch of random tokens per step, made before any timing
+    int* tokens = mallocCheck((size_t)total * (BT + 1) * sizeof(int));
+    uint64_t rng = 42;
+    for (size_t i = 0; i < (size_t)total * (BT + 1); i++) tokens[i] = (int)(random_u64(&rng) % (uint64_t)c.vocab_size);
+
+    GPT2 model;
+    double t0 = now_seconds();
+    gpt2_init_random(&model, c, 1337);
+    printf("model: %.2fM parameters (random init in %.1f s)\n", model.num_parameters / 1e6, now_seconds() - t0);
+    double* ms = mallocCheck((size_t)total * sizeof(double));
+    float losses[2][3], norms[2][3];
+    uint64_t hashes[2] = {0, 0};
+    int clipped = 0;
+    Options o = default_options();
+    printf("%d warm-up + %d timed steps (a step: forward, zero_grad, backward, grad norm, clip, lr, AdamW update)\n",
+           sh.warmup, total - sh.warmup);
+    for (int step = 0; step < total; step++) {
+        const int* batch = tokens + (size_t)step * (BT + 1);
+        float norm;
+        double s0 = now_seconds();
+        float loss = train_step(&model, batch, batch + 1, B, T, step, &norm);
+        ms[step] = 1e3 * (now_seconds() - s0);
+        if (step < det_steps) {
+            losses[0][step] = loss; norms[0][step] = norm;
+            if (step == det_steps - 1) hashes[0] = hash_floats(model.params_memory, model.num_parameters);
+        }
+        if (step >= sh.warmup && norm > o.grad_clip) clipped++;
+        if (total <= 12 || step < 3 || step == total - 1)
+            printf("  step %3d%s: loss %.6f, norm %.4f, %.2f ms\n", step, step < sh.warmup ? " (warm-up)" : "", loss, norm, ms[step]);
+        else if (step == 3)
+            printf("  ...\n");
+    }
+    const double* timed = ms + sh.warmup;
+    int n = total - sh.warmup;
+    double med = median(timed, n);
+    double rss = peak_rss_mib();
+    printf("step time over %d timed steps: median %.2f ms (min %.2f, max %.2f); %.0f tokens/s; %.1f GFLOP/s\n", n, med,
+           vmin(timed, n), vmax(timed, n), BT / (med * 1e-3), flops / (med * 1e-3) / 1e9);
+    printf("peak RSS (getrusage ru_maxrss) after training: %.0f MiB\n", rss);
+    result(sh.name, "ms", med);
+    result(sh.name, "ms_min", vmin(timed, n));
+    result(sh.name, "tok_s", BT / (med * 1e-3));
+    result(sh.name, "gflops", flops / (med * 1e-3) / 1e9);
+    result(sh.name, "flops", flops);
+    result(sh.name, "rss_mib", rss);
+    fflush(stdout);
+
+    kernel_breakdown(&model, &sh, med, (double)clipped / n);
+    gpt2_free(&model);
+
+    // determinism: the same 3 steps again from the same init
+    gpt2_init_random(&model, c, 1337);
+    for (int step = 0; step < det_steps; step++) {
+        const int* batch = tokens + (size_t)step * (BT + 1);
+        losses[1][step] = train_step(&model, batch, batch + 1, B, T, step, &norms[1][step]);
+    }
+    hashes[1] = hash_floats(model.params_memory, model.num_parameters);
+    gpt2_free(&model);
+    int same_loss = memcmp(losses[0], losses[1], sizeof losses[0]) == 0;
+    int same_norm = memcmp(norms[0], norms[1], sizeof norms[0]) == 0;
+    int same_weights = hashes[0] == hashes[1];
+    printf("\ndeterminism: the first %d steps run twice from the same init\n", det_steps);
+    for (int i = 0; i < det_steps; i++)
+        printf("  step %d: loss %.9g vs %.9g, norm %.9g vs %.9g\n", i, losses[0][i], losses[1][i], norms[0][i], norms[1][i]);
+    printf("  losses %s, gradient norms %s, weights after step %d %s (hash %016llx vs %016llx)\n",
+           same_loss ? "bit-identical" : "DIFFER", same_norm ? "bit-identical" : "DIFFER", det_steps,
+           same_weights ? "bit-identical" : "DIFFER", (unsigned long long)hashes[0], (unsigned long long)hashes[1]);
+    result(sh.name, "deterministic", same_loss && same_norm && same_weights);
+    free(tokens);
+    free(ms);
+}
+
+// ----------------------------------------------------------------------------
+// --gen: generation with the KV cache vs recomputing the whole forward per token
+
+static void bench_gen(int N, int full) {
+    GPT2Config c = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
+                    .num_layers = 12, .num_heads = 12, .channels = 768};
+    if (N < 2) N = 2;
+    if (N > c.max_seq_len) N = c.max_seq_len;
+    GPT2 model;
+    gpt2_init_random(&model, c, 1337);
+    int V = c.vocab_size, Vp = c.padded_vocab_size;
+    printf("GPT-2 124M shape, random weights (maxT %d, %.2fM parameters), %d threads; generating %d tokens\n",
+           c.max_seq_len, model.num_parameters / 1e6, num_threads(), N);
+    int* tokens = mallocCheck((size_t)N * sizeof(int));
+    uint64_t rng = 7;
+    for (int i = 0; i < N; i++) tokens[i] = (int)(random_u64(&rng) % (uint64_t)V);
+
+    // the lengths at which the recomputation is timed (and the logits compared)
+    int cand[] = {1, 8, 32, 64, 128, 192, 256, 320, 384, 448, 512};
+    int lens[1024], nl = 0;
+    if (full) {
+        for (int t = 1; t <= N; t++) lens[nl++] = t;
+    } else {
+        for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) if (cand[i] < N) lens[nl++] = cand[i];
+        lens[nl++] = N;
+    }
+    float* kv_logits = mallocCheck((size_t)nl * V * sizeof(float));
+
+    // 1. KV cache: one gpt2_forward_token per token
+    KVCache kv;
+    kvcache_init(&kv, c);
+    for (int i = 0; i < 8; i++) gpt2_forward_token(&model, &kv, tokens[i]);  // warm-up
+    kv.pos = 0;
+    int k = 0;
+    double t0 = now_seconds();
+    for (int i = 0; i < N; i++) {
+        const float* logits = gpt2_forward_token(&model, &kv, tokens[i]);
+        if (k < nl && lens[k] == i + 1) memcpy(kv_logits + (size_t)k++ * V, logits, (size_t)V * sizeof(float));
+    }
+    double kv_s = now_seconds() - t0;
+    printf("KV cache: %d tokens in %.2f s = %.1f tokens/s (%.2f ms/token)\n", N, kv_s, N / kv_s, 1e3 * kv_s / N);
+
+    // 2. recomputation (llm.c's way): the whole forward on the sequence so far, for every
+    //    new token, then the last position's logits. The activations are allocated once for
+    //    the longest sequence first (as llm.c allocates them for its B, T), not timed.
+    gpt2_forward(&model, tokens, NULL, 1, N, -1);
+    double* tl = mallocCheck((size_t)nl * sizeof(double));
+    float maxdiff = 0.0f;
+    for (int i = 0; i < nl; i++) {
+        int t = lens[i];
+        tl[i] = 1e30;
+        for (int r = 0; r < (full ? 1 : 2); r++) {  // best of 2
+            double s0 = now_seconds();
+            gpt2_forward(&model, tokens, NULL, 1, t, -1);
+            double dt = now_seconds() - s0;
+            if (dt < tl[i]) tl[i] = dt;
+        }
+        const float* last = model.acts.logits + (size_t)(t - 1) * Vp;
+        for (int j = 0; j < V; j++) {
+            float d = fabsf(last[j] - kv_logits[(size_t)i * V + j]);
+            if (!(d <= maxdiff)) maxdiff = d;
+        }
+    }
+    double re_s = 0.0;
+    if (full) {
+        for (int i = 0; i < nl; i++) re_s += tl[i];
+        printf("recompute: timed at every length 1..%d: %.2f s = %.2f tokens/s\n", N, re_s, N / re_s);
+    } else {
+        // integrate over t = 1..N, linear between the timed lengths
+        for (int t = 1; t <= N; t++) {
+            int i = 0;
+            while (i + 1 < nl && lens[i + 1] < t) i++;
+            double f;
+            if (t <= lens[0]) f = tl[0];
+            else if (i + 1 >= nl) f = tl[nl - 1];
+            else f = tl[i] + (tl[i + 1] - tl[i]) * (t - lens[i]) / (double)(lens[i + 1] - lens[i]);
+            re_s += f;
+        }
+        printf("recompute: a forward of the whole sequence per token would take too long for all %d lengths;\n"
+               "  timed at %d lengths (best of 2) and integrated over 1..%d (linear between them):\n  ", N, nl, N);
+        for (int i = 0; i < nl; i++) printf(" t=%d %.1f ms%s", lens[i], 1e3 * tl[i], i + 1 < nl ? "," : "\n");
+        printf("  estimated %.1f s for %d tokens = %.2f tokens/s\n", re_s, N, N / re_s);
+    }
+    printf("speedup of the KV cache: %.1fx; KV-cache logits vs recomputed: max |diff| %.2e at %d lengths\n", re_s / kv_s,
+           maxdiff, nl);
+
+    // 3. the memory-bandwidth bound of the KV cache: each token reads every weight once
+    //    (all parameters but the padding rows of wte) and the cached keys and values so far
+    double weights = 4.0 * ((double)model.num_parameters - (double)(Vp - V) * c.channels);
+    double kvbytes = 0.0;
+    for (int pos = 0; pos < N; pos++) kvbytes += 2.0 * c.num_layers * (pos + 1) * c.channels * 4.0;
+    kvbytes /= N;
+    printf("bytes read per token: %.1f MB of weights + %.1f MB of KV cache (average over %d tokens) = %.1f MB\n",
+           weights / 1e6, kvbytes / 1e6, N, (weights + kvbytes) / 1e6);
+    result("gen", "tokens", N);
+    result("gen", "kv_tok_s", N / kv_s);
+    result("gen", "re_tok_s", N / re_s);
+    result("gen", "speedup", re_s / kv_s);
+    result("gen", "sampled", !full);
+    result("gen", "bytes_per_token", weights + kvbytes);
+    result("gen", "maxdiff", maxdiff);
+    kvcache_free(&kv);
+    gpt2_free(&model);
+    free(tokens); free(kv_logits); free(tl);
+}
+
+// ----------------------------------------------------------------------------
+// --summary: peaks, ratios, the checklist
+
+#define MAX_KEYS 200
+static char keys[MAX_KEYS][64];
+static double vals[MAX_KEYS];
+static int num_keys;
+
+static int have(const char* key) {
+    for (int i = 0; i < num_keys; i++) if (strcmp(keys[i], key) == 0) return 1;
+    return 0;
+}
+
+static double get(const char* key) {
+    for (int i = num_keys - 1; i >= 0; i--) if (strcmp(keys[i], key) == 0) return vals[i];
+    return NAN;
+}
+
+static const char* mark(int ok) { return ok ? "[x]" : "[ ]"; }
+
+static void fmt_thousands(char* out, size_t n, double v) {  // 2463 -> "2,463"
+    long x = lround(v);
+    if (x >= 1000) snprintf(out, n, "%ld,%03ld", x / 1000, x % 1000);
+    else snprintf(out, n, "%ld", x);
+}
+
+static void bench_summary(const char* path) {
+    FILE* f = fopen(path, "r");
+    if (!f) { printf("no results in '%s'\n", path); return; }
+    char line[256];
+    while (fgets(line, sizeof line, f) && num_keys < MAX_KEYS) {
+        double v;
+        if (sscanf(line, "%63s %lf", keys[num_keys], &v) == 2) vals[num_keys++] = v;
+    }
+    fclose(f);
+    double peak = get("peak_gflops"), sg = get("sgemm_gflops");
+    if (have("peak_gflops"))
+        printf("peaks: theoretical fp32 %.1f GFLOP/s (%.0f threads x %.3f GHz x 2 FMA x 16 lanes x 2); best sgemm %.1f GFLOP/s (%.0f%%)\n",
+               peak, get("threads"), get("ghz"), sg, 100.0 * sg / peak);
+    printf("\n  %-22s %9s %9s %8s %7s %7s %11s %9s\n", "training step", "ms/step", "tokens/s", "GFLOP/s", "% peak",
+           "% sgemm", "PyTorch ms", "ours/PT");
+    const char* shapes[2] = {"124m", "default"};
+    const char* titles[2] = {"124M (B=4, T=64)", "default (B=12, T=64)"};
+    char k[64];
+    for (int i = 0; i < 2; i++) {
+        snprintf(k, sizeof k, "%s.ms", shapes[i]);
+        if (!have(k)) { printf("  %-22s (not measured)\n", titles[i]); continue; }
+        double ms = get(k);
+        snprintf(k, sizeof k, "%s.tok_s", shapes[i]); double tok = get(k);
+        snprintf(k, sizeof k, "%s.gflops", shapes[i]); double gf = get(k);
+        printf("  %-22s %9.2f %9.0f %8.1f %6.1f%% %6.1f%%", titles[i], ms, tok, gf, 100 * gf / peak, 100 * gf / sg);
+        snprintf(k, sizeof k, "torch.%s.ms", shapes[i]);
+        if (have(k)) printf(" %11.2f %9.2f\n", get(k), ms / get(k));
+        else printf(" %11s %9s\n", "n/a", "n/a");
+    }
+    printf("  (ours/PT < 1: ours is faster; PyTorch with the tuned settings of /work/shared/machine.md)\n");
+    if (have("torch.blas_optimised") && get("torch.blas_optimised") == 0)
+        printf("  !! PyTorch ran on the unoptimised reference BLAS here: its times are no baseline\n");
+    if (have("cpu_share") && get("cpu_share") < 0.9)
+        printf("  !! this run had only %.0f%% of the CPUs (another process was busy): every time is slowed\n",
+               100 * get("cpu_share"));
+    if (have("torch.default.ms"))
+        printf("  nanoGPT's baby Shakespeare CPU config was reported at 54-56 ms/iteration tuned; measured here %.2f ms\n",
+               get("torch.default.ms"));
+
+    double rss = get("124m.rss_mib");
+    char ours[32], llmc[32];
+    fmt_thousands(ours, sizeof ours, rss);
+    fmt_thousands(llmc, sizeof llmc, 2463);
+    if (have("124m.rss_mib")) printf("\npeak RSS of the 124M training: %s MiB (llm.c's CPU trainer: %s MiB)\n", ours, llmc);
+
+    if (have("gen.kv_tok_s")) {
+        double bpt = get("gen.bytes_per_token"), bw = get("copy_gbs"), rd = get("read_gbs");
+        double bound = bw * 1e9 / bpt;
+        printf("\ngeneration (124M shape, %.0f tokens): KV cache %.1f tokens/s, recompute %.2f tokens/s%s: %.1fx\n",
+               get("gen.tokens"), get("gen.kv_tok_s"), get("gen.re_tok_s"),
+               get("gen.sampled") > 0 ? " (sampled lengths, integrated)" : "", get("gen.speedup"));
+        if (have("copy_gbs")) {
+            printf("  bandwidth bound: %.1f MB read per token / %.1f GB/s (memcpy, read + write counted) = %.1f tokens/s;\n"
+                   "  the KV cache reaches %.0f%% of it", bpt / 1e6, bw, bound, 100.0 * get("gen.kv_tok_s") / bound);
+            if (have("read_gbs"))
+                printf(" (against the read-only %.1f GB/s: bound %.1f tokens/s, %.0f%%)", rd, rd * 1e9 / bpt,
+                       100.0 * get("gen.kv_tok_s") / (rd * 1e9 / bpt));
+            printf("\n");
+        }
+    }
+
+    printf("\ntargets (printed, not enforced):\n");
+    double ms124 = get("124m.ms"), msdef = get("default.ms"), sp = get("gen.speedup");
+    double frac = get("124m.gflops") / peak;
+    if (have("124m.ms")) printf("  %s 124M step <= 800 ms: %.1f ms\n", mark(ms124 <= 800), ms124);
+    else printf("  [ ] 124M step <= 800 ms: not measured\n");
+    if (have("default.ms")) printf("  %s default step <= 18 ms: %.2f ms\n", mark(msdef <= 18), msdef);
+    else printf("  [ ] default step <= 18 ms: not measured\n");
+    if (have("124m.ms") && have("peak_gflops"))
+        printf("  %s 124M step >= 55%% of the theoretical peak: %.1f%% (%.1f of %.1f GFLOP/s)\n", mark(frac >= 0.55),
+               100 * frac, get("124m.gflops"), peak);
+    else printf("  [ ] 124M step >= 55%% of the theoretical peak: not measured\n");
+    if (have("124m.rss_mib")) printf("  %s 124M peak RSS <= 2,463 MiB: %s MiB\n", mark(rss <= 2463), ours);
+    else printf("  [ ] 124M peak RSS <= 2,463 MiB: not measured\n");
+    int det_known = have("124m.deterministic") || have("default.deterministic");
+    int det = (!have("124m.deterministic") || get("124m.deterministic") > 0) &&
+              (!have("default.deterministic") || get("default.deterministic") > 0);
+    if (det_known)
+        printf("  %s bit-identical runs: 124M %s, default %s\n", mark(det),
+               !have("124m.deterministic") ? "n/a" : get("124m.deterministic") > 0 ? "yes" : "NO",
+               !have("default.deterministic") ? "n/a" : get("default.deterministic") > 0 ? "yes" : "NO");
+    else printf("  [ ] bit-identical runs: not measured\n");
+    if (have("gen.speedup")) printf("  %s KV-cache speedup >= 20x: %.1fx\n", mark(sp >= 20), sp);
+    else printf("  [ ] KV-cache speedup >= 20x: not measured\n");
+}
+
+// ----------------------------------------------------------------------------
+
+static void usage(void) {
+    fprintf(stderr, "usage: bench_gpt2 --machine | --shape 124m|default [--warmup N] [--steps N] [--kernel-ms MS]\n"
+                    "                  | --gen [--gen-tokens N] [--gen-full 1] | --summary FILE\n");
+    exit(EXIT_USAGE);
+}
+
+int main(int argc, char** argv) {
+    const char *mode = NULL, *arg = NULL;
+    int warmup = -1, steps = 0, gen_tokens = 512, gen_full = 0;
+    double kernel_ms = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--machine") == 0 || strcmp(a, "--gen") == 0) { mode = a; continue; }
+        if (!v) usage();
+        if (strcmp(a, "--shape") == 0 || strcmp(a, "--summary") == 0) { mode = a; arg = v; }
+        else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
+        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        else if (strcmp(a, "--kernel-ms") == 0) kernel_ms = atof(v);
+        else if (strcmp(a, "--gen-tokens") == 0) gen_tokens = atoi(v);
+        else if (strcmp(a, "--gen-full") == 0) gen_full = atoi(v);
+        else usage();
+        i++;
+    }
+    if (!mode) usage();
+    if (strcmp(mode, "--machine") == 0) bench_machine();
+    else if (strcmp(mode, "--shape") == 0) bench_shape(arg, warmup, steps, kernel_ms);
+    else if (strcmp(mode, "--gen") == 0) bench_gen(gen_tokens, gen_full);
+    else bench_summary(arg);
+    return 0;
+}

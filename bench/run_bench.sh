@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# make bench: the speed benchmark of train_gpt2.c, one process per part, one report.
+#   1. the machine: clock, theoretical fp32 peak, best sgemm(), copy bandwidth
+#   2. training steps of the GPT-2 124M shape (B=4, T=64): time, kernels, peak RSS, determinism
+#   3. the same for the default run's shape (B=12, T=64)
+#   4. generation with the KV cache vs recomputation (124M shape, 512 tokens)
+#   5. PyTorch's training step of the same models, when /usr/bin/python3 imports torch
+#   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
+# The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
+# exit status is non-zero only if a part crashed. Takes about 3 minutes on 2 cores.
+# Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
+# every part with a few steps only (to check the script, not to measure); BENCH_WAIT=S waits
+# up to S seconds (default 60) for busy CPUs to become idle before starting.
+set -u
+cd "$(dirname "$0")/.."
+OUT=bench/out
+RES=$OUT/results.txt
+REPORT=$OUT/report.txt
+BIN=bench/bench_gpt2
+PY=${PYTHON:-/usr/bin/python3}
+mkdir -p "$OUT"
+: > "$RES"
+SHAPE_ARGS=() GEN_ARGS=() PT_ARGS=()
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    SHAPE_ARGS=(--warmup 1 --steps 2 --kernel-ms 5) GEN_ARGS=(--gen-tokens 16) PT_ARGS=(--warmup 1 --steps 2)
+fi
+
+# PyTorch runs with the tuned settings of /work/shared/machine.md
+TUNED=(env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0
+       MALLOC_TRIM_THRESHOLD_=100000000000 MALLOC_TOP_PAD_=1073741824)
+
+crashed=0
+section() { printf '\n==== %s\n' "$*"; }
+
+# runs a part; its "@ key value" lines go to $RES for the summary, the rest to the report
+run() {
+    "$@" 2>&1 | awk -v res="$RES" '/^@ /{ print substr($0, 3) >> res; fflush(res); next } { print; fflush() }'
+    local rc=${PIPESTATUS[0]}
+    if [ "$rc" -ne 0 ]; then echo "!! '$*' failed (exit status $rc)"; crashed=1; fi
+}
+
+# percentage of all CPUs busy over one second, from /proc/stat
+cpu_busy() {
+    local a b
+    read -r -a a < /proc/stat; sleep 1; read -r -a b < /proc/stat
+    local tot=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    for i in 1 2 3 4 5 6 7 8; do tot=$(( tot + b[i] - a[i] )); done
+    echo $(( tot > 0 ? 100 * (tot - idle) / tot : 0 ))
+}
+
+bench() {
+    echo "train_gpt2.c benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); train_gpt2.c md5 $(md5sum train_gpt2.c | cut -c1-12)"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs;" \
+         "compiler: $(cc --version | head -n 1); OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}"
+    [ -n "${LD_LIBRARY_PATH:-}" ] && echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    local busy waited=0
+    busy=$(cpu_busy)
+    while [ "$busy" -ge 10 ] && [ "$waited" -lt "${BENCH_WAIT:-60}" ]; do  # give a busy machine a chance
+        [ "$waited" -eq 0 ] && echo "CPUs ${busy}% busy: waiting up to ${BENCH_WAIT:-60} s for them to be idle"
+        sleep 4; waited=$((waited + 5)); busy=$(cpu_busy)
+    done
+    echo "CPUs busy before the start: ${busy}% (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    if [ "$busy" -ge 10 ]; then
+        echo "!! another process is using the CPUs: every time below is slowed. Busiest processes:"
+        ps -eo pid,pcpu,args --sort=-pcpu | sed -n '2,4p' | cut -c1-100 | sed 's/^/     /'
+    fi
+
+    section "1. machine: clock, theoretical fp32 peak, best sgemm, memory bandwidth"
+    run "$BIN" --machine
+
+    section "2. training step, GPT-2 124M shape"
+    run "$BIN" --shape 124m "${SHAPE_ARGS[@]}"
+
+    section "3. training step, default shape"
+    run "$BIN" --shape default "${SHAPE_ARGS[@]}"
+
+    section "4. generation with the KV cache vs recomputation"
+    run "$BIN" --gen "${GEN_ARGS[@]}"
+
+    section "5. PyTorch (the same models; tuned settings of /work/shared/machine.md)"
+    if "$PY" -c 'import torch' 2>/dev/null; then
+        local blas
+        blas=$("${TUNED[@]}" "$PY" bench/pytorch_step.py --blas 2>&1)
+        echo "PyTorch's BLAS: $blas"
+        case "$blas" in
+            OpenBLAS*|MKL*|BLIS*)
+                run "${TUNED[@]}" "$PY" bench/pytorch_step.py 124m "${PT_ARGS[@]}"
+                run "${TUNED[@]}" "$PY" bench/pytorch_step.py default "${PT_ARGS[@]}" ;;
+            *)
+                echo "!! PyTorch loads an unoptimised BLAS (Debian's reference libblas3, about 6 GFLOP/s): it is"
+                echo "!! no baseline, and a 124M step would take about 30 s. Install OpenBLAS (apt-get install"
+                echo "!! libopenblas0-pthread) or put an OpenBLAS libblas.so.3 on LD_LIBRARY_PATH for the"
+                echo "!! comparison. The 124M shape is skipped; the default shape, for information:"
+                run "${TUNED[@]}" "$PY" bench/pytorch_step.py default --warmup 2 --steps 5 ;;
+        esac
+    else
+        echo "PyTorch: $PY cannot import torch (Debian's python3-torch is not installed); skipped"
+    fi
+
+    section "6. summary"
+    run "$BIN" --summary "$RES"
+    [ "$crashed" -eq 0 ]
+}
+
+bench 2>&1 | tee "$REPORT"
+status=${PIPESTATUS[0]}
+echo "(report: $REPORT)"
+exit "$status"
