@@ -158,9 +158,8 @@ static void check_training(const char* model_path, const char* train_path) {
         gpt2_backward(&model);
         float norm = gpt2_grad_norm(&model);
         clipped += norm > clip;
-        gpt2_clip_grads(&model, norm, clip);
         float step_lr = learning_rate(s, lr, warmup, n, final_frac);
-        gpt2_update(&model, step_lr, beta1, beta2, eps, wd, s + 1);
+        gpt2_update(&model, step_lr, beta1, beta2, eps, wd, grad_clip_scale(norm, clip), s + 1);
         float el = fabsf(loss - ref[s]) / ref[s], en = fabsf(norm - ref[n + s]) / ref[n + s];
         float elr = fabsf(step_lr - ref[2 * n + s]) / ref[2 * n + s];
         printf("   step %2d loss %.6f (ref %.6f, rel err %.1e) norm %.5f (ref %.5f, rel err %.1e)\n", s, loss, ref[s], el, norm, ref[n + s], en);
@@ -452,8 +451,7 @@ static void train_steps(GPT2* model, const int* x, const int* y, int B, int T, i
         gpt2_zero_grad(model);
         gpt2_backward(model);
         float norm = gpt2_grad_norm(model);
-        gpt2_clip_grads(model, norm, 1.0f);
-        gpt2_update(model, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s + 1);
+        gpt2_update(model, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, grad_clip_scale(norm, 1.0f), s + 1);
     }
 }
 

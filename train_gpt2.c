@@ -386,39 +386,25 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // weighted sum of rows. The outputs are summed in registers, 64, 32 or 16 at a time (the
 // wider, the more independent FMA chains hide the adder's latency), instead of going through
 // memory for every t2; each output's sum still runs over t2 in order.
+// `width` outputs (64, 32 or 16: a constant once inlined) summed in registers
+static inline void add_weighted_rows_block(float* restrict out, const float* w, size_t w_stride,
+                                           const float* rows, size_t stride, int count, int width) {
+    float acc[64] = {0};
+    for (int t2 = 0; t2 < count; t2++) {
+        const float* r = rows + t2 * stride;
+        float wt = w[t2 * w_stride];
+        #pragma omp simd
+        for (int j = 0; j < width; j++) acc[j] += wt * r[j];
+    }
+    for (int j = 0; j < width; j++) out[j] += acc[j];
+}
+
 static inline void add_weighted_rows(float* restrict out, const float* w, size_t w_stride,
                                      const float* rows, size_t stride, int count, int n) {
     int i = 0;
-    for (; i + 64 <= n; i += 64) {
-        float acc[64] = {0};
-        for (int t2 = 0; t2 < count; t2++) {
-            const float* r = rows + t2 * stride + i;
-            float wt = w[t2 * w_stride];
-            #pragma omp simd
-            for (int j = 0; j < 64; j++) acc[j] += wt * r[j];
-        }
-        for (int j = 0; j < 64; j++) out[i + j] += acc[j];
-    }
-    for (; i + 32 <= n; i += 32) {
-        float acc[32] = {0};
-        for (int t2 = 0; t2 < count; t2++) {
-            const float* r = rows + t2 * stride + i;
-            float wt = w[t2 * w_stride];
-            #pragma omp simd
-            for (int j = 0; j < 32; j++) acc[j] += wt * r[j];
-        }
-        for (int j = 0; j < 32; j++) out[i + j] += acc[j];
-    }
-    for (; i + 16 <= n; i += 16) {
-        float acc[16] = {0};
-        for (int t2 = 0; t2 < count; t2++) {
-            const float* r = rows + t2 * stride + i;
-            float wt = w[t2 * w_stride];
-            #pragma omp simd
-            for (int j = 0; j < 16; j++) acc[j] += wt * r[j];
-        }
-        for (int j = 0; j < 16; j++) out[i + j] += acc[j];
-    }
+    for (; i + 64 <= n; i += 64) add_weighted_rows_block(out + i, w, w_stride, rows + i, stride, count, 64);
+    for (; i + 32 <= n; i += 32) add_weighted_rows_block(out + i, w, w_stride, rows + i, stride, count, 32);
+    for (; i + 16 <= n; i += 16) add_weighted_rows_block(out + i, w, w_stride, rows + i, stride, count, 16);
     for (; i < n; i++) {
         float acc = 0.0f;
         for (int t2 = 0; t2 < count; t2++) acc += w[t2 * w_stride] * rows[t2 * stride + i];
@@ -641,9 +627,10 @@ void softmax_forward(float* probs, const float* logits, int BT, int V, int Vp) {
         const float* z = logits + (size_t)bt * Vp;
         float* p = probs + (size_t)bt * Vp;
         float maxval = -INFINITY;
-        for (int i = 0; i < V; i++) if (z[i] > maxval) maxval = z[i];
+        for (int i = 0; i < V; i++) maxval = z[i] > maxval ? z[i] : maxval;
         float sum = 0.0f;
-        for (int i = 0; i < V; i++) { p[i] = expf(z[i] - maxval); sum += p[i]; }
+        #pragma omp simd reduction(+ : sum)
+        for (int i = 0; i < V; i++) { p[i] = exp_approx(z[i] - maxval); sum += p[i]; }
         float inv_sum = 1.0f / sum;
         for (int i = 0; i < V; i++) p[i] *= inv_sum;
         for (int i = V; i < Vp; i++) p[i] = 0.0f;
@@ -1444,14 +1431,21 @@ void gpt2_backward(GPT2* model) {
 // chunks summed in double and combined in order, so the result does not depend on the
 // number of threads.
 float gpt2_grad_norm(const GPT2* model) {
-    enum { CHUNKS = 64 };
+    enum { CHUNKS = 64, BLOCK = 1024 };
     double partial[CHUNKS];
     size_t n = model->num_parameters;
+    const float* g = model->grads_memory;
     #pragma omp parallel for
     for (int k = 0; k < CHUNKS; k++) {
         size_t lo = n * k / CHUNKS, hi = n * (k + 1) / CHUNKS;
         double s = 0.0;
-        for (size_t i = lo; i < hi; i++) s += (double)model->grads_memory[i] * model->grads_memory[i];
+        for (size_t b = lo; b < hi; b += BLOCK) {  // float sums of short blocks (vectorised), added in double
+            size_t e = b + BLOCK < hi ? b + BLOCK : hi;
+            float block = 0.0f;
+            #pragma omp simd reduction(+ : block)
+            for (size_t i = b; i < e; i++) block += g[i] * g[i];
+            s += block;
+        }
         partial[k] = s;
     }
     double total = 0.0;
@@ -1459,18 +1453,18 @@ float gpt2_grad_norm(const GPT2* model) {
     return (float)sqrt(total);
 }
 
-// scales the gradients so their global norm is at most max_norm (0 = no clipping)
-void gpt2_clip_grads(GPT2* model, float norm, float max_norm) {
-    if (max_norm <= 0.0f || norm <= max_norm) return;
-    float scale = max_norm / norm;
-    #pragma omp parallel for
-    for (size_t i = 0; i < model->num_parameters; i++) model->grads_memory[i] *= scale;
+// the factor that brings the gradients' global norm down to max_norm (1 when it is already
+// below, or when max_norm is 0 = no clipping); AdamW applies it as it reads each gradient,
+// which saves a pass over all of them
+float grad_clip_scale(float norm, float max_norm) {
+    return (max_norm > 0.0f && norm > max_norm) ? max_norm / norm : 1.0f;
 }
 
 // AdamW (Loshchilov & Hutter): Adam's update on bias-corrected moments plus a weight
 // decay that acts on the weights directly rather than through the gradient.
-// t is the 1-based number of this update.
-void gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+// grad_scale multiplies every gradient first (clipping); t is the 1-based update number.
+void gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
+                 float grad_scale, int t) {
     if (!model->m_memory) {
         model->m_memory = callocCheck(model->num_parameters, sizeof(float));
         model->v_memory = callocCheck(model->num_parameters, sizeof(float));
@@ -1487,8 +1481,9 @@ void gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, flo
             float* v = model->v_memory + offset;
             #pragma omp for nowait
             for (size_t i = 0; i < model->param_sizes[k]; i++) {
-                m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
-                v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+                float gi = g[i] * grad_scale;
+                m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+                v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
                 float m_hat = m[i] / bc1, v_hat = v[i] / bc2;
                 p[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + wd * p[i]);
             }
@@ -1509,7 +1504,7 @@ float learning_rate(int step, float lr, int warmup, int max_steps, float final_f
 }
 
 // ----------------------------------------------------------------------------
-// inference with a KV cache (the article "Self-Attention 与 KV cache", GQA, RoPE):
+// inference with a KV cache (the KV-cache article, file 004, which also covers GQA and RoPE):
 // generating token t+1 needs the keys and values of positions 0..t. They do not change
 // once computed (a position only attends to earlier ones), so we keep them and compute
 // only the new position: one query against all cached keys. The new query is the last
@@ -1553,20 +1548,31 @@ void kvcache_free(KVCache* kv) {
 }
 
 // out (OC) = W (OC,IC) x (IC) + b: one position through a linear layer. It reads every
-// weight once, so its speed is the memory bandwidth; the 16 partial sums let the
-// compiler use full vector registers while the order stays fixed.
+// weight once, so its speed is the memory bandwidth: four rows at a time keep four
+// independent streams (and FMA chains) going, and 16 partial sums per row let the compiler
+// use full vector registers while each row's order of summation stays fixed.
+static inline float dot16_finish(const float acc[16], const float* w, const float* x, int i, int IC) {
+    float sum = 0.0f;
+    for (; i < IC; i++) sum += w[i] * x[i];
+    for (int j = 0; j < 16; j++) sum += acc[j];
+    return sum;
+}
+
 void matvec_forward(float* out, const float* x, const float* weight, const float* bias, int IC, int OC) {
     #pragma omp parallel for schedule(static)
-    for (int o = 0; o < OC; o++) {
-        const float* w = weight + (size_t)o * IC;
-        float acc[16] = {0};
+    for (int o0 = 0; o0 < OC; o0 += 4) {
+        int rows = OC - o0 < 4 ? OC - o0 : 4;
+        const float* w[4];
+        for (int r = 0; r < 4; r++) w[r] = weight + (size_t)(o0 + (r < rows ? r : 0)) * IC;
+        float acc[4][16] = {{0}};
         int i = 0;
         for (; i + 16 <= IC; i += 16)
-            for (int j = 0; j < 16; j++) acc[j] += w[i + j] * x[i + j];
-        float sum = 0.0f;
-        for (; i < IC; i++) sum += w[i] * x[i];
-        for (int j = 0; j < 16; j++) sum += acc[j];
-        out[o] = sum + (bias ? bias[o] : 0.0f);
+            for (int r = 0; r < 4; r++) {
+                #pragma omp simd
+                for (int j = 0; j < 16; j++) acc[r][j] += w[r][i + j] * x[i + j];
+            }
+        for (int r = 0; r < rows; r++)
+            out[o0 + r] = dot16_finish(acc[r], w[r], x, i, IC) + (bias ? bias[o0 + r] : 0.0f);
     }
 }
 
@@ -1588,7 +1594,7 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
             if (scores[t2] > maxval) maxval = scores[t2];
         }
         float sum = 0.0f;                                // step 4
-        for (int t2 = 0; t2 <= pos; t2++) { scores[t2] = expf(scores[t2] - maxval); sum += scores[t2]; }
+        for (int t2 = 0; t2 <= pos; t2++) { scores[t2] = exp_approx(scores[t2] - maxval); sum += scores[t2]; }
         float inv_sum = 1.0f / sum;
         float* o = out + h * hs;                         // step 8
         for (int i = 0; i < hs; i++) o[i] = 0.0f;
@@ -2326,9 +2332,8 @@ int main(int argc, char** argv) {
                     norm, step, last_checkpoint[0] ? last_checkpoint : "none");
             return EXIT_BAD_INPUT;
         }
-        gpt2_clip_grads(&model, norm, o.grad_clip);
         float lr = learning_rate(step, o.lr, o.warmup, o.max_steps, o.final_lr_frac);
-        gpt2_update(&model, lr, o.beta1, o.beta2, o.eps, o.weight_decay, step + 1);
+        gpt2_update(&model, lr, o.beta1, o.beta2, o.eps, o.weight_decay, grad_clip_scale(norm, o.grad_clip), step + 1);
         double dt = now_seconds() - t0;
         if (step > st.step) { train_seconds += dt; timed_steps++; }  // the first step warms up
         printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
