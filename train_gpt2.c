@@ -386,25 +386,29 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // weighted sum of rows. The outputs are summed in registers, 64, 32 or 16 at a time (the
 // wider, the more independent FMA chains hide the adder's latency), instead of going through
 // memory for every t2; each output's sum still runs over t2 in order.
-// `width` outputs (64, 32 or 16: a constant once inlined) summed in registers
-static inline void add_weighted_rows_block(float* restrict out, const float* w, size_t w_stride,
-                                           const float* rows, size_t stride, int count, int width) {
-    float acc[64] = {0};
-    for (int t2 = 0; t2 < count; t2++) {
-        const float* r = rows + t2 * stride;
-        float wt = w[t2 * w_stride];
-        #pragma omp simd
-        for (int j = 0; j < width; j++) acc[j] += wt * r[j];
-    }
-    for (int j = 0; j < width; j++) out[j] += acc[j];
+// WIDTH outputs summed in registers: one body, generated for three widths, because a
+// fixed-size accumulator is what lets the compiler keep it in vector registers
+#define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
+static inline void add_weighted_rows_##WIDTH(float* restrict out, const float* w, size_t w_stride, \
+                                             const float* rows, size_t stride, int count) {         \
+    float acc[WIDTH] = {0};                                                                         \
+    for (int t2 = 0; t2 < count; t2++) {                                                            \
+        const float* r = rows + t2 * stride;                                                        \
+        float wt = w[t2 * w_stride];                                                                \
+        for (int j = 0; j < WIDTH; j++) acc[j] += wt * r[j];                                        \
+    }                                                                                               \
+    for (int j = 0; j < WIDTH; j++) out[j] += acc[j];                                               \
 }
+ADD_WEIGHTED_ROWS_BLOCK(64)
+ADD_WEIGHTED_ROWS_BLOCK(32)
+ADD_WEIGHTED_ROWS_BLOCK(16)
 
 static inline void add_weighted_rows(float* restrict out, const float* w, size_t w_stride,
                                      const float* rows, size_t stride, int count, int n) {
     int i = 0;
-    for (; i + 64 <= n; i += 64) add_weighted_rows_block(out + i, w, w_stride, rows + i, stride, count, 64);
-    for (; i + 32 <= n; i += 32) add_weighted_rows_block(out + i, w, w_stride, rows + i, stride, count, 32);
-    for (; i + 16 <= n; i += 16) add_weighted_rows_block(out + i, w, w_stride, rows + i, stride, count, 16);
+    for (; i + 64 <= n; i += 64) add_weighted_rows_64(out + i, w, w_stride, rows + i, stride, count);
+    for (; i + 32 <= n; i += 32) add_weighted_rows_32(out + i, w, w_stride, rows + i, stride, count);
+    for (; i + 16 <= n; i += 16) add_weighted_rows_16(out + i, w, w_stride, rows + i, stride, count);
     for (; i < n; i++) {
         float acc = 0.0f;
         for (int t2 = 0; t2 < count; t2++) acc += w[t2 * w_stride] * rows[t2 * stride + i];
