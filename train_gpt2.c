@@ -175,8 +175,8 @@ static inline float exp_approx(float x) {
     float r = x - n * 0.693145752f - n * 1.42860677e-6f; // x - n ln2, in two parts for accuracy
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666672e-1f + r * (4.16666679e-2f
               + r * (8.33333377e-3f + r * (1.38888892e-3f + r * 1.98412701e-4f))))));
-    int32_t bits = ((int32_t)n + 127) << 23;       // 2^n, built in the exponent field
-    float scale;
+    uint32_t bits = (uint32_t)(x == x ? (int32_t)n + 127 : 127) << 23; // 2^n in the exponent field
+    float scale;                                   // (a NaN input keeps scale 1, so NaN comes out)
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
 }
@@ -2193,171 +2193,206 @@ void save_checkpoint(const char* dir, int step, const GPT2* model, const TrainSt
     write_train_state(state_path, model, st);
 }
 
-#ifndef TESTING
-int main(int argc, char** argv) {
-    Options o = parse_args(argc, argv);
-    int B = o.B, T = o.T;
-    struct stat sb;
-    int default_tokenizer = strcmp(o.tokenizer_path, default_options().tokenizer_path) == 0;
-
-    // the model: resumed, loaded, or fresh
+// everything a run holds: the model and what feeds it, what samples from it
+typedef struct {
     GPT2 model;
-    TrainState st = {0};
-    int resume_step = o.resume ? latest_checkpoint(o.out_dir) : -1;
-    if (o.resume && resume_step < 0) printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o.out_dir);
-    GPT2Config fresh = {.max_seq_len = o.max_seq_len ? o.max_seq_len : T, .num_layers = o.layers,
-                        .num_heads = o.heads, .channels = o.channels};
-    int is_fresh = resume_step < 0 && (!o.init[0] || parse_model_descriptor(o.init, &fresh));
-    Tokenizer tk = {0};
-    int have_tokenizer = 0;
-    if (is_fresh || !default_tokenizer || stat(o.tokenizer_path, &sb) == 0) {
-        tokenizer_init(&tk, o.tokenizer_path);  // a fresh model takes its vocabulary from it
-        have_tokenizer = 1;
+    TrainState state;            // where training stands (step 0 unless resumed)
+    int resume_step;             // the checkpoint resumed from, or -1
+    char last_checkpoint[4096];  // the newest checkpoint written or resumed from
+    Tokenizer tokenizer;
+    int have_tokenizer;          // loaded, and its vocabulary matches the model's
+    Sampler sampler;
+    KVCache kv;
+    int* prompt;                 // (maxT) the tokens generation starts from
+    int prompt_len;
+    DataLoader train, val;
+    int have_val, val_batches;
+} Run;
+
+// the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
+// its vocabulary
+void setup_model(const Options* o, Run* r) {
+    struct stat sb;
+    int default_tokenizer = strcmp(o->tokenizer_path, default_options().tokenizer_path) == 0;
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
+    if (o->resume && r->resume_step < 0) printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
+    GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
+                        .num_heads = o->heads, .channels = o->channels};
+    int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh));
+    if (is_fresh || !default_tokenizer || stat(o->tokenizer_path, &sb) == 0) {
+        tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
+        r->have_tokenizer = 1;
     }
-    char resume_path[4096];
-    if (resume_step >= 0) {
-        snprintf(resume_path, sizeof resume_path, "%s/model_%08d.bin", o.out_dir, resume_step);
-        gpt2_build_from_checkpoint(&model, resume_path);
+    if (r->resume_step >= 0) {
+        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, r->resume_step);
+        gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (!is_fresh) {
-        gpt2_build_from_checkpoint(&model, o.init);
+        gpt2_build_from_checkpoint(&r->model, o->init);
     } else {
-        fresh.vocab_size = tk.vocab_size;
-        fresh.padded_vocab_size = (tk.vocab_size + 127) / 128 * 128;
-        gpt2_init_random(&model, fresh, (uint64_t)o.seed);
+        fresh.vocab_size = r->tokenizer.vocab_size;
+        fresh.padded_vocab_size = (r->tokenizer.vocab_size + 127) / 128 * 128;
+        gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
     }
-    GPT2Config c = model.config;
-    if (T > c.max_seq_len && (o.max_steps > 0 || o.gen_tokens == 0))
-        die("-t %d is larger than the model's maxT %d", T, c.max_seq_len);
-    if (have_tokenizer && tk.vocab_size != c.vocab_size) {
+    GPT2Config c = r->model.config;
+    if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0))
+        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
+    if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
         printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
-               o.tokenizer_path, tk.vocab_size, c.vocab_size);
-        tokenizer_free(&tk);
-        have_tokenizer = 0;
+               o->tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
+        tokenizer_free(&r->tokenizer);
+        r->have_tokenizer = 0;
     }
-    model.dropout_p = o.dropout;
-    model.dropout_seed = (uint64_t)o.seed;
-    if (resume_step >= 0) {
+    r->model.dropout_p = o->dropout;
+    r->model.dropout_seed = (uint64_t)o->seed;
+    if (r->resume_step >= 0) {
         char state_path[4096];
-        snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", o.out_dir, resume_step);
-        read_train_state(state_path, &model, &st);
-        if (st.B != B || st.T != T)
-            die("'%s' was written with -b %d -t %d; resume with the same, not -b %d -t %d", state_path, st.B, st.T, B, T);
-        printf("resuming from %s at step %d\n", resume_path, st.step);
+        snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
+        read_train_state(state_path, &r->model, &r->state);
+        if (r->state.B != o->B || r->state.T != o->T)
+            die("'%s' was written with -b %d -t %d; resume with the same, not -b %d -t %d", state_path,
+                r->state.B, r->state.T, o->B, o->T);
+        printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters\n", c.num_layers, c.num_heads,
-           c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, model.num_parameters / 1e6);
+           c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, r->model.num_parameters / 1e6);
+}
 
-    // generation: sampler, KV cache, prompt
-    Sampler sampler;
-    sampler_init(&sampler, c.vocab_size, o.temperature, o.top_k, (uint64_t)o.seed ^ 0x5A4D504CULL);
-    if (resume_step >= 0) sampler.rng = st.sampler_rng;
-    KVCache kv = {0};
-    if (o.gen_tokens > 0) kvcache_init(&kv, c);
-    int* prompt = mallocCheck((size_t)c.max_seq_len * sizeof(int));
-    int prompt_len = 1;
-    prompt[0] = have_tokenizer ? tk.eot_token : 0;
-    if (o.prompt[0]) {
-        if (!have_tokenizer) die("-pr needs a tokenizer that matches the model (-tok)");
-        prompt_len = tokenizer_encode_chars(&tk, o.prompt, prompt, c.max_seq_len);
+// sampler, KV cache and the prompt (the end-of-text token when there is none)
+void setup_generation(const Options* o, Run* r) {
+    GPT2Config c = r->model.config;
+    sampler_init(&r->sampler, c.vocab_size, o->temperature, o->top_k, (uint64_t)o->seed ^ 0x5A4D504CULL);
+    if (r->resume_step >= 0) r->sampler.rng = r->state.sampler_rng;
+    if (o->gen_tokens > 0) kvcache_init(&r->kv, c);
+    r->prompt = mallocCheck((size_t)c.max_seq_len * sizeof(int));
+    r->prompt_len = 1;
+    r->prompt[0] = r->have_tokenizer ? r->tokenizer.eot_token : 0;
+    if (o->prompt[0]) {
+        if (!r->have_tokenizer) die("-pr needs a tokenizer that matches the model (-tok)");
+        r->prompt_len = tokenizer_encode_chars(&r->tokenizer, o->prompt, r->prompt, c.max_seq_len);
     }
-    if (o.attention_map[0]) {
-        write_attention_maps(&model, prompt, prompt_len, o.attention_map);
-        printf("attention maps of %d prompt tokens: %s (%d layers x %d heads)\n", prompt_len, o.attention_map, c.num_layers, c.num_heads);
-        return 0;
-    }
+}
 
-    // data
-    DataLoader train = {0}, val = {0};
-    int have_val = o.val_path[0] && (o.max_steps > 0 || o.gen_tokens == 0);
-    if (o.max_steps > 0) dataloader_init(&train, o.train_path, B, T, c.vocab_size, o.shuffle, (uint64_t)o.seed, "-b, -t");
-    if (have_val) dataloader_init(&val, o.val_path, B, T, c.vocab_size, 0, 0, "-b, -t");
-    int val_batches = have_val ? (o.val_batches == 0 || (size_t)o.val_batches > val.num_batches ? (int)val.num_batches : o.val_batches) : 0;
-    if (resume_step >= 0 && o.max_steps > 0) dataloader_seek(&train, st.epoch, st.batch_index);
+void setup_data(const Options* o, Run* r) {
+    int V = r->model.config.vocab_size;
+    r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
+    if (o->max_steps > 0) dataloader_init(&r->train, o->train_path, o->B, o->T, V, o->shuffle, (uint64_t)o->seed, "-b, -t");
+    if (r->have_val) {
+        dataloader_init(&r->val, o->val_path, o->B, o->T, V, 0, 0, "-b, -t");
+        size_t all = (r->val.num_tokens - 1) / ((size_t)o->B * o->T);
+        r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
+    }
+    if (r->resume_step >= 0 && o->max_steps > 0) dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+}
+
+static void sample(const Options* o, Run* r) {
+    generate(&r->model, &r->kv, &r->sampler, r->have_tokenizer ? &r->tokenizer : NULL, r->prompt, r->prompt_len,
+             o->gen_tokens, o->slide, stdout);
+}
+
+static void stop_if_not_finite(const char* what, float value, int step, const Run* r) {
+    if (isfinite(value)) return;
+    fprintf(stderr, "train_gpt2: error: the %s became %f at step %d; stopping. Last good checkpoint: %s\n",
+            what, value, step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+    exit(EXIT_BAD_INPUT);
+}
+
+// one optimisation step; prints its line. A checkpoint due at this step is written after
+// the forward pass, for weights whose loss just came out finite.
+static double train_step(const Options* o, Run* r, int step) {
+    double t0 = now_seconds();
+    TrainState before = {step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
+    dataloader_next_batch(&r->train);
+    float loss = gpt2_forward(&r->model, r->train.inputs, r->train.targets, o->B, o->T, step);
+    stop_if_not_finite("training loss", loss, step, r);
+    if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
+        save_checkpoint(o->out_dir, step, &r->model, &before, r->last_checkpoint, sizeof r->last_checkpoint);
+    gpt2_zero_grad(&r->model);
+    gpt2_backward(&r->model);
+    float norm = gpt2_grad_norm(&r->model);
+    stop_if_not_finite("gradient norm", norm, step, r);
+    float lr = learning_rate(step, o->lr, o->warmup, o->max_steps, o->final_lr_frac);
+    gpt2_update(&r->model, lr, o->beta1, o->beta2, o->eps, o->weight_decay, grad_clip_scale(norm, o->grad_clip), step + 1);
+    double dt = now_seconds() - t0;
+    printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
+           step + 1, o->max_steps, loss, lr, norm, dt * 1e3, o->B * o->T / dt);
+    fflush(stdout);
+    return dt;
+}
+
+// the training loop: validation every -v steps, a sample every -s, checkpoints every -n,
+// and all three at the end
+void train(const Options* o, Run* r) {
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
 #else
     int threads = 1;
 #endif
-
-    if (o.max_steps == 0) {  // no training: generate, or evaluate
-        if (o.gen_tokens > 0) generate(&model, &kv, &sampler, have_tokenizer ? &tk : NULL, prompt, prompt_len, o.gen_tokens, o.slide, stdout);
-        else if (have_val) printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&model, &val, val_batches), val_batches, B, T);
-        return 0;
-    }
     printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, dropout %g, %d thread%s\n",
-           B, T, o.max_steps, o.lr, o.warmup, o.final_lr_frac, o.weight_decay, o.grad_clip, o.dropout, threads, threads == 1 ? "" : "s");
-    printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o.train_path, train.num_tokens,
-           have_val ? o.val_path : "no validation", val.num_tokens, val_batches);
-
-    char last_checkpoint[4096] = "";
-    if (resume_step >= 0) strcpy(last_checkpoint, resume_path);
+           o->B, o->T, o->max_steps, o->lr, o->warmup, o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout,
+           threads, threads == 1 ? "" : "s");
+    printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o->train_path, r->train.num_tokens,
+           r->have_val ? o->val_path : "no validation", r->val.num_tokens, r->val_batches);
     double train_seconds = 0.0;
     int timed_steps = 0;
     float val_loss = -1.0f;
-    for (int step = st.step; step <= o.max_steps; step++) {
-        int last = step == o.max_steps;
-        if (have_val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
-            val_loss = validation_loss(&model, &val, val_batches);
+    for (int step = r->state.step; step <= o->max_steps; step++) {
+        int last = step == o->max_steps;
+        if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) {
+            val_loss = validation_loss(&r->model, &r->val, r->val_batches);
             printf("step %5d | val loss %.4f\n", step, val_loss);
         }
-        if (o.gen_tokens > 0 && ((o.sample_every > 0 && step % o.sample_every == 0 && step > 0) || last)) {
+        if (o->gen_tokens > 0 && ((o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last)) {
             printf("---- sample at step %d ----\n", step);
-            generate(&model, &kv, &sampler, have_tokenizer ? &tk : NULL, prompt, prompt_len, o.gen_tokens, o.slide, stdout);
+            sample(o, r);
             printf("----\n");
         }
-        if (last) {
-            if (o.out_dir[0] && step > st.step) {
-                if (have_val && !isfinite(val_loss))
-                    die("the validation loss is %f at the end; not writing a checkpoint. Last good checkpoint: %s",
-                        val_loss, last_checkpoint[0] ? last_checkpoint : "none");
-                TrainState now = {step, B, T, train.epoch, train.batch_index, sampler.rng};
-                save_checkpoint(o.out_dir, step, &model, &now, last_checkpoint, sizeof last_checkpoint);
-            }
-            break;
-        }
-
-        double t0 = now_seconds();
-        TrainState before = {step, B, T, train.epoch, train.batch_index, sampler.rng};  // for a checkpoint
-        dataloader_next_batch(&train);
-        float loss = gpt2_forward(&model, train.inputs, train.targets, B, T, step);
-        if (!isfinite(loss)) {
-            fprintf(stderr, "train_gpt2: error: the training loss became %f at step %d; stopping. Last good checkpoint: %s\n",
-                    loss, step, last_checkpoint[0] ? last_checkpoint : "none");
-            return EXIT_BAD_INPUT;
-        }
-        // a checkpoint is written only for weights whose loss just came out finite
-        if (o.out_dir[0] && o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && step > st.step)
-            save_checkpoint(o.out_dir, step, &model, &before, last_checkpoint, sizeof last_checkpoint);
-        gpt2_zero_grad(&model);
-        gpt2_backward(&model);
-        float norm = gpt2_grad_norm(&model);
-        if (!isfinite(norm)) {
-            fprintf(stderr, "train_gpt2: error: the gradient norm became %f at step %d; stopping. Last good checkpoint: %s\n",
-                    norm, step, last_checkpoint[0] ? last_checkpoint : "none");
-            return EXIT_BAD_INPUT;
-        }
-        float lr = learning_rate(step, o.lr, o.warmup, o.max_steps, o.final_lr_frac);
-        gpt2_update(&model, lr, o.beta1, o.beta2, o.eps, o.weight_decay, grad_clip_scale(norm, o.grad_clip), step + 1);
-        double dt = now_seconds() - t0;
-        if (step > st.step) { train_seconds += dt; timed_steps++; }  // the first step warms up
-        printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
-               step + 1, o.max_steps, loss, lr, norm, dt * 1e3, B * T / dt);
-        fflush(stdout);
+        if (last) break;
+        double dt = train_step(o, r, step);
+        if (step > r->state.step) { train_seconds += dt; timed_steps++; }  // the first step warms up
+    }
+    if (o->out_dir[0] && o->max_steps > r->state.step) {
+        if (r->have_val && !isfinite(val_loss))
+            die("the validation loss is %f at the end; not writing a checkpoint. Last good checkpoint: %s",
+                val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+        TrainState now = {o->max_steps, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
+        save_checkpoint(o->out_dir, o->max_steps, &r->model, &now, r->last_checkpoint, sizeof r->last_checkpoint);
     }
     if (timed_steps > 0) {
-        printf("done: %d steps, %.1f ms/step (%.0f tok/s)", o.max_steps - st.step, 1e3 * train_seconds / timed_steps,
-               B * T * timed_steps / train_seconds);
-        if (have_val) printf(", final val loss %.4f", val_loss);
-        if (last_checkpoint[0]) printf(", checkpoint %s", last_checkpoint);
+        printf("done: %d steps, %.1f ms/step (%.0f tok/s)", o->max_steps - r->state.step, 1e3 * train_seconds / timed_steps,
+               o->B * o->T * timed_steps / train_seconds);
+        if (r->have_val) printf(", final val loss %.4f", val_loss);
+        if (r->last_checkpoint[0]) printf(", checkpoint %s", r->last_checkpoint);
         printf("\n");
     }
-    free(prompt);
-    sampler_free(&sampler);
-    if (o.gen_tokens > 0) kvcache_free(&kv);
-    if (have_tokenizer) tokenizer_free(&tk);
-    dataloader_free(&train);
-    if (have_val) dataloader_free(&val);
-    gpt2_free(&model);
+}
+
+void run_free(Run* r, const Options* o) {
+    free(r->prompt);
+    sampler_free(&r->sampler);
+    if (o->gen_tokens > 0) kvcache_free(&r->kv);
+    if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
+    if (o->max_steps > 0) dataloader_free(&r->train);
+    if (r->have_val) dataloader_free(&r->val);
+    gpt2_free(&r->model);
+}
+
+#ifndef TESTING
+int main(int argc, char** argv) {
+    Options o = parse_args(argc, argv);
+    static Run r;  // zeroed
+    setup_model(&o, &r);
+    setup_generation(&o, &r);
+    if (o.attention_map[0]) {
+        write_attention_maps(&r.model, r.prompt, r.prompt_len, o.attention_map);
+        printf("attention maps of %d prompt tokens: %s (%d layers x %d heads)\n", r.prompt_len, o.attention_map,
+               r.model.config.num_layers, r.model.config.num_heads);
+    } else {
+        setup_data(&o, &r);
+        if (o.max_steps > 0) train(&o, &r);
+        else if (o.gen_tokens > 0) sample(&o, &r);  // -x 0: generate, or evaluate
+        else if (r.have_val) printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&r.model, &r.val, r.val_batches), r.val_batches, o.B, o.T);
+    }
+    run_free(&r, &o);
     return 0;
 }
 #endif

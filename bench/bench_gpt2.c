@@ -265,7 +265,7 @@ static double step_flops(const Shape* s) {
 }
 
 // one training step, exactly as main() does it (hyperparameters: main's defaults)
-static float train_step(GPT2* m, const int* inputs, const int* targets, int B, int T, int step, float* norm_out) {
+static float bench_train_step(GPT2* m, const int* inputs, const int* targets, int B, int T, int step, float* norm_out) {
     Options o = default_options();
     float loss = gpt2_forward(m, inputs, targets, B, T, step);
     gpt2_zero_grad(m);
@@ -452,7 +452,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
         const int* batch = tokens + (size_t)step * (BT + 1);
         float norm;
         double s0 = now_seconds();
-        float loss = train_step(&model, batch, batch + 1, B, T, step, &norm);
+        float loss = bench_train_step(&model, batch, batch + 1, B, T, step, &norm);
         ms[step] = 1e3 * (now_seconds() - s0);
         if (step < det_steps) {
             losses[0][step] = loss; norms[0][step] = norm;
@@ -485,7 +485,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     gpt2_init_random(&model, c, 1337);
     for (int step = 0; step < det_steps; step++) {
         const int* batch = tokens + (size_t)step * (BT + 1);
-        losses[1][step] = train_step(&model, batch, batch + 1, B, T, step, &norms[1][step]);
+        losses[1][step] = bench_train_step(&model, batch, batch + 1, B, T, step, &norms[1][step]);
     }
     hashes[1] = hash_floats(model.params_memory, model.num_parameters);
     gpt2_free(&model);
