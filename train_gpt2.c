@@ -191,7 +191,7 @@ static inline float tanh_approx(float u) { return 1.0f - 2.0f / (1.0f + exp_appr
 // encoder: token embedding plus position embedding
 // out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C)
 void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
-    #pragma omp parallel for collapse(2)
+    #pragma omp parallel for collapse(2) if (B * T > 1)
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             float* out_bt = out + ((size_t)b * T + t) * C;
@@ -229,7 +229,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int N, int C) {
     const float eps = 1e-5f;
-    #pragma omp parallel for
+    #pragma omp parallel for if (N > 1)
     for (int n = 0; n < N; n++) {
         const float* x = inp + (size_t)n * C;
         float m = 0.0f;
@@ -387,10 +387,16 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // wider, the more independent FMA chains hide the adder's latency), instead of going through
 // memory for every t2; each output's sum still runs over t2 in order.
 // WIDTH outputs summed in registers: one body, generated for three widths, because a
-// fixed-size accumulator is what lets the compiler keep it in vector registers
+// fixed-size accumulator is what lets the compiler keep it in vector registers. Kept out
+// of line: inlined into the large attention loops, the accumulators were spilled to memory.
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
 #define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
-static inline void add_weighted_rows_##WIDTH(float* restrict out, const float* w, size_t w_stride, \
-                                             const float* rows, size_t stride, int count) {         \
+static NOINLINE void add_weighted_rows_##WIDTH(float* restrict out, const float* w, size_t w_stride, \
+                                               const float* rows, size_t stride, int count) {       \
     float acc[WIDTH] = {0};                                                                         \
     for (int t2 = 0; t2 < count; t2++) {                                                            \
         const float* r = rows + t2 * stride;                                                        \
@@ -451,9 +457,11 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const float* qkv_b = inp + (size_t)b * T * C3;
-            float* k_t = thread_scratch((size_t)(hs + 1) * Tp);  // K_h^T, then one row of dot products
-            float* dots = k_t + (size_t)hs * Tp;
+            float* k_t = thread_scratch((size_t)(hs + 1) * Tp + (size_t)T * hs);
+            float* dots = k_t + (size_t)hs * Tp;    // one row of dot products
+            float* v_h = dots + Tp;                 // V_h (T, hs), contiguous: stays in L1
             transpose_head(k_t, qkv_b + C + h * hs, C3, T, Tp, hs);
+            for (int t = 0; t < T; t++) memcpy(v_h + (size_t)t * hs, qkv_b + (size_t)t * C3 + 2 * C + h * hs, hs * sizeof(float));
             for (int t = 0; t < T; t++) {
                 const float* q = qkv_b + (size_t)t * C3 + h * hs;
                 size_t row = (((size_t)b * NH + h) * T + t) * T;
@@ -471,7 +479,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                 float maxval = -INFINITY;
                 for (int t2 = 0; t2 <= t; t2++) {
                     scores[t2] = dots[t2] * scale;
-                    maxval = fmaxf(maxval, scores[t2]);
+                    maxval = scores[t2] > maxval ? scores[t2] : maxval;
                 }
                 for (int t2 = t + 1; t2 < T; t2++) scores[t2] = -INFINITY;
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
@@ -492,7 +500,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                 // step 8 (计算 att · V): the output of position t is the weighted sum of values
                 float* o = out + ((size_t)b * T + t) * C + h * hs;
                 for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                add_weighted_rows(o, dropped, 1, qkv_b + 2 * C + h * hs, C3, t + 1, hs);
+                add_weighted_rows(o, dropped, 1, v_h, hs, t + 1, hs);
             }
         }
     }
@@ -566,8 +574,11 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
 // gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
+// (a few thousand elements, one position of the KV cache, are not worth waking a thread)
+#define PARALLEL_MIN 16384
+
 void gelu_forward(float* out, const float* inp, size_t N) {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (N >= PARALLEL_MIN)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
@@ -591,7 +602,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
 // residual: out = inp1 + inp2; the gradient flows unchanged into both branches
 
 void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
-    #pragma omp parallel for
+    #pragma omp parallel for if (N >= PARALLEL_MIN)
     for (size_t i = 0; i < N; i++) out[i] = inp1[i] + inp2[i];
 }
 
