@@ -12,7 +12,7 @@ cp test_gpt2.c "$work/"
 # prints "LINE<TAB>mutated line" for every accumulation in the functions of interest
 candidates() {
     perl -ne '
-        $inside = 1 if /^(static )?(inline )?void ([a-z_]+_backward(_plain)?|add_weighted_rows)\(/;
+        $inside = 1 if /^(static )?(inline )?void ([a-z_]+_backward(_plain)?|add_weighted_rows)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
         if ($inside) {
             my ($code, $comment) = split(m{//}, $_, 2);
             my ($head, $body) = $code =~ /^(\s*for\s*\(.*?\)\s*)(.*)$/s ? ($1, $2) : ("", $code);
