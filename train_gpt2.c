@@ -381,11 +381,12 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 //   dropout off it is att_probs itself, so nothing is copied
 // out is (B,T,C): the heads' outputs side by side (step 8), ready for the projection
 // drop describes the dropout of this layer's attention probabilities (drop->p == 0: off)
+//
+// attention_forward and attention_backward (below) follow the article's steps; the
+// helpers first are plumbing that makes their loops fast: add_weighted_rows (every
+// "weighted sum of rows" of the attention, in vector registers), thread_scratch and
+// transpose_head (K_h^T, so that a query's scores come 16 keys at a time).
 
-// out (n) += sum over t2 < count of w[t2 * w_stride] * rows[t2 * stride .. + n]: a
-// weighted sum of rows. The outputs are summed in registers, 64, 32 or 16 at a time (the
-// wider, the more independent FMA chains hide the adder's latency), instead of going through
-// memory for every t2; each output's sum still runs over t2 in order.
 // WIDTH outputs summed in registers: one body, generated for three widths, because a
 // fixed-size accumulator is what lets the compiler keep it in vector registers. Kept out
 // of line: inlined into the large attention loops, the accumulators were spilled to memory.
@@ -409,6 +410,10 @@ ADD_WEIGHTED_ROWS_BLOCK(64)
 ADD_WEIGHTED_ROWS_BLOCK(32)
 ADD_WEIGHTED_ROWS_BLOCK(16)
 
+// out (n) += sum over t2 < count of w[t2 * w_stride] * rows[t2 * stride .. + n]: a
+// weighted sum of rows. The outputs are summed in registers, 64, 32 or 16 at a time (the
+// wider, the more independent FMA chains hide the adder's latency), instead of going
+// through memory for every t2; each output's sum still runs over t2 in order.
 static inline void add_weighted_rows(float* restrict out, const float* w, size_t w_stride,
                                      const float* rows, size_t stride, int count, int n) {
     int i = 0;
