@@ -20,6 +20,7 @@ PYTHON ?= /usr/bin/python3
 OMP_FLAGS := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 ifeq ($(OMP_FLAGS),)
 $(info notice: $(CC) has no OpenMP; building single-threaded)
+WARN += -Wno-unknown-pragmas
 endif
 
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
