@@ -636,6 +636,14 @@ void dropout_backward(float* dinp, const float* dout, size_t N, const DropoutMas
         dinp[i] += (drop->p <= 0.0f || dropout_keep(drop, i)) ? dout[i] * drop->scale : 0.0f;
 }
 
+// the gradient before a dropout site: dinp (zeroed by the caller) filled by
+// dropout_backward, or dout itself when the site is off, which saves a copy
+static const float* dropout_grad(float* dinp, const float* dout, size_t N, const DropoutMask* drop) {
+    if (drop->p <= 0.0f) return dout;
+    dropout_backward(dinp, dout, N, drop);
+    return dinp;
+}
+
 // ----------------------------------------------------------------------------
 // softmax + cross-entropy over the vocabulary
 // logits and probs are (BT,Vp); only the first V entries of a row are real tokens:
@@ -1370,7 +1378,13 @@ void gpt2_zero_grad(GPT2* model) {
     if (model->grads_memory) memset(model->grads_memory, 0, model->num_parameters * sizeof(float));
 }
 
-static void zero_floats(float* p, size_t n) { memset(p, 0, n * sizeof(float)); }
+// memset, split over the threads for large buffers (the backward zeroes megabytes of
+// scratch per layer)
+static void zero_floats(float* p, size_t n) {
+    const size_t chunk = 16384;
+    #pragma omp parallel for schedule(static) if (n >= 4 * chunk)
+    for (size_t k = 0; k < n; k += chunk) memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
+}
 
 // One block backward: s->dres_out holds d(residual3) on entry; on exit s->dres_in holds
 // d(residual) of the block's input. The order is the forward's, reversed.
@@ -1385,14 +1399,14 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-    zero_floats(s->dres_mid, BTC); zero_floats(s->dres_in, BTC); zero_floats(s->dbranch, BTC);
-    zero_floats(s->dbranch_pre, BTC); zero_floats(s->dln, BTC); zero_floats(s->datty, BTC);
-    zero_floats(s->dqkv, 3 * BTC); zero_floats(s->dfch, 4 * BTC); zero_floats(s->dfch_gelu, 4 * BTC);
+    // dres_mid .. dfch_gelu lie one after the other in the scratch block: zero them at once
+    zero_floats(s->dres_in, BTC);
+    zero_floats(s->dres_mid, (size_t)(s->dfch_gelu + 4 * BTC - s->dres_mid));
 
     // MLP branch: residual3 = residual2 + dropout(fcproj(gelu(fc(ln2(residual2)))))
     residual_backward(s->dres_mid, s->dbranch, s->dres_out, BTC);
-    dropout_backward(s->dbranch_pre, s->dbranch, BTC, &mlp_out_drop);
-    matmul_backward(s->dfch_gelu, (float*)dw.fcprojw, (float*)dw.fcprojb, s->dbranch_pre, a.fch_gelu, w.fcprojw, BT, 4 * C, C);
+    const float* dfcproj = dropout_grad(s->dbranch_pre, s->dbranch, BTC, &mlp_out_drop);
+    matmul_backward(s->dfch_gelu, (float*)dw.fcprojw, (float*)dw.fcprojb, dfcproj, a.fch_gelu, w.fcprojw, BT, 4 * C, C);
     gelu_backward(s->dfch, a.fch, s->dfch_gelu, 4 * BTC);
     matmul_backward(s->dln, (float*)dw.fcw, (float*)dw.fcb, s->dfch, a.ln2, w.fcw, BT, C, 4 * C);
     layernorm_backward(s->dres_mid, (float*)dw.ln2w, (float*)dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd, BT, C);
@@ -1400,8 +1414,8 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     // attention branch: residual2 = residual + dropout(attproj(attention(qkv(ln1(residual)))))
     zero_floats(s->dbranch, BTC); zero_floats(s->dbranch_pre, BTC); zero_floats(s->dln, BTC);
     residual_backward(s->dres_in, s->dbranch, s->dres_mid, BTC);
-    dropout_backward(s->dbranch_pre, s->dbranch, BTC, &att_out_drop);
-    matmul_backward(s->datty, (float*)dw.attprojw, (float*)dw.attprojb, s->dbranch_pre, a.atty, w.attprojw, BT, C, C);
+    const float* dattproj = dropout_grad(s->dbranch_pre, s->dbranch, BTC, &att_out_drop);
+    matmul_backward(s->datty, (float*)dw.attprojw, (float*)dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
     attention_backward(s->dqkv, s->datty, a.qkv, a.att_probs, a.att_dropped, B, T, C, NH, &att_drop);
     matmul_backward(s->dln, (float*)dw.qkvw, (float*)dw.qkvb, s->dqkv, a.ln1, w.qkvw, BT, C, 3 * C);
     layernorm_backward(s->dres_in, (float*)dw.ln1w, (float*)dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd, BT, C);
@@ -1440,8 +1454,8 @@ void gpt2_backward(GPT2* model) {
     // s->dres_out is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     zero_floats(s->dbranch_pre, BTC);
-    dropout_backward(s->dbranch_pre, s->dres_out, BTC, &embed_drop);
-    encoder_backward(model->grads.wte, model->grads.wpe, s->dbranch_pre, model->inputs, B, T, C);
+    const float* dencoded = dropout_grad(s->dbranch_pre, s->dres_out, BTC, &embed_drop);
+    encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C);
 }
 
 // ----------------------------------------------------------------------------

@@ -364,7 +364,6 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 layernorm_backward(s->dres_mid, (float*)DW[l].ln2w, (float*)DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
                                    A[l].ln2_mean, A[l].ln2_rstd, BT, C));
     TIME_KERNEL("residual (x 2L)", "backward", 2 * fL, 0, residual_backward(s->dres_mid, s->dbranch, s->dres_out, BTC));
-    TIME_KERNEL("dropout, p=0 (x 2L+1)", "backward", 2 * fL + 1, 0, dropout_backward(s->dbranch_pre, s->dbranch, BTC, &off));
     TIME_KERNEL("matmul fcproj", "backward", fL, 2 * mm * 4 * C,
                 matmul_backward(s->dfch_gelu, (float*)DW[l].fcprojw, (float*)DW[l].fcprojb, s->dbranch_pre, A[l].fch_gelu,
                                 W[l].fcprojw, BT, 4 * C, C));
