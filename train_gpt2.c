@@ -2308,7 +2308,7 @@ void setup_data(const Options* o, Run* r) {
     if (o->max_steps > 0) dataloader_init(&r->train, o->train_path, o->B, o->T, V, o->shuffle, (uint64_t)o->seed, "-b, -t");
     if (r->have_val) {
         dataloader_init(&r->val, o->val_path, o->B, o->T, V, 0, 0, "-b, -t");
-        size_t all = (r->val.num_tokens - 1) / ((size_t)o->B * o->T);
+        size_t all = r->val.num_batches;  // sequential: every whole batch of the file
         r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
     }
     if (r->resume_step >= 0 && o->max_steps > 0) dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
