@@ -225,6 +225,8 @@ static float* random_floats(uint64_t* rng, size_t n, float mean, float std) {
 }
 
 static float* zeros(size_t n) { return callocCheck(n, sizeof(float)); }
+// the starting contents of an input gradient that the backward must overwrite, not add to
+static float* garbage(uint64_t* rng, size_t n) { return random_floats(rng, n, 0.0f, 1.0f); }
 
 static void fwd_encoder(FDCase* k) { encoder_forward(k->out, k->tokens, k->w, k->b, k->B, k->T, k->C); }
 static void fwd_layernorm(FDCase* k) { layernorm_forward(k->out, k->mean, k->rstd, k->x, k->w, k->b, k->B * k->T, k->C); }
@@ -281,7 +283,7 @@ static void test_finite_differences(void) {
     // matmul, plain and fast: x (BT,C), weight (OC,C), bias (OC)
     for (k.fast = 0; k.fast <= 1; k.fast++) {
         k.x = random_floats(&rng, BTC, 0, 1); k.w = random_floats(&rng, (size_t)k.OC * k.C, 0, 1); k.b = random_floats(&rng, k.OC, 0, 1);
-        dx = zeros(BTC); dw = zeros((size_t)k.OC * k.C); db = zeros(k.OC);
+        dx = garbage(&rng, BTC); dw = zeros((size_t)k.OC * k.C); db = zeros(k.OC);
         if (k.fast) matmul_backward(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
         else matmul_backward_plain(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
         fd_check(k.fast ? "matmul (fast) dinp" : "matmul (plain) dinp", &k, fwd_matmul, BT * k.OC, k.x, BTC, dx);
@@ -294,7 +296,7 @@ static void test_finite_differences(void) {
     for (int dropping = 0; dropping <= 1; dropping++) {
         k.drop = dropout_mask(dropping ? 0.3f : 0.0f, 7, 3, 1, DROP_ATT_PROBS);
         k.x = random_floats(&rng, 3 * BTC, 0, 1);
-        dx = zeros(3 * BTC);
+        dx = garbage(&rng, 3 * BTC);
         fwd_attention(&k);
         attention_backward(dx, k.R, k.x, k.probs, k.dropped, k.B, k.T, k.C, k.NH, &k.drop);
         fd_check(dropping ? "attention dqkv (dropout 0.3)" : "attention dqkv", &k, fwd_attention, BTC, k.x, 3 * BTC, dx);
@@ -302,18 +304,17 @@ static void test_finite_differences(void) {
     }
 
     // GELU on [-4, 4]
-    k.x = random_floats(&rng, BTC, 0, 2.0f); dx = zeros(BTC);
+    k.x = random_floats(&rng, BTC, 0, 2.0f); dx = garbage(&rng, BTC);
     gelu_backward(dx, k.x, k.R, BTC);
     fd_check("gelu dinp", &k, fwd_gelu, BTC, k.x, BTC, dx);
     free(k.x); free(dx);
 
-    // residual: both inputs
+    // residual: its backward is the identity (block_backward passes the gradient on),
+    // so the finite differences must give dout itself for both inputs
     k.x = random_floats(&rng, BTC, 0, 1); k.x2 = random_floats(&rng, BTC, 0, 1);
-    dx = zeros(BTC); float* dx2 = zeros(BTC);
-    residual_backward(dx, dx2, k.R, BTC);
-    fd_check("residual dinp1", &k, fwd_residual, BTC, k.x, BTC, dx);
-    fd_check("residual dinp2", &k, fwd_residual, BTC, k.x2, BTC, dx2);
-    free(k.x); free(k.x2); free(dx); free(dx2);
+    fd_check("residual dinp1", &k, fwd_residual, BTC, k.x, BTC, k.R);
+    fd_check("residual dinp2", &k, fwd_residual, BTC, k.x2, BTC, k.R);
+    free(k.x); free(k.x2);
 
     // dropout with a fixed mask (p = 0.3), for each of the residual-stream sites
     for (int site = DROP_EMBED; site <= DROP_MLP_OUT; site++) {
@@ -321,14 +322,14 @@ static void test_finite_differences(void) {
         char name[64];
         snprintf(name, sizeof name, "dropout dinp (site %d)", site);
         k.drop = dropout_mask(0.3f, 11, 5, 2, site);
-        k.x = random_floats(&rng, BTC, 0, 1); dx = zeros(BTC);
+        k.x = random_floats(&rng, BTC, 0, 1); dx = garbage(&rng, BTC);
         dropout_backward(dx, k.R, BTC, &k.drop);
         fd_check(name, &k, fwd_dropout, BTC, k.x, BTC, dx);
         free(k.x); free(dx);
     }
 
     // softmax + cross-entropy: logits (BT,Vp) with V < Vp; padding must get gradient 0
-    k.x = random_floats(&rng, BT * k.Vp, 0, 2.0f); dx = zeros(BT * k.Vp);
+    k.x = random_floats(&rng, BT * k.Vp, 0, 2.0f); dx = garbage(&rng, BT * k.Vp);
     for (size_t i = 0; i < BT; i++) k.tokens[i] = (int)(random_u64(&rng) % k.V);
     float* saved_R = k.R;
     k.R = zeros(BT);
@@ -359,7 +360,7 @@ static void test_fast_matmul(void) {
         float *y1 = zeros((size_t)BT * OC), *y2 = zeros((size_t)BT * OC);
         float *dx1 = random_floats(&rng, (size_t)BT * C, 0, 1), *dw1 = random_floats(&rng, (size_t)OC * C, 0, 1);
         float *dx2 = mallocCheck((size_t)BT * C * 4), *dw2 = mallocCheck((size_t)OC * C * 4), *db1 = zeros(OC), *db2 = zeros(OC);
-        memcpy(dx2, dx1, (size_t)BT * C * 4); memcpy(dw2, dw1, (size_t)OC * C * 4);  // backward accumulates
+        memcpy(dx2, dx1, (size_t)BT * C * 4); memcpy(dw2, dw1, (size_t)OC * C * 4);  // dweight accumulates, dinp is overwritten
         matmul_forward_plain(y1, x, w, b, BT, C, OC);
         matmul_forward(y2, x, w, b, BT, C, OC);
         matmul_backward_plain(dx1, dw1, db1, dy, x, w, BT, C, OC);

@@ -185,8 +185,12 @@ static inline float exp_approx(float x) {
 static inline float tanh_approx(float u) { return 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u)); }
 
 // ----------------------------------------------------------------------------
-// the layers: each forward with its backward. Backward functions ADD into their
-// gradient outputs (+=), as gradients of a value used twice must add up.
+// the layers: each forward with its backward. Backward functions ADD (+=) into the
+// gradients of parameters (a weight used at every position sums its gradient over all
+// of them) and into the residual stream's gradient (layernorm_backward: the stream feeds
+// a layernorm and also passes on through the residual, and the two gradients add up).
+// The gradient of an activation that has one user is WRITTEN (=): no buffer has to be
+// zeroed before a layer's backward.
 
 // encoder: token embedding plus position embedding
 // out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C)
@@ -311,12 +315,14 @@ void matmul_forward_plain(float* out, const float* inp, const float* weight, con
 }
 
 // With out = x W^T + b: dx = dout W, dW = dout^T x, db = column sums of dout.
+// dinp is written; dweight and dbias are added to.
 void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const float* dout,
                            const float* inp, const float* weight, int BT, int C, int OC) {
     #pragma omp parallel for
     for (int bt = 0; bt < BT; bt++) {
         const float* dy = dout + (size_t)bt * OC;
         float* dx = dinp + (size_t)bt * C;
+        for (int i = 0; i < C; i++) dx[i] = 0.0f;
         for (int o = 0; o < OC; o++) {
             const float* w = weight + (size_t)o * C;
             for (int i = 0; i < C; i++) dx[i] += dy[o] * w[i];
@@ -348,7 +354,7 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int BT, int C, int OC) {
-    sgemm(0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 1);   // dinp += dout @ weight
+    sgemm(0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0);   // dinp = dout @ weight
     sgemm(1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1);   // dweight += dout^T @ inp
     if (dbias) {
         #pragma omp parallel for
@@ -398,13 +404,21 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 #define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
 static NOINLINE void add_weighted_rows_##WIDTH(float* restrict out, const float* w, size_t w_stride, \
                                                const float* rows, size_t stride, int count) {       \
-    float acc[WIDTH] = {0};                                                                         \
-    for (int t2 = 0; t2 < count; t2++) {                                                            \
+    float acc[4][WIDTH] = {{0}};    /* 4 partial sums: rows t2 = 0,4,8.. / 1,5,9.. / ... */         \
+    int t2 = 0;                                                                                     \
+    for (; t2 + 4 <= count; t2 += 4)                                                                \
+        _Pragma("GCC unroll 4")                                                                     \
+        for (int u = 0; u < 4; u++) {                                                               \
+            const float* r = rows + (t2 + u) * stride;                                              \
+            float wt = w[(t2 + u) * w_stride];                                                      \
+            for (int j = 0; j < WIDTH; j++) acc[u][j] += wt * r[j];                                 \
+        }                                                                                           \
+    for (int u = 0; t2 < count; t2++, u++) {                                                        \
         const float* r = rows + t2 * stride;                                                        \
         float wt = w[t2 * w_stride];                                                                \
-        for (int j = 0; j < WIDTH; j++) acc[j] += wt * r[j];                                        \
+        for (int j = 0; j < WIDTH; j++) acc[u][j] += wt * r[j];                                     \
     }                                                                                               \
-    for (int j = 0; j < WIDTH; j++) out[j] += acc[j];                                               \
+    for (int j = 0; j < WIDTH; j++) out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);    \
 }
 ADD_WEIGHTED_ROWS_BLOCK(64)
 ADD_WEIGHTED_ROWS_BLOCK(32)
@@ -442,6 +456,47 @@ static float* thread_scratch(size_t n) {
 
 #define ROUND16(n) (((n) + 15) / 16 * 16)
 
+// Reductions over n floats, n a multiple of 16, in 16 running lanes (one vector
+// register). C does not let the compiler reorder a float sum by itself; written this way
+// the order is fixed and vectorises. The 16 lanes are combined by halving; with AVX-512
+// the intrinsic does the same halving in registers (GCC's own version of the loop goes
+// through memory and stalls).
+static inline float max16(const float m[16]) {
+#ifdef __AVX512F__
+    return _mm512_reduce_max_ps(_mm512_loadu_ps(m));
+#else
+    float r[16];
+    memcpy(r, m, sizeof r);
+    for (int w = 8; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) r[j] = r[j + w] > r[j] ? r[j + w] : r[j];
+    return r[0];
+#endif
+}
+static inline float sum16(const float s[16]) {
+#ifdef __AVX512F__
+    return _mm512_reduce_add_ps(_mm512_loadu_ps(s));
+#else
+    float r[16];
+    memcpy(r, s, sizeof r);
+    for (int w = 8; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) r[j] += r[j + w];
+    return r[0];
+#endif
+}
+static inline float max_lanes(const float* x, int n) {
+    float m[16];
+    for (int j = 0; j < 16; j++) m[j] = x[j];
+    for (int i = 16; i < n; i += 16)
+        for (int j = 0; j < 16; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    return max16(m);
+}
+static inline float dot_lanes(const float* x, const float* y, int n) {  // y NULL: sum of x
+    float s[16] = {0};
+    for (int i = 0; i < n; i += 16)
+        for (int j = 0; j < 16; j++) s[j] += x[i + j] * (y ? y[i + j] : 1.0f);
+    return sum16(s);
+}
+
 // the transpose of one head's keys (or values): out (hs, Tp) from rows (T, hs) at stride
 // C3, zero beyond T. With K_h^T laid out this way, the scores of a query against 16
 // keys at a time are one vector operation per channel.
@@ -452,6 +507,16 @@ static void transpose_head(float* out, const float* rows, size_t stride, int T, 
     }
 }
 
+// dst (T) = the first n entries of row (n <= Tp), then fill up to T
+static void store_row(float* dst, const float* row, int n, int T, float fill) {
+    int m = n < T ? n : T;
+    memcpy(dst, row, (size_t)m * sizeof(float));
+    for (int t2 = m; t2 < T; t2++) dst[t2] = fill;
+}
+
+// Each query row is worked on in a Tp-wide row of scratch and copied into the caches.
+// Only keys 0..n-1, n = t+1 rounded up to a multiple of 16, are touched: whole vectors,
+// with the keys beyond t (the future, step 3) masked inside them.
 void attention_forward(float* out, float* att_scores, float* att_probs, float* att_dropped,
                        const float* inp, int B, int T, int C, int NH, const DropoutMask* drop) {
     int C3 = C * 3, hs = C / NH, Tp = ROUND16(T);
@@ -463,49 +528,42 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
         for (int h = 0; h < NH; h++) {
             const float* qkv_b = inp + (size_t)b * T * C3;
             float* k_t = thread_scratch((size_t)(hs + 1) * Tp + (size_t)T * hs);
-            float* dots = k_t + (size_t)hs * Tp;    // one row of dot products
-            float* v_h = dots + Tp;                 // V_h (T, hs), contiguous: stays in L1
+            float* row = k_t + (size_t)hs * Tp;     // the row being worked on (Tp)
+            float* v_h = row + Tp;                  // V_h (T, hs), contiguous: stays in L1
             transpose_head(k_t, qkv_b + C + h * hs, C3, T, Tp, hs);
             for (int t = 0; t < T; t++) memcpy(v_h + (size_t)t * hs, qkv_b + (size_t)t * C3 + 2 * C + h * hs, hs * sizeof(float));
             for (int t = 0; t < T; t++) {
                 const float* q = qkv_b + (size_t)t * C3 + h * hs;
-                size_t row = (((size_t)b * NH + h) * T + t) * T;
-                float* scores = att_scores + row;
-                float* probs = att_probs + row;
-                float* dropped = att_dropped + row;
-                // step 1 (计算注意力分数): scores = q . k for every key t2 <= t, i.e. row t of
-                //   Q_h K_h^T (computed 16 keys at a time, up to the next multiple of 16)
+                size_t cache_row = (((size_t)b * NH + h) * T + t) * T;
+                int n = ROUND16(t + 1);
+                // step 1 (计算注意力分数): row = q . k for keys 0..n-1, i.e. row t of Q_h K_h^T
+                for (int t2 = 0; t2 < n; t2++) row[t2] = 0.0f;
+                add_weighted_rows(row, q, 1, k_t, Tp, hs, n);
                 // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
                 //   grow with the head size and the softmax does not saturate
                 // step 3 (因果掩码): keys after t are the future: -inf, so softmax gives 0
-                int n = ROUND16(t + 1);
-                for (int t2 = 0; t2 < n; t2++) dots[t2] = 0.0f;
-                add_weighted_rows(dots, q, 1, k_t, Tp, hs, n);
-                float maxval = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    scores[t2] = dots[t2] * scale;
-                    maxval = scores[t2] > maxval ? scores[t2] : maxval;
-                }
-                for (int t2 = t + 1; t2 < T; t2++) scores[t2] = -INFINITY;
+                for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? row[t2] * scale : -INFINITY;
+                store_row(att_scores + cache_row, row, n, T, -INFINITY);
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
-                //   overflows; the result is unchanged
+                //   overflows; the result is unchanged. (exp(-inf) is not exactly 0 in
+                //   exp_approx, so the future is set to 0 explicitly.)
                 // step 5: att_probs is the cache of this step's result
-                float sum = 0.0f;
-                #pragma omp simd reduction(+ : sum)
-                for (int t2 = 0; t2 <= t; t2++) { probs[t2] = exp_approx(scores[t2] - maxval); sum += probs[t2]; }
-                float inv_sum = 1.0f / sum;
-                for (int t2 = 0; t2 <= t; t2++) probs[t2] *= inv_sum;
-                for (int t2 = t + 1; t2 < T; t2++) probs[t2] = 0.0f;
+                float maxval = max_lanes(row, n);
+                for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? exp_approx(row[t2] - maxval) : 0.0f;
+                float inv_sum = 1.0f / dot_lanes(row, NULL, n);
+                for (int t2 = 0; t2 < n; t2++) row[t2] *= inv_sum;
+                store_row(att_probs + cache_row, row, n, T, 0.0f);
                 // step 6 (dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result
                 if (dropping) {
-                    for (int t2 = 0; t2 < T; t2++)
-                        dropped[t2] = dropout_keep(drop, row + t2) ? probs[t2] * drop->scale : 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++)
+                        row[t2] = dropout_keep(drop, cache_row + t2) ? row[t2] * drop->scale : 0.0f;
+                    store_row(att_dropped + cache_row, row, n, T, 0.0f);
                 }
                 // step 8 (计算 att · V): the output of position t is the weighted sum of values
                 float* o = out + ((size_t)b * T + t) * C + h * hs;
                 for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                add_weighted_rows(o, dropped, 1, v_h, hs, t + 1, hs);
+                add_weighted_rows(o, row, 1, v_h, hs, t + 1, hs);
             }
         }
     }
@@ -532,15 +590,19 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
             float* dqkv_b = dinp + (size_t)b * T * C3;
             const float* dout_b = dout + (size_t)b * T * C + h * hs;
             size_t head = ((size_t)b * NH + h) * T * T;
-            float* v_t = thread_scratch((size_t)hs * Tp + (size_t)T * Tp);  // V_h^T, then grad_att
-            float* grad_att = v_t + (size_t)hs * Tp;                        // (T, Tp)
+            float* v_t = thread_scratch((size_t)(hs + 1) * Tp + (size_t)T * Tp);  // V_h^T, probs, grad_att
+            float* probs = v_t + (size_t)hs * Tp;                                 // row t of att_probs (Tp)
+            float* grad_att = probs + Tp;                                         // (T, Tp)
             transpose_head(v_t, qkv_b + 2 * C + h * hs, C3, T, Tp, hs);
+            for (int t = 0; t < T; t++)  // this head's dQ, dK, dV: written here, summed into below
+                for (int part = 0; part < 3; part++) memset(dqkv_b + (size_t)t * C3 + part * C + h * hs, 0, hs * sizeof(float));
             for (int t = 0; t < T; t++) {
-                const float* probs = att_probs + head + (size_t)t * T;
                 const float* dy = dout_b + (size_t)t * C;
                 float* dscores = grad_att + (size_t)t * Tp;
+                int n = ROUND16(t + 1);  // keys 0..n-1 in whole vectors, as in the forward
+                memcpy(probs, att_probs + head + (size_t)t * T, (size_t)(t + 1) * sizeof(float));
+                for (int t2 = t + 1; t2 < n; t2++) probs[t2] = 0.0f;
                 // step 1 (grad_att = G_in · V^T): gradient of the (dropped-out) probabilities
-                int n = ROUND16(t + 1);
                 for (int t2 = 0; t2 < n; t2++) dscores[t2] = 0.0f;
                 add_weighted_rows(dscores, dy, 1, v_t, Tp, hs, n);
                 // step 3 (dropout backward): the same mask as the forward, the same 1/(1-p)
@@ -550,14 +612,11 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
                 }
                 // step 4 (softmax backward): with P the probabilities and dP their gradient,
                 //   dS = P * (dP - sum_j P_j dP_j), the Jacobian of softmax applied to dP
-                float dot = 0.0f;
-                #pragma omp simd reduction(+ : dot)
-                for (int t2 = 0; t2 <= t; t2++) dot += probs[t2] * dscores[t2];
+                float dot = dot_lanes(probs, dscores, n);
                 // step 5 (mask backward): masked scores were constants (-inf), so their
-                //   gradient is zero
+                //   gradient is zero (P is 0 there)
                 // step 6 (scale backward): the forward multiplied by 1/sqrt(hs), so does this
-                for (int t2 = 0; t2 <= t; t2++) dscores[t2] = probs[t2] * (dscores[t2] - dot) * scale;
-                for (int t2 = t + 1; t2 < Tp; t2++) dscores[t2] = 0.0f;
+                for (int t2 = 0; t2 < n; t2++) dscores[t2] = probs[t2] * (dscores[t2] - dot) * scale;
                 // step 7 (grad_q = grad_att · K): row t of dQ is a weighted sum of the keys
                 add_weighted_rows(dqkv_b + (size_t)t * C3 + h * hs, dscores, 1, qkv_b + C + h * hs, C3, t + 1, hs);
             }
@@ -599,24 +658,18 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
         float th = tanh_approx(u);
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
+        dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
     }
 }
 
 // ----------------------------------------------------------------------------
-// residual: out = inp1 + inp2; the gradient flows unchanged into both branches
+// residual: out = inp1 + inp2. Its backward is the identity on both inputs: the
+// gradient flows unchanged into the branch and into the stream. block_backward does it
+// by handing the same gradient buffer to both (no copy, no residual_backward function).
 
 void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
     #pragma omp parallel for if (N >= PARALLEL_MIN)
     for (size_t i = 0; i < N; i++) out[i] = inp1[i] + inp2[i];
-}
-
-void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) {
-    #pragma omp parallel for
-    for (size_t i = 0; i < N; i++) {
-        dinp1[i] += dout[i];
-        dinp2[i] += dout[i];
-    }
 }
 
 // ----------------------------------------------------------------------------
@@ -633,10 +686,10 @@ void dropout_forward(float* x, size_t N, const DropoutMask* drop) {
 void dropout_backward(float* dinp, const float* dout, size_t N, const DropoutMask* drop) {
     #pragma omp parallel for
     for (size_t i = 0; i < N; i++)
-        dinp[i] += (drop->p <= 0.0f || dropout_keep(drop, i)) ? dout[i] * drop->scale : 0.0f;
+        dinp[i] = (drop->p <= 0.0f || dropout_keep(drop, i)) ? dout[i] * drop->scale : 0.0f;
 }
 
-// the gradient before a dropout site: dinp (zeroed by the caller) filled by
+// the gradient before a dropout site: dinp filled by
 // dropout_backward, or dout itself when the site is off, which saves a copy
 static const float* dropout_grad(float* dinp, const float* dout, size_t N, const DropoutMask* drop) {
     if (drop->p <= 0.0f) return dout;
@@ -679,7 +732,8 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
         float* dz = dlogits + (size_t)bt * Vp;
         const float* p = probs + (size_t)bt * Vp;
         float dl = dlosses[bt];
-        for (int i = 0; i < V; i++) dz[i] += (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * dl;
+        for (int i = 0; i < V; i++) dz[i] = (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * dl;
+        for (int i = V; i < Vp; i++) dz[i] = 0.0f;  // padding: not a real logit
     }
 }
 
@@ -1058,13 +1112,11 @@ static void point_activations(ActivationTensors* a, float* memory, const size_t*
 }
 
 // gradients of activations: one layer's worth, reused by every layer on the way down
-#define NUM_SCRATCH_TENSORS 12
+#define NUM_SCRATCH_TENSORS 9
 typedef struct {
-    float* dres_out;    // (B,T,C) gradient of the current layer's output residual
-    float* dres_in;     // (B,T,C) gradient of its input residual (becomes the next dres_out)
-    float* dres_mid;    // (B,T,C) gradient of residual2
-    float* dbranch;     // (B,T,C) gradient of a branch output (attproj or fcproj) after dropout
-    float* dbranch_pre; // (B,T,C) the same before dropout
+    float* dres;        // (B,T,C) gradient of the residual stream, updated in place from the
+                        //   top layer down: d(residual3) -> d(residual2) -> d(residual)
+    float* dbranch;     // (B,T,C) gradient of a branch output (attproj or fcproj) before dropout
     float* dln;         // (B,T,C) gradient of a layernorm's output
     float* datty;       // (B,T,C)
     float* dqkv;        // (B,T,3C)
@@ -1076,15 +1128,13 @@ typedef struct {
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
     size_t C = cfg.channels, BT = (size_t)B * T;
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * C, BT * C, BT * C,
-                                     BT * 3 * C, BT * 4 * C, BT * 4 * C, BT, BT};
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, BT * 4 * C, BT, BT};
     memcpy(sizes, s, sizeof s);
 }
 
 static void point_scratch(BackwardScratch* s, float* memory, const size_t* sizes) {
-    float** ptrs[NUM_SCRATCH_TENSORS] = {&s->dres_out, &s->dres_in, &s->dres_mid, &s->dbranch,
-        &s->dbranch_pre, &s->dln, &s->datty, &s->dqkv, &s->dfch, &s->dfch_gelu,
-        &s->dlosses, &s->losses};
+    float** ptrs[NUM_SCRATCH_TENSORS] = {&s->dres, &s->dbranch, &s->dln, &s->datty, &s->dqkv,
+        &s->dfch, &s->dfch_gelu, &s->dlosses, &s->losses};
     float* p = memory;
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) { *ptrs[i] = p; p += sizes[i]; }
 }
@@ -1386,8 +1436,11 @@ static void zero_floats(float* p, size_t n) {
     for (size_t k = 0; k < n; k += chunk) memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
 }
 
-// One block backward: s->dres_out holds d(residual3) on entry; on exit s->dres_in holds
-// d(residual) of the block's input. The order is the forward's, reversed.
+// One block backward: s->dres holds d(residual3) on entry and d(residual), the gradient
+// of the block's input, on exit. The order is the forward's, reversed. Every residual
+// backward is the identity on both of its inputs (see residual_forward): the branch reads
+// s->dres as its output gradient, and the layernorm that opens the branch adds its input
+// gradient into s->dres, which turns it into the gradient of the residual before.
 static void block_backward(GPT2* model, int l, int B, int T) {
     GPT2Config c = model->config;
     int C = c.channels, NH = c.num_heads, BT = B * T;
@@ -1399,26 +1452,20 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-    // dres_mid .. dfch_gelu lie one after the other in the scratch block: zero them at once
-    zero_floats(s->dres_in, BTC);
-    zero_floats(s->dres_mid, (size_t)(s->dfch_gelu + 4 * BTC - s->dres_mid));
 
     // MLP branch: residual3 = residual2 + dropout(fcproj(gelu(fc(ln2(residual2)))))
-    residual_backward(s->dres_mid, s->dbranch, s->dres_out, BTC);
-    const float* dfcproj = dropout_grad(s->dbranch_pre, s->dbranch, BTC, &mlp_out_drop);
+    const float* dfcproj = dropout_grad(s->dbranch, s->dres, BTC, &mlp_out_drop);
     matmul_backward(s->dfch_gelu, (float*)dw.fcprojw, (float*)dw.fcprojb, dfcproj, a.fch_gelu, w.fcprojw, BT, 4 * C, C);
     gelu_backward(s->dfch, a.fch, s->dfch_gelu, 4 * BTC);
     matmul_backward(s->dln, (float*)dw.fcw, (float*)dw.fcb, s->dfch, a.ln2, w.fcw, BT, C, 4 * C);
-    layernorm_backward(s->dres_mid, (float*)dw.ln2w, (float*)dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd, BT, C);
+    layernorm_backward(s->dres, (float*)dw.ln2w, (float*)dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd, BT, C);
 
     // attention branch: residual2 = residual + dropout(attproj(attention(qkv(ln1(residual)))))
-    zero_floats(s->dbranch, BTC); zero_floats(s->dbranch_pre, BTC); zero_floats(s->dln, BTC);
-    residual_backward(s->dres_in, s->dbranch, s->dres_mid, BTC);
-    const float* dattproj = dropout_grad(s->dbranch_pre, s->dbranch, BTC, &att_out_drop);
+    const float* dattproj = dropout_grad(s->dbranch, s->dres, BTC, &att_out_drop);
     matmul_backward(s->datty, (float*)dw.attprojw, (float*)dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
     attention_backward(s->dqkv, s->datty, a.qkv, a.att_probs, a.att_dropped, B, T, C, NH, &att_drop);
     matmul_backward(s->dln, (float*)dw.qkvw, (float*)dw.qkvb, s->dqkv, a.ln1, w.qkvw, BT, C, 3 * C);
-    layernorm_backward(s->dres_in, (float*)dw.ln1w, (float*)dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd, BT, C);
+    layernorm_backward(s->dres, (float*)dw.ln1w, (float*)dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd, BT, C);
 }
 
 // gradients of the mean loss of the last forward (which must have had targets), added
@@ -1439,22 +1486,16 @@ void gpt2_backward(GPT2* model) {
     // the loss is the mean over B*T positions, so each position's loss has weight 1/(B*T)
     for (int i = 0; i < BT; i++) s->dlosses[i] = 1.0f / BT;
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
-    zero_floats(dlogits, (size_t)BT * Vp);
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
-    zero_floats(s->dln, BTC);
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
-    zero_floats(s->dres_out, BTC);
+    zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = a.residual3 + (size_t)(L - 1) * BTC;
-    layernorm_backward(s->dres_out, model->grads.lnfw, model->grads.lnfb, s->dln, last,
+    layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
-    for (int l = L - 1; l >= 0; l--) {
-        block_backward(model, l, B, T);
-        float* t = s->dres_out; s->dres_out = s->dres_in; s->dres_in = t;  // input of l = output of l-1
-    }
-    // s->dres_out is now the gradient of the (dropped-out) embedding sum
+    for (int l = L - 1; l >= 0; l--) block_backward(model, l, B, T);
+    // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
-    zero_floats(s->dbranch_pre, BTC);
-    const float* dencoded = dropout_grad(s->dbranch_pre, s->dres_out, BTC, &embed_drop);
+    const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
     encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C);
 }
 
