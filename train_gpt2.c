@@ -347,6 +347,8 @@ void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
 void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda,
                 const float* B, int ldb, float* Cm, int ldc, int accumulate, const float* bias);
 
+static void bias_grad(float* dbias, const float* dout, int BT, int OC);
+
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int BT, int C, int OC) {
     sgemm_bias(0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);   // out = inp @ weight^T + bias
@@ -356,23 +358,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* inp, const float* weight, int BT, int C, int OC) {
     sgemm(0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0);   // dinp = dout @ weight
     sgemm(1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1);   // dweight += dout^T @ inp
-    if (dbias) {
-        #pragma omp parallel for
-        for (int o0 = 0; o0 < OC; o0 += 16) {                   // each thread owns 16 columns
-            int n = o0 + 16 < OC ? 16 : OC - o0;
-            float acc[16] = {0};                               // summed in a register, not memory
-            for (int bt = 0; bt < BT; bt++) {
-                const float* d = dout + (size_t)bt * OC + o0;
-                if (n == 16) {
-                    #pragma omp simd
-                    for (int j = 0; j < 16; j++) acc[j] += d[j];
-                } else {
-                    for (int j = 0; j < n; j++) acc[j] += d[j];
-                }
-            }
-            for (int j = 0; j < n; j++) dbias[o0 + j] += acc[j];
-        }
-    }
+    if (dbias) bias_grad(dbias, dout, BT, OC);
 }
 
 // ----------------------------------------------------------------------------
@@ -439,6 +425,15 @@ static inline void add_weighted_rows(float* restrict out, const float* w, size_t
         for (int t2 = 0; t2 < count; t2++) acc += w[t2 * w_stride] * rows[t2 * stride + i];
         out[i] += acc;
     }
+}
+
+// dbias (OC) += the column sums of dout (BT,OC): a weighted sum of dout's rows with
+// every weight 1 (w_stride 0). Threads own 64-column blocks; each sum runs down its rows.
+static void bias_grad(float* dbias, const float* dout, int BT, int OC) {
+    static const float one = 1.0f;
+    #pragma omp parallel for schedule(static)
+    for (int o0 = 0; o0 < OC; o0 += 64)
+        add_weighted_rows(dbias + o0, &one, 0, dout + o0, OC, BT, OC - o0 < 64 ? OC - o0 : 64);
 }
 
 // Per-thread scratch memory that grows on demand and is kept (OpenMP's threads live as
