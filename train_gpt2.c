@@ -379,32 +379,62 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // "weighted sum of rows" of the attention, in vector registers), thread_scratch and
 // transpose_head (K_h^T, so that a query's scores come 16 keys at a time).
 
-// WIDTH outputs summed in registers: one body, generated for three widths, because a
-// fixed-size accumulator is what lets the compiler keep it in vector registers. Kept out
-// of line: inlined into the large attention loops, the accumulators were spilled to memory.
+// 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats, in 4 partial
+// sums (rows t2 = 0,4,8.. / 1,5,9.. / ...) so that 4*NV independent FMA chains hide the
+// adder's latency. One body, instantiated below for the three widths with NV a constant,
+// because fixed-size accumulators are what stay in vector registers. (Plain C arrays of
+// this size were spilled to memory by GCC, so the AVX-512 build uses intrinsics.)
 #if defined(__GNUC__)
 #define NOINLINE __attribute__((noinline))
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define NOINLINE
+#define ALWAYS_INLINE inline
 #endif
+static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float* w, size_t w_stride,
+                                               const float* rows, size_t stride, int count, const int NV) {
+#ifdef __AVX512F__
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_setzero_ps();
+    int t2 = 0;
+    for (; t2 + 4 <= count; t2 += 4)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            __m512 wt = _mm512_set1_ps(w[(t2 + u) * w_stride]);
+            const float* r = rows + (t2 + u) * stride;
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
+        }
+#pragma GCC unroll 3
+    for (int u = 0; u < 3; u++) {  // the last count % 4 rows
+        if (t2 + u >= count) break;
+        __m512 wt = _mm512_set1_ps(w[(t2 + u) * w_stride]);
+        const float* r = rows + (t2 + u) * stride;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++) {
+        __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
+        _mm512_storeu_ps(out + 16 * j, _mm512_add_ps(_mm512_loadu_ps(out + 16 * j), sum));
+    }
+#else
+    float acc[4][64] = {{0}};
+    for (int t2 = 0; t2 < count; t2++) {
+        const float* r = rows + t2 * stride;
+        float wt = w[t2 * w_stride];
+        for (int j = 0; j < 16 * NV; j++) acc[t2 % 4][j] += wt * r[j];
+    }
+    for (int j = 0; j < 16 * NV; j++) out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
+#endif
+}
 #define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
 static NOINLINE void add_weighted_rows_##WIDTH(float* restrict out, const float* w, size_t w_stride, \
                                                const float* rows, size_t stride, int count) {       \
-    float acc[4][WIDTH] = {{0}};    /* 4 partial sums: rows t2 = 0,4,8.. / 1,5,9.. / ... */         \
-    int t2 = 0;                                                                                     \
-    for (; t2 + 4 <= count; t2 += 4)                                                                \
-        _Pragma("GCC unroll 4")                                                                     \
-        for (int u = 0; u < 4; u++) {                                                               \
-            const float* r = rows + (t2 + u) * stride;                                              \
-            float wt = w[(t2 + u) * w_stride];                                                      \
-            for (int j = 0; j < WIDTH; j++) acc[u][j] += wt * r[j];                                 \
-        }                                                                                           \
-    for (int u = 0; t2 < count; t2++, u++) {                                                        \
-        const float* r = rows + t2 * stride;                                                        \
-        float wt = w[t2 * w_stride];                                                                \
-        for (int j = 0; j < WIDTH; j++) acc[u][j] += wt * r[j];                                     \
-    }                                                                                               \
-    for (int j = 0; j < WIDTH; j++) out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);    \
+    weighted_rows_kernel(out, w, w_stride, rows, stride, count, WIDTH / 16);                        \
 }
 ADD_WEIGHTED_ROWS_BLOCK(64)
 ADD_WEIGHTED_ROWS_BLOCK(32)
@@ -494,12 +524,11 @@ static inline float dot_lanes(const float* x, const float* y, int n) {  // y NUL
 
 // the transpose of one head's keys (or values): out (hs, Tp) from rows (T, hs) at stride
 // C3, zero beyond T. With K_h^T laid out this way, the scores of a query against 16
-// keys at a time are one vector operation per channel.
+// keys at a time are one vector operation per channel. (The matmul's packing routine
+// does exactly this transpose, 16 x 16 floats at a time in registers.)
+static void gemm_pack_rows(const float* src, int ld, int rows, int R, int kc, float* dst);
 static void transpose_head(float* out, const float* rows, size_t stride, int T, int Tp, int hs) {
-    for (int i = 0; i < hs; i++) {
-        for (int t = 0; t < T; t++) out[(size_t)i * Tp + t] = rows[t * stride + i];
-        for (int t = T; t < Tp; t++) out[(size_t)i * Tp + t] = 0.0f;
-    }
+    gemm_pack_rows(rows, (int)stride, T, Tp, hs, out);
 }
 
 // dst (T) = the first n entries of row (n <= Tp), then fill up to T
