@@ -346,19 +346,31 @@ void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
            const float* B, int ldb, float* Cm, int ldc, int accumulate);
 void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda,
                 const float* B, int ldb, float* Cm, int ldc, int accumulate, const float* bias);
-
-static void bias_grad(float* dbias, const float* dout, int BT, int OC);
+void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, float* Cm, int ldc, int accumulate, const float* bias);
+int sgemm_threads(int M, int N, int K);
+static int team_thread(void);
+static int team_size(void);
+static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC);
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int BT, int C, int OC) {
     sgemm_bias(0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);   // out = inp @ weight^T + bias
 }
 
+// The three products are independent: one team computes its share of each in turn,
+// with no barrier between them (a second and third parallel region would cost a thread
+// wake-up each, and the team's uneven shares even out over the three).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int BT, int C, int OC) {
-    sgemm(0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0);   // dinp = dout @ weight
-    sgemm(1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1);   // dweight += dout^T @ inp
-    if (dbias) bias_grad(dbias, dout, BT, OC);
+    int nt = sgemm_threads(BT, C, OC);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = team_thread(), T = team_size();
+        sgemm_share(t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);  // dinp = dout @ weight
+        sgemm_share(t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1, NULL);  // dweight += dout^T @ inp
+        if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -458,12 +470,13 @@ static inline void add_weighted_rows(float* restrict out, const float* w, size_t
 }
 
 // dbias (OC) += the column sums of dout (BT,OC): a weighted sum of dout's rows with
-// every weight 1 (w_stride 0). Threads own 64-column blocks; each sum runs down its rows.
-static void bias_grad(float* dbias, const float* dout, int BT, int OC) {
+// every weight 1 (w_stride 0). Thread t of T takes its share of the 64-column blocks;
+// each column's sum runs down the rows in order.
+static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC) {
     static const float one = 1.0f;
-    #pragma omp parallel for schedule(static)
-    for (int o0 = 0; o0 < OC; o0 += 64)
-        add_weighted_rows(dbias + o0, &one, 0, dout + o0, OC, BT, OC - o0 < 64 ? OC - o0 : 64);
+    int blocks = (OC + 63) / 64;
+    for (int k = blocks * t / T; k < blocks * (t + 1) / T; k++)
+        add_weighted_rows(dbias + 64 * k, &one, 0, dout + 64 * k, OC, BT, OC - 64 * k < 64 ? OC - 64 * k : 64);
 }
 
 // Per-thread scratch memory that grows on demand and is kept (OpenMP's threads live as
@@ -980,47 +993,70 @@ static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int 
     }
 }
 
-// C = op(A) op(B) + bias (bias: N values added to every row, or NULL), or, with
-// accumulate, C += op(A) op(B) (bias ignored)
-void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                float* C, int ldc, int accumulate, const float* bias) {
+// this thread's number and the size of its team (0 and 1 outside a parallel region)
+static int team_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static int team_size(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+// Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias).
+// C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
+// re-packs the whole operand along the other dimension, so split the dimension that makes
+// that duplicated operand the smaller one.)
+void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {  // empty sum
-        if (!accumulate)
+        if (!accumulate && t == 0)
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
         return;
     }
-    // Split C between threads along the larger dimension, in whole GEMM_MR / GEMM_NR panels.
-    // (Each thread re-packs the whole operand along the other dimension, so split the
-    // dimension that makes that duplicated operand the smaller one.)
     int splitN = N > M;
     int panels = splitN ? (N + GEMM_NR - 1) / GEMM_NR : (M + GEMM_MR - 1) / GEMM_MR;
-#ifdef _OPENMP
-    // Nested calls (already inside a parallel region) and tiny problems run on one thread.
-    int nt = 1;
-    if (!omp_in_parallel() && 2.0 * M * N * K >= GEMM_MIN_PAR_FLOPS) nt = gemm_imin(omp_get_max_threads(), panels);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-#endif
-    {
-        int t = 0, T = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        T = omp_get_num_threads();
-#endif
-        int p0 = (int)((long)panels * t / T), p1 = (int)((long)panels * (t + 1) / T);
-        if (splitN) {
-            int j0 = p0 * GEMM_NR, j1 = gemm_imin(N, p1 * GEMM_NR);
-            if (j1 > j0)
-                gemm_block(transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
-                           C + j0, ldc, accumulate, bias ? bias + j0 : NULL);
-        } else {
-            int i0 = p0 * GEMM_MR, i1 = gemm_imin(M, p1 * GEMM_MR);
-            if (i1 > i0)
-                gemm_block(transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
-                           C + (size_t)i0 * ldc, ldc, accumulate, bias);
-        }
+    // thread 0 (which starts first: the others have to wake up) takes the larger share
+    int p0 = (int)(((long)panels * t + T - 1) / T), p1 = (int)(((long)panels * (t + 1) + T - 1) / T);
+    if (splitN) {
+        int j0 = p0 * GEMM_NR, j1 = gemm_imin(N, p1 * GEMM_NR);
+        if (j1 > j0)
+            gemm_block(transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
+                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL);
+    } else {
+        int i0 = p0 * GEMM_MR, i1 = gemm_imin(M, p1 * GEMM_MR);
+        if (i1 > i0)
+            gemm_block(transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
+                       C + (size_t)i0 * ldc, ldc, accumulate, bias);
     }
+}
+
+// threads worth using for a product of M x N x K: 1 when already inside a parallel region
+// (a nested call) or when the product is too small to pay for waking a second thread
+int sgemm_threads(int M, int N, int K) {
+#ifdef _OPENMP
+    if (!omp_in_parallel() && 2.0 * M * N * K >= GEMM_MIN_PAR_FLOPS) return omp_get_max_threads();
+#else
+    (void)M; (void)N; (void)K;
+#endif
+    return 1;
+}
+
+// C = op(A) op(B) + bias (bias: N values added to every row, or NULL), or, with
+// accumulate, C += op(A) op(B) (bias ignored)
+void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                float* C, int ldc, int accumulate, const float* bias) {
+    int nt = sgemm_threads(M, N, K);
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
 void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
