@@ -373,25 +373,9 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     }
 }
 
-// ----------------------------------------------------------------------------
-// causal multi-head self-attention, following the article "因果自注意力"
-//
-// inp is (B,T,3C): the fused Q,K,V projection (article forward: "输入与注意力权重矩阵相乘";
-//   the training forward keeps it, it is the qkv activation). Head h owns channels
-//   h*hs..(h+1)*hs-1 of each of Q, K and V ("多头计算").
-// att_scores is (B,NH,T,T): scaled, masked scores (steps 1-3); masked entries are -inf
-// att_probs is (B,NH,T,T): softmax probabilities (steps 4-5)
-// att_dropped is (B,NH,T,T) or NULL: the probabilities after dropout (steps 6-7); with
-//   dropout off it is att_probs itself, so nothing is copied
-// out is (B,T,C): the heads' outputs side by side (step 8), ready for the projection
-// drop describes the dropout of this layer's attention probabilities (drop->p == 0: off)
-//
-// attention_forward and attention_backward (below) follow the article's steps; the
-// helpers first are plumbing that makes their loops fast: add_weighted_rows (every
-// "weighted sum of rows" of the attention, in vector registers), thread_scratch and
-// transpose_head (K_h^T, so that a query's scores come 16 keys at a time).
-
-// 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats, in 4 partial
+// add_weighted_rows (below): one output row += a weighted sum of many rows, summed in
+// vector registers. The bias gradient uses it, with every weight 1 (the column sums).
+// The kernel: 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats, in 4 partial
 // sums (rows t2 = 0,4,8.. / 1,5,9.. / ...) so that 4*NV independent FMA chains hide the
 // adder's latency. One body, instantiated below for the three widths with NV a constant,
 // because fixed-size accumulators are what stay in vector registers. (Plain C arrays of
@@ -479,6 +463,24 @@ static void bias_grad_share(int t, int T, float* dbias, const float* dout, int B
         add_weighted_rows(dbias + 64 * k, &one, 0, dout + 64 * k, OC, BT, OC - 64 * k < 64 ? OC - 64 * k : 64);
 }
 
+// ----------------------------------------------------------------------------
+// causal multi-head self-attention, following the article "因果自注意力"
+//
+// inp is (B,T,3C): the fused Q,K,V projection (article forward: "输入与注意力权重矩阵相乘";
+//   the training forward keeps it, it is the qkv activation). Head h owns channels
+//   h*hs..(h+1)*hs-1 of each of Q, K and V ("多头计算").
+// att_scores is (B,NH,T,T): scaled, masked scores (steps 1-3); masked entries are -inf
+// att_probs is (B,NH,T,T): softmax probabilities (steps 4-5)
+// att_dropped is (B,NH,T,T) or NULL: the probabilities after dropout (steps 6-7); with
+//   dropout off it is att_probs itself, so nothing is copied
+// out is (B,T,C): the heads' outputs side by side (step 8), ready for the projection
+// drop describes the dropout of this layer's attention probabilities (drop->p == 0: off)
+//
+// attention_forward and attention_backward (below) follow the article's steps. The
+// matrix products of a head (steps 1 and 8 of the forward; 1, 2, 7 and 8 of the backward)
+// go to sgemm, further down; the helpers first are plumbing for the row-by-row steps
+// (softmax and its backward): thread_scratch, reductions that vectorise, store_row.
+
 // Per-thread scratch memory that grows on demand and is kept (OpenMP's threads live as
 // long as the program), so the layers allocate nothing once training runs.
 static _Thread_local float* thread_scratch_memory;
@@ -535,15 +537,6 @@ static inline float dot_lanes(const float* x, const float* y, int n) {  // y NUL
     return sum16(s);
 }
 
-// the transpose of one head's keys (or values): out (hs, Tp) from rows (T, hs) at stride
-// C3, zero beyond T. With K_h^T laid out this way, the scores of a query against 16
-// keys at a time are one vector operation per channel. (The matmul's packing routine
-// does exactly this transpose, 16 x 16 floats at a time in registers.)
-static void gemm_pack_rows(const float* src, int ld, int rows, int R, int kc, float* dst);
-static void transpose_head(float* out, const float* rows, size_t stride, int T, int Tp, int hs) {
-    gemm_pack_rows(rows, (int)stride, T, Tp, hs, out);
-}
-
 // dst (T) = the first n entries of row (n <= Tp), then fill up to T
 static void store_row(float* dst, const float* row, int n, int T, float fill) {
     int m = n < T ? n : T;
@@ -551,9 +544,10 @@ static void store_row(float* dst, const float* row, int n, int T, float fill) {
     for (int t2 = m; t2 < T; t2++) dst[t2] = fill;
 }
 
-// Each query row is worked on in a Tp-wide row of scratch and copied into the caches.
-// Only keys 0..n-1, n = t+1 rounded up to a multiple of 16, are touched: whole vectors,
-// with the keys beyond t (the future, step 3) masked inside them.
+// Steps 1 and 8 are matrix products of one head's slices, done by sgemm (the matmul's
+// kernel, one thread per head). Steps 2-7 go row by row through the (T, Tp) score matrix
+// in scratch, touching keys 0..n-1, n = t+1 rounded up to a multiple of 16: whole
+// vectors, with the keys beyond t (the future, step 3) masked inside them.
 void attention_forward(float* out, float* att_scores, float* att_probs, float* att_dropped,
                        const float* inp, int B, int T, int C, int NH, const DropoutMask* drop) {
     int C3 = C * 3, hs = C / NH, Tp = ROUND16(T);
@@ -563,27 +557,25 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* qkv_b = inp + (size_t)b * T * C3;
-            float* k_t = thread_scratch((size_t)(hs + 1) * Tp + (size_t)T * hs);
-            float* row = k_t + (size_t)hs * Tp;     // the row being worked on (Tp)
-            float* v_h = row + Tp;                  // V_h (T, hs), contiguous: stays in L1
-            transpose_head(k_t, qkv_b + C + h * hs, C3, T, Tp, hs);
-            for (int t = 0; t < T; t++) memcpy(v_h + (size_t)t * hs, qkv_b + (size_t)t * C3 + 2 * C + h * hs, hs * sizeof(float));
+            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T, hs) at row stride C3
+            const float* k = q + C;
+            const float* v = q + 2 * C;
+            size_t head = ((size_t)b * NH + h) * T * T;
+            float* scores = thread_scratch((size_t)T * Tp);      // (T, Tp)
+            // step 1 (计算注意力分数): scores = Q_h K_h^T, every query against every key
+            sgemm(0, 1, T, T, hs, q, C3, k, C3, scores, Tp, 0);
             for (int t = 0; t < T; t++) {
-                const float* q = qkv_b + (size_t)t * C3 + h * hs;
-                size_t cache_row = (((size_t)b * NH + h) * T + t) * T;
+                float* row = scores + (size_t)t * Tp;
+                size_t cache_row = head + (size_t)t * T;
                 int n = ROUND16(t + 1);
-                // step 1 (计算注意力分数): row = q . k for keys 0..n-1, i.e. row t of Q_h K_h^T
-                for (int t2 = 0; t2 < n; t2++) row[t2] = 0.0f;
-                add_weighted_rows(row, q, 1, k_t, Tp, hs, n);
                 // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
                 //   grow with the head size and the softmax does not saturate
                 // step 3 (因果掩码): keys after t are the future: -inf, so softmax gives 0
                 for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? row[t2] * scale : -INFINITY;
                 store_row(att_scores + cache_row, row, n, T, -INFINITY);
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
-                //   overflows; the result is unchanged. (exp(-inf) is not exactly 0 in
-                //   exp_approx, so the future is set to 0 explicitly.)
+                //   overflows; the result is unchanged. (exp_approx(-inf) is not exactly 0,
+                //   so the future is set to 0 explicitly.)
                 // step 5: att_probs is the cache of this step's result
                 float maxval = max_lanes(row, n);
                 for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? exp_approx(row[t2] - maxval) : 0.0f;
@@ -597,22 +589,23 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                         row[t2] = dropout_keep(drop, cache_row + t2) ? row[t2] * drop->scale : 0.0f;
                     store_row(att_dropped + cache_row, row, n, T, 0.0f);
                 }
-                // step 8 (计算 att · V): the output of position t is the weighted sum of values
-                float* o = out + ((size_t)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                add_weighted_rows(o, row, 1, v_h, hs, t + 1, hs);
             }
+            // step 8 (计算 att · V): the output of position t is the weighted sum of values,
+            //   out_h = att_dropped · V_h
+            sgemm(0, 0, T, hs, T, att_dropped + head, T, v, C3, out + (size_t)b * T * C + h * hs, C, 0);
         }
     }
 }
 
 // dinp is (B,T,3C): receives dQ, dK, dV; dout is (B,T,C), the gradient of the heads'
 // outputs (the article's G_in, after the projection's backward).
-// As in the article, each head gets a (T,T) grad_att matrix (per-thread scratch): first
-// row by row (steps 1, 3-7), then column by column for the two products that read it
-// transposed (steps 2 and 8), so every output is summed in registers.
-// Each (b,h) pair is one task that writes only its own head's slices of dinp, so the
-// threads never touch the same gradient and the sums are in a fixed order.
+// As in the article, each head gets a (T,T) grad_att matrix (per-thread scratch). Steps
+// 1, 2, 7 and 8 are matrix products of one head's slices, done by sgemm (the matmul's
+// kernel, one thread per head: the product of a (T,T) and a (T,hs) matrix); the causal
+// zeros take part in them, which costs twice the FLOPs but runs at the kernel's speed.
+// Steps 3-6 go row by row. Each (b,h) pair is one task that writes only its own head's
+// slices of dinp, so the threads never touch the same gradient and the sums are in a
+// fixed order.
 void attention_backward(float* dinp, const float* dout, const float* inp,
                         const float* att_probs, const float* att_dropped,
                         int B, int T, int C, int NH, const DropoutMask* drop) {
@@ -623,25 +616,27 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* qkv_b = inp + (size_t)b * T * C3;
-            float* dqkv_b = dinp + (size_t)b * T * C3;
-            const float* dout_b = dout + (size_t)b * T * C + h * hs;
+            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T, hs) at row stride C3
+            const float* k = q + C;
+            const float* v = q + 2 * C;
+            float* dq = dinp + (size_t)b * T * C3 + h * hs;      // dQ_h, dK_h, dV_h, the same layout
+            float* dk = dq + C;
+            float* dv = dq + 2 * C;
+            const float* dy = dout + (size_t)b * T * C + h * hs; // G_in of this head: (T, hs) at stride C
             size_t head = ((size_t)b * NH + h) * T * T;
-            float* v_t = thread_scratch((size_t)(hs + 1) * Tp + (size_t)T * Tp);  // V_h^T, probs, grad_att
-            float* probs = v_t + (size_t)hs * Tp;                                 // row t of att_probs (Tp)
-            float* grad_att = probs + Tp;                                         // (T, Tp)
-            transpose_head(v_t, qkv_b + 2 * C + h * hs, C3, T, Tp, hs);
-            for (int t = 0; t < T; t++)  // this head's dQ, dK, dV: written here, summed into below
-                for (int part = 0; part < 3; part++) memset(dqkv_b + (size_t)t * C3 + part * C + h * hs, 0, hs * sizeof(float));
+            const float* probs = att_probs + head;               // (T, T)
+            float* grad_att = thread_scratch((size_t)T * Tp + Tp); // (T, Tp), then one row of probs
+            float* p_row = grad_att + (size_t)T * Tp;
+            // step 1 (grad_att = G_in · V^T): gradient of the (dropped-out) probabilities
+            sgemm(0, 1, T, T, hs, dy, C, v, C3, grad_att, Tp, 0);
+            // step 2 (grad_v = att_dropped^T · G_in): value t2 collects att_dropped[t][t2] dy_t
+            //   from every query t that saw it
+            sgemm(1, 0, T, hs, T, att_dropped + head, T, dy, C, dv, C3, 0);
             for (int t = 0; t < T; t++) {
-                const float* dy = dout_b + (size_t)t * C;
                 float* dscores = grad_att + (size_t)t * Tp;
-                int n = ROUND16(t + 1);  // keys 0..n-1 in whole vectors, as in the forward
-                memcpy(probs, att_probs + head + (size_t)t * T, (size_t)(t + 1) * sizeof(float));
-                for (int t2 = t + 1; t2 < n; t2++) probs[t2] = 0.0f;
-                // step 1 (grad_att = G_in · V^T): gradient of the (dropped-out) probabilities
-                for (int t2 = 0; t2 < n; t2++) dscores[t2] = 0.0f;
-                add_weighted_rows(dscores, dy, 1, v_t, Tp, hs, n);
+                int n = ROUND16(t + 1);  // keys 0..n-1 in whole vectors; P is 0 beyond t
+                memcpy(p_row, probs + (size_t)t * T, (size_t)(t + 1) * sizeof(float));
+                for (int t2 = t + 1; t2 < n; t2++) p_row[t2] = 0.0f;
                 // step 3 (dropout backward): the same mask as the forward, the same 1/(1-p)
                 if (dropping) {
                     for (int t2 = 0; t2 <= t; t2++)
@@ -649,23 +644,17 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
                 }
                 // step 4 (softmax backward): with P the probabilities and dP their gradient,
                 //   dS = P * (dP - sum_j P_j dP_j), the Jacobian of softmax applied to dP
-                float dot = dot_lanes(probs, dscores, n);
+                float dot = dot_lanes(p_row, dscores, n);
                 // step 5 (mask backward): masked scores were constants (-inf), so their
                 //   gradient is zero (P is 0 there)
                 // step 6 (scale backward): the forward multiplied by 1/sqrt(hs), so does this
-                for (int t2 = 0; t2 < n; t2++) dscores[t2] = probs[t2] * (dscores[t2] - dot) * scale;
-                // step 7 (grad_q = grad_att · K): row t of dQ is a weighted sum of the keys
-                add_weighted_rows(dqkv_b + (size_t)t * C3 + h * hs, dscores, 1, qkv_b + C + h * hs, C3, t + 1, hs);
+                for (int t2 = 0; t2 < n; t2++) dscores[t2] = p_row[t2] * (dscores[t2] - dot) * scale;
+                for (int t2 = n; t2 < T; t2++) dscores[t2] = 0.0f;
             }
-            for (int t2 = 0; t2 < T; t2++) {
-                // step 2 (grad_v = att_dropped^T · G_in): value t2 collects att_dropped[t][t2] dy_t
-                //   from every query t >= t2 that saw it (column t2 of the cached probabilities)
-                add_weighted_rows(dqkv_b + (size_t)t2 * C3 + 2 * C + h * hs, att_dropped + head + (size_t)t2 * T + t2, T,
-                                  dout_b + (size_t)t2 * C, C, T - t2, hs);
-                // step 8 (grad_k = grad_att^T · Q): key t2 collects grad_att[t][t2] q_t
-                add_weighted_rows(dqkv_b + (size_t)t2 * C3 + C + h * hs, grad_att + (size_t)t2 * Tp + t2, Tp,
-                                  qkv_b + (size_t)t2 * C3 + h * hs, C3, T - t2, hs);
-            }
+            // step 7 (grad_q = grad_att · K): row t of dQ is a weighted sum of the keys
+            sgemm(0, 0, T, hs, T, grad_att, Tp, k, C3, dq, C3, 0);
+            // step 8 (grad_k = grad_att^T · Q): key t2 collects grad_att[t][t2] q_t
+            sgemm(1, 0, T, hs, T, grad_att, Tp, q, C3, dk, C3, 0);
         }
     }
 }
@@ -1043,7 +1032,7 @@ void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, cons
 // (a nested call) or when the product is too small to pay for waking a second thread
 int sgemm_threads(int M, int N, int K) {
 #ifdef _OPENMP
-    if (!omp_in_parallel() && 2.0 * M * N * K >= GEMM_MIN_PAR_FLOPS) return omp_get_max_threads();
+    if (omp_get_level() == 0 && 2.0 * M * N * K >= GEMM_MIN_PAR_FLOPS) return omp_get_max_threads();
 #else
     (void)M; (void)N; (void)K;
 #endif
@@ -1055,7 +1044,11 @@ int sgemm_threads(int M, int N, int K) {
 void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                 float* C, int ldc, int accumulate, const float* bias) {
     int nt = sgemm_threads(M, N, K);
-    #pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt == 1) {  // (even an inactive parallel region costs a call into the OpenMP runtime)
+        sgemm_share(0, 1, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        return;
+    }
+    #pragma omp parallel num_threads(nt)
     sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
