@@ -258,35 +258,46 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 // dweight and dbias sum over all N rows; each thread owns a slice of the channels.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
-    #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        const float* x = inp + (size_t)n * C;
-        const float* dy = dout + (size_t)n * C;
-        float m = mean[n], s = rstd[n];
-        float g_mean = 0.0f, gx_mean = 0.0f;
-        #pragma omp simd reduction(+ : g_mean, gx_mean)
-        for (int i = 0; i < C; i++) {
-            float g = dy[i] * weight[i];
-            g_mean += g;
-            gx_mean += g * (x[i] - m) * s;
-        }
-        g_mean /= C;
-        gx_mean /= C;
-        float* dx = dinp + (size_t)n * C;
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s;
-            dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
-        }
-    }
-    #pragma omp parallel for schedule(static)
-    for (int c0 = 0; c0 < C; c0 += 16) {
-        int c1 = c0 + 16 < C ? c0 + 16 : C;
+    #pragma omp parallel  // one team for both loops: they write different outputs (nowait)
+    {
+        #pragma omp for nowait
         for (int n = 0; n < N; n++) {
             const float* x = inp + (size_t)n * C;
             const float* dy = dout + (size_t)n * C;
-            for (int i = c0; i < c1; i++) {
-                dbias[i] += dy[i];
-                dweight[i] += dy[i] * (x[i] - mean[n]) * rstd[n];
+            float m = mean[n], s = rstd[n];
+            float g_mean = 0.0f, gx_mean = 0.0f;
+            #pragma omp simd reduction(+ : g_mean, gx_mean)
+            for (int i = 0; i < C; i++) {
+                float g = dy[i] * weight[i];
+                g_mean += g;
+                gx_mean += g * (x[i] - m) * s;
+            }
+            g_mean /= C;
+            gx_mean /= C;
+            float* dx = dinp + (size_t)n * C;
+            for (int i = 0; i < C; i++) {
+                float xhat = (x[i] - m) * s;
+                dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
+            }
+        }
+        // dweight and dbias: sums over all positions, 16 channels per task, each summed
+        // down the rows in order in a local (register) accumulator
+        #pragma omp for schedule(static)
+        for (int c0 = 0; c0 < C; c0 += 16) {
+            int w = C - c0 < 16 ? C - c0 : 16;
+            float db[16] = {0}, dw[16] = {0};
+            for (int n = 0; n < N; n++) {
+                const float* x = inp + (size_t)n * C + c0;
+                const float* dy = dout + (size_t)n * C + c0;
+                float m = mean[n], s = rstd[n];
+                for (int i = 0; i < w; i++) {
+                    db[i] += dy[i];
+                    dw[i] += dy[i] * (x[i] - m) * s;
+                }
+            }
+            for (int i = 0; i < w; i++) {
+                dbias[c0 + i] += db[i];
+                dweight[c0 + i] += dw[i];
             }
         }
     }
