@@ -379,7 +379,9 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     {
         int t = team_thread(), T = team_size();
         sgemm_share(t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);  // dinp = dout @ weight
-        sgemm_share(t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1, NULL);  // dweight += dout^T @ inp
+        // (the shares are counted from the other end, so the thread with the larger share
+        // of dinp gets the smaller share of dweight)
+        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1, NULL);  // dweight += dout^T @ inp
         if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC);
     }
 }
