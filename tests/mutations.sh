@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Mutation check: flips the sign of each accumulation (+= to -=) inside every *_backward
-# function of train_gpt2.c (and add_weighted_rows, which attention_backward's sums use),
-# one at a time, and requires test_gpt2 to fail on every mutant. Loop increments and
-# comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
+# Mutation check: inside every *_backward function of train_gpt2.c (and add_weighted_rows,
+# which the bias gradients use), one line at a time,
+#   - flips the sign of each accumulation (+= to -=), and
+#   - negates the value of each assignment to a gradient (a variable whose name starts
+#     with d: "dinp[i] = e;" becomes "dinp[i] = -(e);"), except assignments of constants,
+# and requires test_gpt2 to fail on every mutant. Loop increments and comments are left
+# alone. Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -16,8 +19,13 @@ candidates() {
         if ($inside) {
             my ($code, $comment) = split(m{//}, $_, 2);
             my ($head, $body) = $code =~ /^(\s*for\s*\(.*?\)\s*)(.*)$/s ? ($1, $2) : ("", $code);
+            my $mutated = 0;
             if ($body =~ /\+=/) {
-                $body =~ s/(.*)\+=/$1-=/s;
+                $body =~ s/(.*)\+=/$1-=/s; $mutated = 1;
+            } elsif ($body =~ /^(\s*)(d\w*(?:\[[^\]]*\])?)\s*=\s*(.+);\s*$/s && $3 !~ /^[-+0-9.ef]+$/) {
+                $body = "$1$2 = -($3);\n"; $mutated = 1;
+            }
+            if ($mutated) {
                 my $line = $head . $body . (defined $comment ? "//" . $comment : "");
                 chomp $line; print "$.\t$line\n";
             }
