@@ -175,6 +175,27 @@ static void bench_machine(void) {
            sg_best, sg_med);
     if (peak > 0) printf(" = %.0f%% of the theoretical peak", 100.0 * sg_best / peak);
     printf("\n");
+    // the same product on one thread: two threads should be nearly twice as fast. Much less
+    // means the two vCPUs are not getting two cores' worth of vector units right now (this
+    // VM sometimes behaves as if they were one core's two hyper-threads), and every number
+    // of this run is low for that reason.
+    double times1[3];
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_seconds();
+        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
+        times1[r] = now_seconds() - t0;
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    double sg1 = flops / vmin(times1, 3) / 1e9, scaling = sg_best / sg1;
+    printf("sgemm on 1 thread: best %.1f GFLOP/s; %d threads are %.2fx faster\n", sg1, threads, scaling);
+    if (threads >= 2 && scaling < 1.6)
+        printf("WARNING: %d threads are only %.2fx faster than one: the machine is not delivering %d full cores "
+               "now; the timings of this run are low for that reason\n", threads, scaling, threads);
     free(A); free(Bm); free(Cm);
 
     // 3. memory bandwidth: memcpy of 256 MiB, each thread copies its half (best of 5)
@@ -226,6 +247,7 @@ static void bench_machine(void) {
     result("", "ghz", ghz);
     result("", "peak_gflops", peak);
     result("", "sgemm_gflops", sg_best);
+    result("", "sgemm_scaling", scaling);
     result("", "copy_gbs", copy_gbs);
     result("", "read_gbs", read_gbs);
 }
@@ -668,6 +690,10 @@ static void bench_summary(const char* path) {
     if (have("cpu_share") && get("cpu_share") < 0.9)
         printf("  !! this run had only %.0f%% of the CPUs (another process was busy): every time is slowed\n",
                100 * get("cpu_share"));
+    if (have("sgemm_scaling") && get("threads") >= 2 && get("sgemm_scaling") < 1.6)
+        printf("  !! in the machine part, %.0f threads ran sgemm only %.2fx faster than one thread: the machine did not\n"
+               "     deliver %.0f full cores then, and the times of this run are probably low for that reason\n",
+               get("threads"), get("sgemm_scaling"), get("threads"));
     if (have("torch.default.ms"))
         printf("  nanoGPT's baby Shakespeare CPU config was reported at 54-56 ms/iteration tuned; measured here %.2f ms\n",
                get("torch.default.ms"));
