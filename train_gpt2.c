@@ -1490,16 +1490,15 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     return model->mean_loss;
 }
 
-void gpt2_zero_grad(GPT2* model) {
-    if (model->grads_memory) memset(model->grads_memory, 0, model->num_parameters * sizeof(float));
-}
-
-// memset, split over the threads for large buffers (the backward zeroes megabytes of
-// scratch per layer)
+// memset, split over the threads for large buffers (all gradients: megabytes)
 static void zero_floats(float* p, size_t n) {
     const size_t chunk = 16384;
     #pragma omp parallel for schedule(static) if (n >= 4 * chunk)
     for (size_t k = 0; k < n; k += chunk) memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
+}
+
+void gpt2_zero_grad(GPT2* model) {
+    if (model->grads_memory) zero_floats(model->grads_memory, model->num_parameters);
 }
 
 // One block backward: s->dres holds d(residual3) on entry and d(residual), the gradient
