@@ -1651,8 +1651,9 @@ float learning_rate(int step, float lr, int warmup, int max_steps, float final_f
 // position, so no mask is needed, and nothing is kept for a backward pass.
 
 typedef struct {
-    float* keys;     // (L,maxT,C) cached keys, all heads side by side
-    float* values;   // (L,maxT,C) cached values
+    float* keys;     // (L,NH,maxT,hs) cached keys, each head's in one block: attention
+                     //   reads them from position 0 to pos, one contiguous stream
+    float* values;   // (L,NH,maxT,hs) cached values, the same layout
     float* x;        // (C) the residual stream of the new position
     float* ln;       // (C) layernorm output
     float* qkv;      // (3C) Q,K,V of the new position
@@ -1668,8 +1669,13 @@ typedef struct {
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
     size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len;
+    // Touched once here: a fresh page costs microseconds on this kind of machine, and a
+    // cache touched on first use would make every token or two of the generation pay for
+    // one (for GPT-2 124M, about 0.4 ms per token).
     kv->keys = mallocCheck(L * maxT * C * sizeof(float));
     kv->values = mallocCheck(L * maxT * C * sizeof(float));
+    memset(kv->keys, 0, L * maxT * C * sizeof(float));
+    memset(kv->values, 0, L * maxT * C * sizeof(float));
     kv->x = mallocCheck(C * sizeof(float));
     kv->ln = mallocCheck(C * sizeof(float));
     kv->qkv = mallocCheck(3 * C * sizeof(float));
@@ -1717,6 +1723,7 @@ void matvec_forward(float* out, const float* x, const float* weight, const float
 }
 
 // attention of the newest position (pos) against the cached keys/values of layer l
+// q is (C): the new position's query, all heads; keys and values are (NH,maxT,hs)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
                                      const float* values, int pos, int C, int NH, int maxT) {
     int hs = C / NH;
@@ -1727,29 +1734,32 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
         const float* qh = q + h * hs;
         float maxval = -INFINITY;
         for (int t2 = 0; t2 <= pos; t2++) {              // steps 1-2; no mask needed
-            const float* k = keys + (size_t)t2 * C + h * hs;
-            float dot = 0.0f;
-            for (int i = 0; i < hs; i++) dot += qh[i] * k[i];
+            const float* k = keys + ((size_t)h * maxT + t2) * hs;
+            float lanes[16] = {0};                       // q . k in 16 partial sums (see sum16)
+            int i = 0;
+            for (; i + 16 <= hs; i += 16)
+                for (int j = 0; j < 16; j++) lanes[j] += qh[i + j] * k[i + j];
+            float dot = sum16(lanes);
+            for (; i < hs; i++) dot += qh[i] * k[i];
             scores[t2] = dot * scale;
             if (scores[t2] > maxval) maxval = scores[t2];
         }
-        float sum = 0.0f;                                // step 4
-        for (int t2 = 0; t2 <= pos; t2++) { scores[t2] = exp_approx(scores[t2] - maxval); sum += scores[t2]; }
+        for (int t2 = 0; t2 <= pos; t2++) scores[t2] = exp_approx(scores[t2] - maxval);  // step 4
+        float sum = 0.0f;                                // (a loop of its own: it vectorises)
+        #pragma omp simd reduction(+ : sum)
+        for (int t2 = 0; t2 <= pos; t2++) sum += scores[t2];
         float inv_sum = 1.0f / sum;
-        float* o = out + h * hs;                         // step 8
-        for (int i = 0; i < hs; i++) o[i] = 0.0f;
-        for (int t2 = 0; t2 <= pos; t2++) {
-            const float* v = values + (size_t)t2 * C + h * hs;
-            float a = scores[t2] * inv_sum;
-            for (int i = 0; i < hs; i++) o[i] += a * v[i];
-        }
+        float* o = out + h * hs;                         // step 8: o = sum of p_t2 v_t2,
+        for (int i = 0; i < hs; i++) o[i] = 0.0f;        //   normalised at the end
+        add_weighted_rows(o, scores, 1, values + (size_t)h * maxT * hs, hs, pos + 1, hs);
+        for (int i = 0; i < hs; i++) o[i] *= inv_sum;
     }
 }
 
 // feeds one token at position kv->pos; returns the logits (Vp) for the next token
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
-    int C = c.channels, NH = c.num_heads, maxT = c.max_seq_len, pos = kv->pos;
+    int C = c.channels, NH = c.num_heads, hs = C / NH, maxT = c.max_seq_len, pos = kv->pos;
     if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
     if (token < 0 || token >= c.vocab_size) die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
     const ParameterTensors* p = &model->params;
@@ -1760,8 +1770,11 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
         float* values = kv->values + (size_t)l * maxT * C;
         layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);
         matvec_forward(kv->qkv, kv->ln, w.qkvw, w.qkvb, C, 3 * C);
-        memcpy(keys + (size_t)pos * C, kv->qkv + C, C * sizeof(float));      // cache K
-        memcpy(values + (size_t)pos * C, kv->qkv + 2 * C, C * sizeof(float)); // cache V
+        for (int h = 0; h < NH; h++) {                                       // cache K and V
+            size_t slot = ((size_t)h * maxT + pos) * hs;
+            memcpy(keys + slot, kv->qkv + C + h * hs, hs * sizeof(float));
+            memcpy(values + slot, kv->qkv + 2 * C + h * hs, hs * sizeof(float));
+        }
         attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C, NH, maxT);
         matvec_forward(kv->proj, kv->atty, w.attprojw, w.attprojb, C, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
