@@ -434,8 +434,8 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     printf("  sum of kernels %.3f ms = %.1f%% of the measured step (%.3f ms); matmuls alone %.3f ms (%.1f%%)\n",
            total, 100.0 * total / step_ms, step_ms, matmul, 100.0 * matmul / step_ms);
     printf("  difference %.3f ms (%.1f%%): mostly cache effects: in a real step each kernel finds its inputs\n"
-           "  further out in the memory hierarchy than when it is timed alone; also about 90 thread wake-ups\n"
-           "  (a parallel region costs ~3 us here), the loss sum and the zeroing of one gradient buffer\n",
+           "  further out in the memory hierarchy than when it is timed alone; also a thread wake-up per\n"
+           "  parallel region (~3 us each here, ~23 regions per layer), the loss sum, one buffer zeroed\n",
            step_ms - total, 100.0 * (step_ms - total) / step_ms);
     result(sh->name, "kernel_sum_ms", total);
     result(sh->name, "matmul_ms", matmul);
