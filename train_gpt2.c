@@ -514,28 +514,20 @@ static float* thread_scratch(size_t n) {
 // the order is fixed and vectorises. The 16 lanes are combined by halving; with AVX-512
 // the intrinsic does the same halving in registers (GCC's own version of the loop goes
 // through memory and stalls).
-static inline float max16(const float m[16]) {
+static inline float reduce16(const float v[16], int take_max) {  // the maximum, or the sum
 #ifdef __AVX512F__
-    return _mm512_reduce_max_ps(_mm512_loadu_ps(m));
+    __m512 x = _mm512_loadu_ps(v);
+    return take_max ? _mm512_reduce_max_ps(x) : _mm512_reduce_add_ps(x);
 #else
     float r[16];
-    memcpy(r, m, sizeof r);
+    memcpy(r, v, sizeof r);
     for (int w = 8; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) r[j] = r[j + w] > r[j] ? r[j + w] : r[j];
+        for (int j = 0; j < w; j++) r[j] = take_max ? (r[j + w] > r[j] ? r[j + w] : r[j]) : r[j] + r[j + w];
     return r[0];
 #endif
 }
-static inline float sum16(const float s[16]) {
-#ifdef __AVX512F__
-    return _mm512_reduce_add_ps(_mm512_loadu_ps(s));
-#else
-    float r[16];
-    memcpy(r, s, sizeof r);
-    for (int w = 8; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) r[j] += r[j + w];
-    return r[0];
-#endif
-}
+static inline float max16(const float m[16]) { return reduce16(m, 1); }
+static inline float sum16(const float s[16]) { return reduce16(s, 0); }
 static inline float max_lanes(const float* x, int n) {
     float m[16];
     for (int j = 0; j < 16; j++) m[j] = x[j];
