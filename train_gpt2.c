@@ -33,6 +33,9 @@ Build: make. Test: make test. Run ./train_gpt2 -h for the flags.
 #include <dirent.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -89,6 +92,26 @@ static void* calloc_check(size_t count, size_t size, const char* src, int line) 
     return p;
 }
 #define callocCheck(count, size) calloc_check(count, size, __FILE__, __LINE__)
+
+// The model's big buffers (weights, gradients, AdamW moments, activations, KV cache):
+// 2 MiB-aligned and offered to Linux as transparent huge pages (madvise; where the
+// kernel runs THP in "madvise" mode, as here, nothing else gets them). A training step
+// streams through tens of megabytes: 2 MiB pages mean 512x fewer TLB entries and page
+// faults. Zeroed if zero is set. Freed with free().
+static void* large_alloc(size_t size, int zero, const char* src, int line) {
+    const size_t huge = (size_t)2 << 20;
+    if (size < huge) return zero ? calloc_check(size, 1, src, line) : malloc_check(size, src, line);
+    size_t rounded = (size + huge - 1) / huge * huge;
+    void* p = aligned_alloc(huge, rounded);
+    if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only means small pages
+#endif
+    if (zero) memset(p, 0, size);
+    return p;
+}
+#define largeMallocCheck(size) large_alloc(size, 0, __FILE__, __LINE__)
+#define largeCallocCheck(count, size) large_alloc((size_t)(count) * (size), 1, __FILE__, __LINE__)
 
 // the size of an open file, to check it against what its header promises
 static long file_size(FILE* f) {
@@ -1252,7 +1275,7 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
     fill_in_parameter_sizes(model->param_sizes, config);
     model->num_parameters = sum_sizes(model->param_sizes, NUM_PARAMETER_TENSORS);
     model->params_memory = point_parameters(&model->params,
-        mallocCheck(model->num_parameters * sizeof(float)), model->param_sizes);
+        largeMallocCheck(model->num_parameters * sizeof(float)), model->param_sizes);
     model->mean_loss = -1.0f;
     model->dropout_step = -1;
 }
@@ -1358,11 +1381,11 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
     model->batch_size = B;
     model->seq_len = T;
     fill_in_activation_sizes(model->act_sizes, c, B, T, dropout);
-    model->acts_memory = mallocCheck(sum_sizes(model->act_sizes, NUM_ACTIVATION_TENSORS) * sizeof(float));
+    model->acts_memory = largeMallocCheck(sum_sizes(model->act_sizes, NUM_ACTIVATION_TENSORS) * sizeof(float));
     point_activations(&model->acts, model->acts_memory, model->act_sizes);
     size_t scratch_sizes[NUM_SCRATCH_TENSORS];
     fill_in_scratch_sizes(scratch_sizes, c, B, T);
-    model->scratch_memory = mallocCheck(sum_sizes(scratch_sizes, NUM_SCRATCH_TENSORS) * sizeof(float));
+    model->scratch_memory = largeMallocCheck(sum_sizes(scratch_sizes, NUM_SCRATCH_TENSORS) * sizeof(float));
     point_scratch(&model->scratch, model->scratch_memory, scratch_sizes);
     model->inputs = mallocCheck((size_t)B * T * sizeof(int));
     model->targets = mallocCheck((size_t)B * T * sizeof(int));
@@ -1532,7 +1555,7 @@ void gpt2_backward(GPT2* model) {
     GPT2Config c = model->config;
     if (!model->grads_memory) {
         model->grads_memory = point_parameters(&model->grads,
-            callocCheck(model->num_parameters, sizeof(float)), model->param_sizes);
+            largeCallocCheck(model->num_parameters, sizeof(float)), model->param_sizes);
     }
     int B = model->cur_B, T = model->cur_T;  // the last forward's batch
     int C = c.channels, L = c.num_layers, V = c.vocab_size, Vp = c.padded_vocab_size, BT = B * T;
@@ -1598,8 +1621,8 @@ float grad_clip_scale(float norm, float max_norm) {
 void gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
                  float grad_scale, int t) {
     if (!model->m_memory) {
-        model->m_memory = callocCheck(model->num_parameters, sizeof(float));
-        model->v_memory = callocCheck(model->num_parameters, sizeof(float));
+        model->m_memory = largeCallocCheck(model->num_parameters, sizeof(float));
+        model->v_memory = largeCallocCheck(model->num_parameters, sizeof(float));
     }
     float bc1 = (float)(1.0 - pow(beta1, t)), bc2 = (float)(1.0 - pow(beta2, t));
     #pragma omp parallel  // one team for all tensors; no barrier between them (nowait)
@@ -1661,13 +1684,11 @@ typedef struct {
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
     size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len;
-    // Touched once here: a fresh page costs microseconds on this kind of machine, and a
-    // cache touched on first use would make every token or two of the generation pay for
-    // one (for GPT-2 124M, about 0.4 ms per token).
-    kv->keys = mallocCheck(L * maxT * C * sizeof(float));
-    kv->values = mallocCheck(L * maxT * C * sizeof(float));
-    memset(kv->keys, 0, L * maxT * C * sizeof(float));
-    memset(kv->values, 0, L * maxT * C * sizeof(float));
+    // Zeroed, so touched, here: a fresh page costs microseconds on this kind of machine,
+    // and a cache touched on first use would make every token or two of the generation
+    // pay for one (for GPT-2 124M, about 0.4 ms per token).
+    kv->keys = largeCallocCheck(L * maxT * C, sizeof(float));
+    kv->values = largeCallocCheck(L * maxT * C, sizeof(float));
     kv->x = mallocCheck(C * sizeof(float));
     kv->ln = mallocCheck(C * sizeof(float));
     kv->qkv = mallocCheck(3 * C * sizeof(float));
@@ -2097,8 +2118,8 @@ void read_train_state(const char* path, GPT2* model, TrainState* st) {
     st->batch_index = (size_t)get_u64(h, 9);
     st->sampler_rng = get_u64(h, 11);
     if (!model->m_memory) {
-        model->m_memory = mallocCheck(model->num_parameters * sizeof(float));
-        model->v_memory = mallocCheck(model->num_parameters * sizeof(float));
+        model->m_memory = largeMallocCheck(model->num_parameters * sizeof(float));
+        model->v_memory = largeMallocCheck(model->num_parameters * sizeof(float));
     }
     fread_check(model->m_memory, sizeof(float), model->num_parameters, f, path, "AdamW moments");
     fread_check(model->v_memory, sizeof(float), model->num_parameters, f, path, "AdamW moments");
