@@ -157,9 +157,9 @@ static void bench_machine(void) {
     // 2. the best matmul: sgemm on 2048^3 (out = A @ B^T, the layout of matmul_forward)
     int n = 2048;
     size_t nn = (size_t)n * n;
-    float* A = mallocCheck(nn * sizeof(float));
-    float* Bm = mallocCheck(nn * sizeof(float));
-    float* Cm = mallocCheck(nn * sizeof(float));
+    float* A = largeMallocCheck(nn * sizeof(float));  // huge pages, as the model's buffers
+    float* Bm = largeMallocCheck(nn * sizeof(float));
+    float* Cm = largeMallocCheck(nn * sizeof(float));
     fill_random(A, nn, 1);
     fill_random(Bm, nn, 2);
     memset(Cm, 0, nn * sizeof(float));
@@ -200,8 +200,8 @@ static void bench_machine(void) {
 
     // 3. memory bandwidth: memcpy of 256 MiB, each thread copies its half (best of 5)
     size_t bytes = (size_t)256 << 20;
-    char* src = mallocCheck(bytes);
-    char* dst = mallocCheck(bytes);
+    char* src = largeMallocCheck(bytes);
+    char* dst = largeMallocCheck(bytes);
     memset(src, 1, bytes);
     memset(dst, 0, bytes);
     double ct[5], rt[5];
