@@ -103,6 +103,32 @@ static void fill_random(float* p, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) p[i] = random_f32(&s) - 0.5f;
 }
 
+// A quick look at what the machine delivers right now: sgemm on 768^3 (0.9 GFLOP), best of
+// 3, on all threads. Printed before and after each timed part: this VM's speed moves (at
+// times its two vCPUs give barely more than one core), and a part measured in such a
+// period is slow for that reason. Returns GFLOP/s.
+static double machine_probe(const char* when) {
+    int n = 768;
+    size_t nn = (size_t)n * n;
+    float* A = largeMallocCheck(nn * sizeof(float));
+    float* Bm = largeMallocCheck(nn * sizeof(float));
+    float* Cm = largeMallocCheck(nn * sizeof(float));
+    fill_random(A, nn, 3);
+    fill_random(Bm, nn, 4);
+    sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_seconds();
+        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
+        double t = now_seconds() - t0;
+        if (t < best) best = t;
+    }
+    free(A); free(Bm); free(Cm);
+    double gf = 2.0 * n * n * n / best / 1e9;
+    printf("machine probe %s: sgemm 768^3 on %d threads at %.1f GFLOP/s\n", when, num_threads(), gf);
+    return gf;
+}
+
 static void bench_machine(void) {
     int threads = num_threads();
     printf("threads: %d (OpenMP%s)\n", threads,
@@ -243,6 +269,7 @@ static void bench_machine(void) {
     printf("        read only (sum of 256 MiB of floats): %.1f GB/s (for information)\n", read_gbs);
     free(src); free(dst);
 
+    result("", "probe_gflops", machine_probe("(reference for the parts below)"));
     result("", "threads", threads);
     result("", "ghz", ghz);
     result("", "peak_gflops", peak);
@@ -467,6 +494,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     double* ms = mallocCheck((size_t)total * sizeof(double));
     float losses[2][3], norms[2][3];
     uint64_t hashes[2] = {0, 0};
+    double probe_before = machine_probe("before the steps");
     printf("%d warm-up + %d timed steps (a step: forward, zero_grad, backward, grad norm, clip, lr, AdamW update)\n",
            sh.warmup, total - sh.warmup);
     for (int step = 0; step < total; step++) {
@@ -484,6 +512,8 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
         else if (step == 3)
             printf("  ...\n");
     }
+    double probe_after = machine_probe("after the steps");
+    result(sh.name, "probe_gflops", probe_before < probe_after ? probe_before : probe_after);
     const double* timed = ms + sh.warmup;
     int n = total - sh.warmup;
     double med = median(timed, n);
@@ -691,6 +721,13 @@ static void bench_summary(const char* path) {
     if (have("cpu_share") && get("cpu_share") < 0.9)
         printf("  !! this run had only %.0f%% of the CPUs (another process was busy): every time is slowed\n",
                100 * get("cpu_share"));
+    for (int i = 0; i < 2; i++) {
+        snprintf(k, sizeof k, "%s.probe_gflops", shapes[i]);
+        if (have(k) && have("probe_gflops") && get(k) < 0.9 * get("probe_gflops"))
+            printf("  !! while the %s steps ran, the machine probe (sgemm 768^3) was down to %.0f%% of its speed in the\n"
+                   "     machine part: this VM was giving less than before, and that row is slow for that reason\n",
+                   titles[i], 100.0 * get(k) / get("probe_gflops"));
+    }
     if (have("sgemm_scaling") && get("threads") >= 2 && get("sgemm_scaling") < 1.6)
         printf("  !! in the machine part, %.0f threads ran sgemm only %.2fx faster than one thread: the machine did not\n"
                "     deliver %.0f full cores then, and the times of this run are probably low for that reason\n",
