@@ -374,7 +374,8 @@ static void test_fast_matmul(void) {
     }
 }
 
-// add_weighted_rows (the register-blocked sums inside attention) against a plain loop,
+// add_weighted_rows (the register-blocked sums of the bias gradients, with weight stride
+// 0, and of the KV cache's attention) against a plain loop,
 // for widths that take each of its 64-, 32-, 16-wide and scalar paths
 static void test_weighted_rows(void) {
     printf("-- add_weighted_rows against a plain double-precision loop\n");
@@ -385,7 +386,7 @@ static void test_weighted_rows(void) {
     int cases = 0;
     for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
         for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
-            for (int w_stride = 1; w_stride <= 3; w_stride += 2) {
+            for (int w_stride = 0; w_stride <= 3; w_stride += 1 + (w_stride > 0)) {  // 0, 1, 3
                 int n = widths[wi], count = counts[ci];
                 size_t stride = (size_t)n + 5;
                 float* w = random_floats(&rng, (size_t)count * w_stride, 0, 1);
