@@ -389,7 +389,7 @@ static void test_weighted_rows(void) {
             for (int w_stride = 0; w_stride <= 3; w_stride += 1 + (w_stride > 0)) {  // 0, 1, 3
                 int n = widths[wi], count = counts[ci];
                 size_t stride = (size_t)n + 5;
-                float* w = random_floats(&rng, (size_t)count * w_stride, 0, 1);
+                float* w = random_floats(&rng, (size_t)(count - 1) * w_stride + 1, 0, 1);
                 float* rows = random_floats(&rng, (size_t)count * stride, 0, 1);
                 float* out = random_floats(&rng, n, 0, 1);
                 float* expect = mallocCheck(n * sizeof(float));
