@@ -110,9 +110,9 @@ static void fill_random(float* p, size_t n, uint64_t seed) {
 static double machine_probe(const char* when) {
     int n = 768;
     size_t nn = (size_t)n * n;
-    float* A = largeMallocCheck(nn * sizeof(float));
-    float* Bm = largeMallocCheck(nn * sizeof(float));
-    float* Cm = largeMallocCheck(nn * sizeof(float));
+    float* A = alignedMallocCheck(nn * sizeof(float));
+    float* Bm = alignedMallocCheck(nn * sizeof(float));
+    float* Cm = alignedMallocCheck(nn * sizeof(float));
     fill_random(A, nn, 3);
     fill_random(Bm, nn, 4);
     sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
@@ -183,9 +183,9 @@ static void bench_machine(void) {
     // 2. the best matmul: sgemm on 2048^3 (out = A @ B^T, the layout of matmul_forward)
     int n = 2048;
     size_t nn = (size_t)n * n;
-    float* A = largeMallocCheck(nn * sizeof(float));  // huge pages, as the model's buffers
-    float* Bm = largeMallocCheck(nn * sizeof(float));
-    float* Cm = largeMallocCheck(nn * sizeof(float));
+    float* A = alignedMallocCheck(nn * sizeof(float));  // huge pages, as the model's buffers
+    float* Bm = alignedMallocCheck(nn * sizeof(float));
+    float* Cm = alignedMallocCheck(nn * sizeof(float));
     fill_random(A, nn, 1);
     fill_random(Bm, nn, 2);
     memset(Cm, 0, nn * sizeof(float));
@@ -226,8 +226,8 @@ static void bench_machine(void) {
 
     // 3. memory bandwidth: memcpy of 256 MiB, each thread copies its half (best of 5)
     size_t bytes = (size_t)256 << 20;
-    char* src = largeMallocCheck(bytes);
-    char* dst = largeMallocCheck(bytes);
+    char* src = alignedMallocCheck(bytes);
+    char* dst = alignedMallocCheck(bytes);
     memset(src, 1, bytes);
     memset(dst, 0, bytes);
     double ct[5], rt[5];
