@@ -103,6 +103,15 @@ static void fill_random(float* p, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) p[i] = random_f32(&s) - 0.5f;
 }
 
+// reps timings (seconds) of C = A @ B^T on n x n matrices, after the caller's warm-up
+static void time_square_sgemm(const float* A, const float* Bm, float* Cm, int n, int reps, double* times) {
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_seconds();
+        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
+        times[r] = now_seconds() - t0;
+    }
+}
+
 // A quick look at what the machine delivers right now: sgemm on 768^3 (0.9 GFLOP), best of
 // 3, on all threads. Printed before and after each timed part: this VM's speed moves (at
 // times its two vCPUs give barely more than one core), and a part measured in such a
@@ -115,16 +124,11 @@ static double machine_probe(const char* when) {
     float* Cm = alignedMallocCheck(nn * sizeof(float));
     fill_random(A, nn, 3);
     fill_random(Bm, nn, 4);
-    sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
-    double best = 1e30;
-    for (int r = 0; r < 3; r++) {
-        double t0 = now_seconds();
-        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
-        double t = now_seconds() - t0;
-        if (t < best) best = t;
-    }
+    sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);  // warm-up
+    double times[3];
+    time_square_sgemm(A, Bm, Cm, n, 3, times);
     free(A); free(Bm); free(Cm);
-    double gf = 2.0 * n * n * n / best / 1e9;
+    double gf = 2.0 * n * n * n / vmin(times, 3) / 1e9;
     printf("machine probe %s: sgemm 768^3 on %d threads at %.1f GFLOP/s\n", when, num_threads(), gf);
     return gf;
 }
@@ -191,11 +195,7 @@ static void bench_machine(void) {
     memset(Cm, 0, nn * sizeof(float));
     double flops = 2.0 * n * n * n, times[6];
     sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);  // warm-up
-    for (int r = 0; r < 6; r++) {
-        double t0 = now_seconds();
-        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
-        times[r] = now_seconds() - t0;
-    }
+    time_square_sgemm(A, Bm, Cm, n, 6, times);
     double sg_best = flops / vmin(times, 6) / 1e9, sg_med = flops / median(times, 6) / 1e9;
     printf("sgemm %dx%dx%d (A @ B^T), %d threads: best %.1f GFLOP/s, median %.1f (of 6 runs)", n, n, n, threads,
            sg_best, sg_med);
@@ -209,11 +209,7 @@ static void bench_machine(void) {
 #ifdef _OPENMP
     omp_set_num_threads(1);
 #endif
-    for (int r = 0; r < 3; r++) {
-        double t0 = now_seconds();
-        sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);
-        times1[r] = now_seconds() - t0;
-    }
+    time_square_sgemm(A, Bm, Cm, n, 3, times1);
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
