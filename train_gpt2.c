@@ -1744,7 +1744,7 @@ void matvec_forward(float* out, const float* x, const float* weight, const float
 // q is (C): the new position's query, all heads; keys and values are (NH,maxT,hs)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
                                      const float* values, int pos, int C, int NH, int maxT) {
-    int hs = C / NH;
+    int hs = C / NH, hs16 = hs / 16 * 16;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for
     for (int h = 0; h < NH; h++) {
@@ -1753,12 +1753,8 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
         float maxval = -INFINITY;
         for (int t2 = 0; t2 <= pos; t2++) {              // steps 1-2; no mask needed
             const float* k = keys + ((size_t)h * maxT + t2) * hs;
-            float lanes[16] = {0};                       // q . k in 16 partial sums (see sum16)
-            int i = 0;
-            for (; i + 16 <= hs; i += 16)
-                for (int j = 0; j < 16; j++) lanes[j] += qh[i + j] * k[i + j];
-            float dot = sum16(lanes);
-            for (; i < hs; i++) dot += qh[i] * k[i];
+            float dot = dot_lanes(qh, k, hs16);          // whole vectors, then the rest
+            for (int i = hs16; i < hs; i++) dot += qh[i] * k[i];
             scores[t2] = dot * scale;
             if (scores[t2] > maxval) maxval = scores[t2];
         }
