@@ -381,13 +381,14 @@ static void test_weighted_rows(void) {
     printf("-- add_weighted_rows against a plain double-precision loop\n");
     int widths[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 128, 130};
     int counts[] = {1, 7, 70};
+    int w_strides[] = {0, 1, 3};  // 0: one weight for every row (the bias gradient's use)
     uint64_t rng = 31;
     float worst = 0.0f;
     int cases = 0;
     for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
         for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
-            for (int w_stride = 0; w_stride <= 3; w_stride += 1 + (w_stride > 0)) {  // 0, 1, 3
-                int n = widths[wi], count = counts[ci];
+            for (size_t si = 0; si < sizeof w_strides / sizeof w_strides[0]; si++) {
+                int n = widths[wi], count = counts[ci], w_stride = w_strides[si];
                 size_t stride = (size_t)n + 5;
                 float* w = random_floats(&rng, (size_t)(count - 1) * w_stride + 1, 0, 1);
                 float* rows = random_floats(&rng, (size_t)count * stride, 0, 1);
