@@ -23,14 +23,16 @@ $(info notice: $(CC) has no OpenMP; building single-threaded)
 WARN += -Wno-unknown-pragmas
 endif
 
+# the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
+SRC = train_gpt2.c $(wildcard fast/*.h util/*.h)
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 
 all: train_gpt2 test_gpt2 $(DATA)
 
-train_gpt2: train_gpt2.c
+train_gpt2: $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
-test_gpt2: test_gpt2.c train_gpt2.c
+test_gpt2: test_gpt2.c $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
 data/prepare_shakespeare: data/prepare_shakespeare.c

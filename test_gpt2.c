@@ -152,14 +152,12 @@ static void check_training(const char* model_path, const char* train_path) {
     printf("-- %s: %d AdamW steps, lr %g warmup %d, clip %g, weight decay %g\n", train_path, n, lr, warmup, clip, wd);
     float worst_loss = 0.0f, worst_norm = 0.0f, worst_lr = 0.0f;
     int clipped = 0;
+    AdamWConfig opt = {.lr = lr, .warmup = warmup, .max_steps = n, .final_lr_frac = final_frac, .beta1 = beta1,
+                       .beta2 = beta2, .eps = eps, .weight_decay = wd, .grad_clip = clip};
     for (int s = 0; s < n; s++) {
-        float loss = gpt2_forward(&model, x, y, B, T, -1);
-        gpt2_zero_grad(&model);
-        gpt2_backward(&model);
-        float norm = gpt2_grad_norm(&model);
+        StepStats st = gpt2_train_step(&model, x, y, B, T, s, &opt);  // no dropout: as step -1
+        float loss = st.loss, norm = st.norm, step_lr = st.lr;
         clipped += norm > clip;
-        float step_lr = learning_rate(s, lr, warmup, n, final_frac);
-        gpt2_update(&model, step_lr, beta1, beta2, eps, wd, grad_clip_scale(norm, clip), s + 1);
         float el = fabsf(loss - ref[s]) / ref[s], en = fabsf(norm - ref[n + s]) / ref[n + s];
         float elr = fabsf(step_lr - ref[2 * n + s]) / ref[2 * n + s];
         printf("   step %2d loss %.6f (ref %.6f, rel err %.1e) norm %.5f (ref %.5f, rel err %.1e)\n", s, loss, ref[s], el, norm, ref[n + s], en);
@@ -449,13 +447,10 @@ static void test_kv_cache(const char* model_path) {
 // dropout changes training but never evaluation
 
 static void train_steps(GPT2* model, const int* x, const int* y, int B, int T, int steps, float* losses) {
-    for (int s = 0; s < steps; s++) {
-        losses[s] = gpt2_forward(model, x, y, B, T, s);
-        gpt2_zero_grad(model);
-        gpt2_backward(model);
-        float norm = gpt2_grad_norm(model);
-        gpt2_update(model, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, grad_clip_scale(norm, 1.0f), s + 1);
-    }
+    AdamWConfig opt = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                       .grad_clip = 1.0f};  // no warm-up, no decay: a constant learning rate
+    for (int s = 0; s < steps; s++)
+        losses[s] = gpt2_train_step(model, x, y, B, T, s, &opt).loss;
 }
 
 static void test_determinism(const char* model_path) {

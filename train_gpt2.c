@@ -1,19 +1,28 @@
 /*
-train_gpt2.c: a GPT-2 trainer in one C file.
+train_gpt2.c: GPT-2, trained on the CPU, in the order a learner reads it.
 
 Every layer of GPT-2 is here with its forward pass and, right beside it, its
-hand-derived backward pass; then AdamW, a data loader, a tokenizer, a sampler,
-generation with a KV cache, checkpoints and a command line. It reads and writes
-llm.c's file formats (see ../shared/formats.md), so llm.c checkpoints continue here
-and ours load in llm.c.
+hand-derived backward pass; then the model, its forward and backward as a whole, AdamW,
+generation with a KV cache, and the training loop. It reads and writes llm.c's file
+formats (doc/formats.md), so llm.c checkpoints continue here and ours load in llm.c.
 
-Reading order for a learner:
-  1. the layers (encoder, layernorm, matmul, attention, gelu, residual, dropout,
-     softmax + cross-entropy), each _forward next to its _backward;
-  2. the model (GPT2: config, parameters, activations) and gpt2_forward / gpt2_backward;
-  3. the training loop in main().
+Reading order (top to bottom):
+  1. the layers: encoder, layernorm, matmul, attention, gelu, residual, dropout,
+     softmax + cross-entropy, each _forward next to its _backward;
+  2. the model: GPT2Config, the parameters, the activations, initialisation, checkpoints;
+  3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
+  4. AdamW, the learning-rate schedule and gpt2_train_step, one optimisation step;
+  5. the KV cache and generate(): inference one token at a time;
+  6. the training loop: train() calls train_step() once per step; main() only sets up.
 The attention layer carries comments numbered like the steps of the article
-"因果自注意力" (causal self-attention, forward steps 1-8, backward steps 1-8).
+"因果自注意力" (causal self-attention: forward steps 1-8, backward steps 1-8).
+
+Beside this file, two folders a first reading may skip:
+  fast/  the speed engine: the blocked matrix multiply (sgemm) behind every matmul and
+         attention's matrix products, vectorisable exp, row kernels, aligned memory.
+         Every fast kernel names its plain twin, and test_gpt2.c checks one against the other.
+  util/  the plumbing: errors and checked I/O, random numbers, the data loader, the
+         tokenizer, the sampler, the training-state file, the command line.
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels.
@@ -21,147 +30,31 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 Build: make. Test: make test. Run ./train_gpt2 -h for the flags.
 */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see aligned_alloc_check
+#define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <string.h>
-#include <math.h>
-#include <time.h>
-#include <errno.h>
-#include <dirent.h>
-#include <unistd.h>
 #include <sys/stat.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-#ifndef M_PI
-#define M_PI 3.14159265358979323846
-#endif
 
-// ----------------------------------------------------------------------------
-// errors: one clear line naming the file or flag, then a non-zero exit
-
-#define EXIT_BAD_INPUT 1
-#define EXIT_USAGE 2
-
-static void die(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "train_gpt2: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(EXIT_BAD_INPUT);
-}
-
-// fopen/fread/malloc that name the file (and the source line) when they fail
-static FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
-    FILE* f = fopen(path, mode);
-    if (!f) die("cannot open '%s' (%s) [%s:%d]", path, strerror(errno), src, line);
-    return f;
-}
-#define fopenCheck(path, mode) fopen_check(path, mode, __FILE__, __LINE__)
-
-static void fread_check(void* dst, size_t size, size_t count, FILE* f, const char* path, const char* what) {
-    if (fread(dst, size, count, f) != count)
-        die("'%s' is truncated: it ends inside the %s", path, what);
-}
-
-static void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
-    if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
-}
-
-static void* malloc_check(size_t size, const char* src, int line) {
-    void* p = malloc(size ? size : 1);
-    if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
-    return p;
-}
-#define mallocCheck(size) malloc_check(size, __FILE__, __LINE__)
-
-static void* calloc_check(size_t count, size_t size, const char* src, int line) {
-    void* p = calloc(count ? count : 1, size);
-    if (!p) die("out of memory allocating %zu bytes [%s:%d]", count * size, src, line);
-    return p;
-}
-#define callocCheck(count, size) calloc_check(count, size, __FILE__, __LINE__)
-
-// The model's big buffers (weights, gradients, AdamW moments, activations, KV cache) and
-// the layers' scratch: aligned to 64 bytes, and those of 2 MiB or more to 2 MiB, which
-// does two things. Alignment: glibc hands out big blocks 16 bytes into a page, so every
-// 64-byte vector load of a weight row straddled two cache lines (124M step 735 -> 665 ms
-// once aligned). Huge pages: the 2 MiB blocks are offered to Linux as transparent huge
-// pages (madvise; with THP in "madvise" mode, as here, nothing else gets them): a step
-// streams through tens of megabytes, and 2 MiB pages mean 512x fewer TLB entries and
-// page faults (665 -> 634 ms; the first 124M step 6 s -> 2.4 s).
-// Zeroed if zero is set. Freed with free().
-static void* aligned_alloc_check(size_t size, int zero, const char* src, int line) {
-    const size_t huge = (size_t)2 << 20;
-    size_t align = size >= huge ? huge : 64;
-    size_t rounded = size ? (size + align - 1) / align * align : align;
-    void* p = aligned_alloc(align, rounded);
-    if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only means small pages
-#endif
-    if (zero) memset(p, 0, size);
-    return p;
-}
-#define alignedMallocCheck(size) aligned_alloc_check(size, 0, __FILE__, __LINE__)
-#define alignedCallocCheck(count, size) aligned_alloc_check((size_t)(count) * (size), 1, __FILE__, __LINE__)
-
-// the size of an open file, to check it against what its header promises
-static long file_size(FILE* f) {
-    long here = ftell(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, here, SEEK_SET);
-    return size;
-}
-
-// reads the 256-int header every llm.c file starts with and checks its magic number
-static void read_header(FILE* f, const char* path, int32_t header[256], int32_t magic, const char* kind) {
-    if (fread(header, sizeof(int32_t), 256, f) != 256)
-        die("'%s' is truncated: shorter than the 1024-byte header of a %s", path, kind);
-    if (header[0] != magic)
-        die("'%s' is not a %s: magic number %d, expected %d", path, kind, header[0], magic);
-}
-
-double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-// ----------------------------------------------------------------------------
-// random numbers: counter-based, so every stream is reproducible from its seed
-
-// splitmix64: a 64-bit mixing function; feeding it a counter gives a good random stream
-static inline uint64_t splitmix64(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-// a sequential generator for initialisation, shuffling and sampling: state is a counter
-static inline uint64_t random_u64(uint64_t* state) { return splitmix64((*state)++); }
-static inline float random_f32(uint64_t* state) { return (random_u64(state) >> 40) / 16777216.0f; } // [0,1)
-
-// standard normal by Box-Muller (one value per call, so the stream is simple to follow)
-static float random_normal(uint64_t* state) {
-    double u1 = ((random_u64(state) >> 11) + 1.0) / 9007199254740993.0; // (0,1]
-    double u2 = (random_u64(state) >> 11) / 9007199254740992.0;         // [0,1)
-    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
-}
+#include "util/io.h"          // die(), fopenCheck(), mallocCheck(), atomic writes
+#include "util/random.h"      // splitmix64, random_u64, random_normal
+#include "util/dataloader.h"  // DataLoader: batches from llm.c token files
+#include "util/tokenizer.h"   // Tokenizer: ids <-> text
+#include "util/sampler.h"     // Sampler: logits -> next token
+#include "util/state.h"       // TrainState: the file that makes resuming exact
+#include "util/cli.h"         // Options: the command line
+#include "util/pgm.h"         // attention maps as a picture
+#include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
+#include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
+#include "fast/lanes.h"       // max_lanes, sum_lanes, dot_lanes: row reductions
+#include "fast/rows.h"        // add_weighted_rows, matvec_forward
+#include "fast/gemm.h"        // sgemm, and matmul_AB / matmul_ABt / matmul_AtB
+#include "fast/matmul.h"      // matmul_forward / matmul_backward (plain twins below)
 
 // ----------------------------------------------------------------------------
 // dropout masks: a hash of (seed, step, layer, site, element index)
@@ -190,27 +83,6 @@ static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer
 static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
     return (uint32_t)(splitmix64(m->key ^ idx) >> 40) >= m->threshold;
 }
-
-// ----------------------------------------------------------------------------
-// exp and tanh that the compiler can vectorise: the C library's expf and tanhf are
-// function calls it will not turn into vector code (without -ffast-math), and in GELU
-// they took 40% of a training step. Cody-Waite range reduction, e^x = 2^n e^r with
-// |r| <= ln2/2, and a degree-7 Taylor polynomial for e^r: relative error about 2e-7.
-
-static inline float exp_approx(float x) {
-    x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);  // e^x stays a normal float
-    float n = floorf(x * 1.44269504f + 0.5f);      // nearest integer to x / ln 2
-    float r = x - n * 0.693145752f - n * 1.42860677e-6f; // x - n ln2, in two parts for accuracy
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666672e-1f + r * (4.16666679e-2f
-              + r * (8.33333377e-3f + r * (1.38888892e-3f + r * 1.98412701e-4f))))));
-    uint32_t bits = (uint32_t)(x == x ? (int32_t)n + 127 : 127) << 23; // 2^n in the exponent field
-    float scale;                                   // (a NaN input keeps scale 1, so NaN comes out)
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-// tanh(u) = 1 - 2 / (1 + e^(2u)); absolute error about 1e-7
-static inline float tanh_approx(float u) { return 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u)); }
 
 // ----------------------------------------------------------------------------
 // the layers: each forward with its backward. Backward functions ADD (+=) into the
@@ -381,129 +253,6 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
     }
 }
 
-void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
-           const float* B, int ldb, float* Cm, int ldc, int accumulate);
-void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda,
-                const float* B, int ldb, float* Cm, int ldc, int accumulate, const float* bias);
-void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
-                 const float* B, int ldb, float* Cm, int ldc, int accumulate, const float* bias);
-int sgemm_threads(int M, int N, int K);
-static int team_thread(void);
-static int team_size(void);
-static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC);
-
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                    int BT, int C, int OC) {
-    sgemm_bias(0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);   // out = inp @ weight^T + bias
-}
-
-// The three products are independent: one team computes its share of each in turn,
-// with no barrier between them (a second and third parallel region would cost a thread
-// wake-up each, and the team's uneven shares even out over the three).
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, int BT, int C, int OC) {
-    int nt = sgemm_threads(BT, C, OC);
-    #pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int t = team_thread(), T = team_size();
-        sgemm_share(t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);  // dinp = dout @ weight
-        // (the shares are counted from the other end, so the thread with the larger share
-        // of dinp gets the smaller share of dweight)
-        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, 1, NULL);  // dweight += dout^T @ inp
-        if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC);
-    }
-}
-
-// add_weighted_rows (below): one output row += a weighted sum of many rows, summed in
-// vector registers. The bias gradient uses it, with every weight 1 (the column sums).
-// The kernel: 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats, in 4 partial
-// sums (rows t2 = 0,4,8.. / 1,5,9.. / ...) so that 4*NV independent FMA chains hide the
-// adder's latency. One body, instantiated below for the three widths with NV a constant,
-// because fixed-size accumulators are what stay in vector registers. (Plain C arrays of
-// this size were spilled to memory by GCC, so the AVX-512 build uses intrinsics.)
-#if defined(__GNUC__)
-#define NOINLINE __attribute__((noinline))
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define NOINLINE
-#define ALWAYS_INLINE inline
-#endif
-static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float* w, size_t w_stride,
-                                               const float* rows, size_t stride, int count, const int NV) {
-#ifdef __AVX512F__
-    __m512 acc[4][4];
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; u++)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_setzero_ps();
-    int t2 = 0;
-    for (; t2 + 4 <= count; t2 += 4)
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) {
-            __m512 wt = _mm512_set1_ps(w[(t2 + u) * w_stride]);
-            const float* r = rows + (t2 + u) * stride;
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
-        }
-#pragma GCC unroll 3
-    for (int u = 0; u < 3; u++) {  // the last count % 4 rows
-        if (t2 + u >= count) break;
-        __m512 wt = _mm512_set1_ps(w[(t2 + u) * w_stride]);
-        const float* r = rows + (t2 + u) * stride;
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; j++) {
-        __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
-        _mm512_storeu_ps(out + 16 * j, _mm512_add_ps(_mm512_loadu_ps(out + 16 * j), sum));
-    }
-#else
-    float acc[4][64] = {{0}};
-    for (int t2 = 0; t2 < count; t2++) {
-        const float* r = rows + t2 * stride;
-        float wt = w[t2 * w_stride];
-        for (int j = 0; j < 16 * NV; j++) acc[t2 % 4][j] += wt * r[j];
-    }
-    for (int j = 0; j < 16 * NV; j++) out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
-#endif
-}
-#define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
-static NOINLINE void add_weighted_rows_##WIDTH(float* restrict out, const float* w, size_t w_stride, \
-                                               const float* rows, size_t stride, int count) {       \
-    weighted_rows_kernel(out, w, w_stride, rows, stride, count, WIDTH / 16);                        \
-}
-ADD_WEIGHTED_ROWS_BLOCK(64)
-ADD_WEIGHTED_ROWS_BLOCK(32)
-ADD_WEIGHTED_ROWS_BLOCK(16)
-
-// out (n) += sum over t2 < count of w[t2 * w_stride] * rows[t2 * stride .. + n]: a
-// weighted sum of rows. The outputs are summed in registers, 64, 32 or 16 at a time (the
-// wider, the more independent FMA chains hide the adder's latency), instead of going
-// through memory for every t2; each output's sum still runs over t2 in order.
-static inline void add_weighted_rows(float* restrict out, const float* w, size_t w_stride,
-                                     const float* rows, size_t stride, int count, int n) {
-    int i = 0;
-    for (; i + 64 <= n; i += 64) add_weighted_rows_64(out + i, w, w_stride, rows + i, stride, count);
-    for (; i + 32 <= n; i += 32) add_weighted_rows_32(out + i, w, w_stride, rows + i, stride, count);
-    for (; i + 16 <= n; i += 16) add_weighted_rows_16(out + i, w, w_stride, rows + i, stride, count);
-    for (; i < n; i++) {
-        float acc = 0.0f;
-        for (int t2 = 0; t2 < count; t2++) acc += w[t2 * w_stride] * rows[t2 * stride + i];
-        out[i] += acc;
-    }
-}
-
-// dbias (OC) += the column sums of dout (BT,OC): a weighted sum of dout's rows with
-// every weight 1 (w_stride 0). Thread t of T takes its share of the 64-column blocks;
-// each column's sum runs down the rows in order.
-static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC) {
-    static const float one = 1.0f;
-    int blocks = (OC + 63) / 64;
-    for (int k = blocks * t / T; k < blocks * (t + 1) / T; k++)
-        add_weighted_rows(dbias + 64 * k, &one, 0, dout + 64 * k, OC, BT, OC - 64 * k < 64 ? OC - 64 * k : 64);
-}
-
 // ----------------------------------------------------------------------------
 // causal multi-head self-attention, following the article "因果自注意力"
 //
@@ -517,58 +266,11 @@ static void bias_grad_share(int t, int T, float* dbias, const float* dout, int B
 // out is (B,T,C): the heads' outputs side by side (step 8), ready for the projection
 // drop describes the dropout of this layer's attention probabilities (drop->p == 0: off)
 //
-// attention_forward and attention_backward (below) follow the article's steps. The
-// matrix products of a head (steps 1 and 8 of the forward; 1, 2, 7 and 8 of the backward)
-// go to sgemm, further down; the helpers first are plumbing for the row-by-row steps
-// (softmax and its backward): thread_scratch, reductions that vectorise, store_row.
-
-// Per-thread scratch memory that grows on demand and is kept (OpenMP's threads live as
-// long as the program), so the layers allocate nothing once training runs.
-static _Thread_local float* thread_scratch_memory;
-static _Thread_local size_t thread_scratch_floats;
-static float* thread_scratch(size_t n) {
-    if (n > thread_scratch_floats) {
-        free(thread_scratch_memory);
-        thread_scratch_memory = alignedMallocCheck(n * sizeof(float));
-        thread_scratch_floats = n;
-    }
-    return thread_scratch_memory;
-}
-
-#define ROUND16(n) (((n) + 15) / 16 * 16)
-
-// Reductions over n floats, n a multiple of 16, in 16 running lanes (one vector
-// register). C does not let the compiler reorder a float sum by itself; written this way
-// the order is fixed and vectorises. The 16 lanes are combined by halving; with AVX-512
-// the intrinsic does the same halving in registers (GCC's own version of the loop goes
-// through memory and stalls).
-static inline float reduce16(const float v[16], int take_max) {  // the maximum, or the sum
-#ifdef __AVX512F__
-    __m512 x = _mm512_loadu_ps(v);
-    return take_max ? _mm512_reduce_max_ps(x) : _mm512_reduce_add_ps(x);
-#else
-    float r[16];
-    memcpy(r, v, sizeof r);
-    for (int w = 8; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) r[j] = take_max ? (r[j + w] > r[j] ? r[j + w] : r[j]) : r[j] + r[j + w];
-    return r[0];
-#endif
-}
-static inline float max16(const float m[16]) { return reduce16(m, 1); }
-static inline float sum16(const float s[16]) { return reduce16(s, 0); }
-static inline float max_lanes(const float* x, int n) {
-    float m[16];
-    for (int j = 0; j < 16; j++) m[j] = x[j];
-    for (int i = 16; i < n; i += 16)
-        for (int j = 0; j < 16; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-    return max16(m);
-}
-static inline float dot_lanes(const float* x, const float* y, int n) {  // y NULL: sum of x
-    float s[16] = {0};
-    for (int i = 0; i < n; i += 16)
-        for (int j = 0; j < 16; j++) s[j] += x[i + j] * (y ? y[i + j] : 1.0f);
-    return sum16(s);
-}
+// attention_forward and attention_backward follow the article's steps. The matrix
+// products of a head (steps 1 and 8 of the forward; 1, 2, 7 and 8 of the backward) are
+// named by their formulas: matmul_ABt(C, .., A, .., B, ..) is C = A B^T, matmul_AB is
+// C = A B, matmul_AtB is C = A^T B (fast/gemm.h; each argument is a pointer and its row
+// stride, then the sizes M, N, K of C (M,N) and of the sum K).
 
 // dst (T) = the first n entries of row (n <= Tp), then fill up to T
 static void store_row(float* dst, const float* row, int n, int T, float fill) {
@@ -595,8 +297,8 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
             const float* v = q + 2 * C;
             size_t head = ((size_t)b * NH + h) * T * T;
             float* scores = thread_scratch((size_t)T * Tp);      // (T, Tp)
-            // step 1 (计算注意力分数): scores = Q_h K_h^T, every query against every key
-            sgemm(0, 1, T, T, hs, q, C3, k, C3, scores, Tp, 0);
+            // step 1 (计算注意力分数): att = Q_h K_h^T, every query against every key
+            matmul_ABt(scores, Tp, q, C3, k, C3, T, T, hs);
             for (int t = 0; t < T; t++) {
                 float* row = scores + (size_t)t * Tp;
                 size_t cache_row = head + (size_t)t * T;
@@ -612,10 +314,10 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                 // step 5: att_probs is the cache of this step's result
                 float maxval = max_lanes(row, n);
                 for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? exp_approx(row[t2] - maxval) : 0.0f;
-                float inv_sum = 1.0f / dot_lanes(row, NULL, n);
+                float inv_sum = 1.0f / sum_lanes(row, n);
                 for (int t2 = 0; t2 < n; t2++) row[t2] *= inv_sum;
                 store_row(att_probs + cache_row, row, n, T, 0.0f);
-                // step 6 (dropout): drop probabilities, scale the kept ones by 1/(1-p)
+                // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result
                 if (dropping) {
                     for (int t2 = 0; t2 <= t; t2++)
@@ -625,7 +327,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
             }
             // step 8 (计算 att · V): the output of position t is the weighted sum of values,
             //   out_h = att_dropped · V_h
-            sgemm(0, 0, T, hs, T, att_dropped + head, T, v, C3, out + (size_t)b * T * C + h * hs, C, 0);
+            matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, T, v, C3, T, hs, T);
         }
     }
 }
@@ -660,34 +362,35 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
             const float* probs = att_probs + head;               // (T, T)
             float* grad_att = thread_scratch((size_t)T * Tp + Tp); // (T, Tp), then one row of probs
             float* p_row = grad_att + (size_t)T * Tp;
-            // step 1 (grad_att = G_in · V^T): gradient of the (dropped-out) probabilities
-            sgemm(0, 1, T, T, hs, dy, C, v, C3, grad_att, Tp, 0);
-            // step 2 (grad_v = att_dropped^T · G_in): value t2 collects att_dropped[t][t2] dy_t
-            //   from every query t that saw it
-            sgemm(1, 0, T, hs, T, att_dropped + head, T, dy, C, dv, C3, 0);
+            // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
+            //   the (dropped-out) probabilities
+            matmul_ABt(grad_att, Tp, dy, C, v, C3, T, T, hs);
+            // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
+            //   collects att_dropped[t][t2] dy_t from every query t that saw it
+            matmul_AtB(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
             for (int t = 0; t < T; t++) {
                 float* dscores = grad_att + (size_t)t * Tp;
                 int n = ROUND16(t + 1);  // keys 0..n-1 in whole vectors; P is 0 beyond t
                 memcpy(p_row, probs + (size_t)t * T, (size_t)(t + 1) * sizeof(float));
                 for (int t2 = t + 1; t2 < n; t2++) p_row[t2] = 0.0f;
-                // step 3 (dropout backward): the same mask as the forward, the same 1/(1-p)
+                // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
                 if (dropping) {
                     for (int t2 = 0; t2 <= t; t2++)
                         dscores[t2] = dropout_keep(drop, head + (size_t)t * T + t2) ? dscores[t2] * drop->scale : 0.0f;
                 }
-                // step 4 (softmax backward): with P the probabilities and dP their gradient,
+                // step 4 (Softmax 层反向传播): with P the probabilities, dP their gradient,
                 //   dS = P * (dP - sum_j P_j dP_j), the Jacobian of softmax applied to dP
                 float dot = dot_lanes(p_row, dscores, n);
-                // step 5 (mask backward): masked scores were constants (-inf), so their
+                // step 5 (因果掩码反向传播): masked scores were constants (-inf), so their
                 //   gradient is zero (P is 0 there)
-                // step 6 (scale backward): the forward multiplied by 1/sqrt(hs), so does this
+                // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
                 for (int t2 = 0; t2 < n; t2++) dscores[t2] = p_row[t2] * (dscores[t2] - dot) * scale;
                 for (int t2 = n; t2 < T; t2++) dscores[t2] = 0.0f;
             }
-            // step 7 (grad_q = grad_att · K): row t of dQ is a weighted sum of the keys
-            sgemm(0, 0, T, hs, T, grad_att, Tp, k, C3, dq, C3, 0);
-            // step 8 (grad_k = grad_att^T · Q): key t2 collects grad_att[t][t2] q_t
-            sgemm(1, 0, T, hs, T, grad_att, Tp, q, C3, dk, C3, 0);
+            // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
+            matmul_AB(dq, C3, grad_att, Tp, k, C3, T, hs, T);
+            // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects grad_att[t][t2] q_t
+            matmul_AtB(dk, C3, grad_att, Tp, q, C3, T, hs, T);
         }
     }
 }
@@ -794,300 +497,6 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
         for (int i = 0; i < V; i++) dz[i] = (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * dl;
         for (int i = V; i < Vp; i++) dz[i] = 0.0f;  // padding: not a real logit
     }
-}
-
-// ----------------------------------------------------------------------------
-// sgemm: deterministic single-precision matrix multiply, the engine of every matmul
-// (OpenMP + AVX-512 intrinsics; a plain-C fallback where AVX-512 is absent)
-//
-//   C[M,N] (= or +=) op(A)[M,K] * op(B)[K,N]
-//
-// Blocking (GotoBLAS / BLIS style)
-// --------------------------------
-// The loops, outermost first (inside one thread's share of C):
-//
-//   for jc in N, step NC        B block column
-//     for pc in K, step KC      pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp  (KC x NC, lives in L2/L3)
-//       for ic in M, step MC    pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap  (MC x KC, lives in L2)
-//         for jr in NC, step NR     one KC x NR sliver of Bp (stays in L1 for the whole ir loop)
-//           for ir in MC, step MR   one MR x KC sliver of Ap (streamed from L2)
-//             micro-kernel: MR x NR block of C += Ap-sliver * Bp-sliver
-//
-// Packing copies each sliver into k-major order (for every k: MR floats of A,
-// resp. NR floats of B), zero-padded to full MR / NR, so the micro-kernel
-// reads both operands with unit stride and never needs an edge case inside
-// its k loop. transA/transB only change how the packing routines read memory.
-//
-// Micro-kernel (AVX-512): MR=14 rows x NR=32 columns = 14 x 2 zmm = 28
-// accumulators (of 32 registers). Per k: 2 vector loads of B, 14 broadcasts
-// of A, 28 FMAs. Zen 5 has 2 FMA pipes with 4-cycle latency, so >= 8
-// independent chains are needed; 28 is plenty and the 16 loads per 28 FMAs
-// stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower.
-//
-// Cache sizes (Zen 5: L1D 48 KB, L2 1 MB per core):
-//   B sliver  KC*NR*4 = 256*32*4 = 32 KB  -> fits L1 next to the A stream
-//   A block   MC*KC*4 = 168*256*4 = 168 KB -> comfortably in L2
-//   B block   KC*NC*4 = 256*768*4 = 768 KB -> L2 next to the A block; each
-//             sliver is pulled into L1 once per ic block and reused MC/MR = 12
-//             times. (NC=768 beat 3072 by ~5% on the 50304-wide LM head, where B
-//             streams from DRAM; elsewhere NC made no measurable difference.)
-//
-// Determinism: each element of C belongs to exactly one thread. Its value is
-// C (or 0) + sum over K blocks in increasing order, where each block sum is a
-// sequential FMA chain k = pc, pc+1, ... started from 0. KC is a constant and
-// edge tiles run the same kernel on zero-padded data, so the result does not
-// depend on the thread count or on where the thread boundaries fall.
-// Threads split C by whole MR-row or NR-column panels (whichever of M, N is
-// larger), and every thread packs its own operands: no barriers, no sharing.
-#ifndef GEMM_MR
-#define GEMM_MR 14
-#endif
-#ifndef GEMM_NR
-#define GEMM_NR 32
-#endif
-#ifndef GEMM_KC
-#define GEMM_KC 256
-#endif
-#ifndef GEMM_MC
-#define GEMM_MC (12 * GEMM_MR)
-#endif
-#ifndef GEMM_NC
-#define GEMM_NC 768
-#endif
-#define GEMM_MIN_PAR_FLOPS 2e6  // below this, one thread is faster than waking a second
-
-static int gemm_imin(int a, int b) { return a < b ? a : b; }
-
-#ifdef __AVX512F__
-static __mmask16 gemm_lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
-
-// transpose 16 rows of 16 floats in place
-static void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-    }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-    }
-}
-#endif
-
-// dst[k*R + r] = src[r*ld + k] for r < rows (rows of src are contiguous in k), 0 for rows <= r < R
-static void gemm_pack_rows(const float* src, int ld, int rows, int R, int kc, float* dst) {
-#ifdef __AVX512F__
-    for (int r0 = 0; r0 < R; r0 += 16) {
-        int nr = rows - r0, w = gemm_imin(16, R - r0);
-        for (int k0 = 0; k0 < kc; k0 += 16) {
-            int nk = gemm_imin(16, kc - k0);
-            __m512 v[16];
-            for (int i = 0; i < nr && i < 16; i++)  // long strided streams: help the prefetcher
-                _mm_prefetch((const char*)(src + (size_t)(r0 + i) * ld + k0 + 64), _MM_HINT_T0);
-            for (int i = 0; i < 16; i++)
-                v[i] = i < nr ? _mm512_maskz_loadu_ps(gemm_lanes(nk), src + (size_t)(r0 + i) * ld + k0)
-                              : _mm512_setzero_ps();
-            transpose16(v);
-            for (int k = 0; k < nk; k++) _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);
-        }
-    }
-#else
-    for (int r = 0; r < R; r++)
-        for (int k = 0; k < kc; k++) dst[(size_t)k * R + r] = r < rows ? src[(size_t)r * ld + k] : 0.0f;
-#endif
-}
-
-// dst[k*R + c] = src[k*ld + c] for c < cols (rows of src are contiguous in c), 0 for cols <= c < R
-static void gemm_pack_cols(const float* src, int ld, int cols, int R, int kc, float* dst) {
-    for (int k = 0; k < kc; k++) {
-        const float* s = src + (size_t)k * ld;
-        float* d = dst + (size_t)k * R;
-#ifdef __AVX512F__
-        for (int c0 = 0; c0 < R; c0 += 16)
-            _mm512_mask_storeu_ps(d + c0, gemm_lanes(R - c0), _mm512_maskz_loadu_ps(gemm_lanes(cols - c0), s + c0));
-#else
-        for (int c = 0; c < R; c++) d[c] = c < cols ? s[c] : 0.0f;
-#endif
-    }
-}
-
-// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR); m <= GEMM_MR, n <= GEMM_NR
-// When overwriting, bias (n values, one per column) is added if not NULL.
-static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc, int m, int n,
-                   int overwrite, const float* bias) {
-#ifdef __AVX512F__
-    enum { NV = GEMM_NR / 16 };
-    __m512 acc[GEMM_MR][NV];
-#pragma GCC unroll 16
-    for (int i = 0; i < GEMM_MR; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_setzero_ps();
-    for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
-        for (int j = 0; j < n; j += 16) _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
-    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
-        __m512 bv[NV];
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) bv[j] = _mm512_load_ps(b + 16 * j);
-#pragma GCC unroll 16
-        for (int i = 0; i < GEMM_MR; i++) {
-            __m512 av = _mm512_set1_ps(a[i]);
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-        }
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < GEMM_MR; i++) {
-        if (i >= m) break;
-        float* c = C + (size_t)i * ldc;
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) {
-            __mmask16 mk = gemm_lanes(n - 16 * j);
-            __m512 v = acc[i][j];
-            if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c + 16 * j), v);
-            else if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + 16 * j));
-            _mm512_mask_storeu_ps(c + 16 * j, mk, v);
-        }
-    }
-#else
-    float acc[GEMM_MR][GEMM_NR];
-    memset(acc, 0, sizeof acc);
-    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR)
-        for (int i = 0; i < GEMM_MR; i++)
-            for (int j = 0; j < GEMM_NR; j++) acc[i][j] += a[i] * b[j];
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++)
-            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f) : C[(size_t)i * ldc + j] + acc[i][j];
-#endif
-}
-
-// Per-thread packing buffers, allocated on first use and kept for the thread's lifetime
-// (OpenMP worker threads persist). _Thread_local also keeps callers in different
-// threads of an outer parallel region from sharing a buffer.
-static _Thread_local float* gemm_Ap;
-static _Thread_local float* gemm_Bp;
-
-// One thread's share: the m x n block of C whose top-left is C, with A and B already
-// offset to the matching row / column.
-static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
-                       float* C, int ldc, int accumulate, const float* bias) {
-    if (!gemm_Ap) {
-        gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_MC * GEMM_KC);
-        gemm_Bp = aligned_alloc(64, sizeof(float) * GEMM_KC * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
-        if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
-    }
-    float *Ap = gemm_Ap, *Bp = gemm_Bp;
-    for (int jc = 0; jc < n; jc += GEMM_NC) {
-        int nc = gemm_imin(GEMM_NC, n - jc);
-        for (int pc = 0; pc < K; pc += GEMM_KC) {
-            int kc = gemm_imin(GEMM_KC, K - pc);
-            for (int jr = 0; jr < nc; jr += GEMM_NR) {
-                int w = gemm_imin(GEMM_NR, nc - jr);
-                if (tB) gemm_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc);
-                else    gemm_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc);
-            }
-            for (int ic = 0; ic < m; ic += GEMM_MC) {
-                int mc = gemm_imin(GEMM_MC, m - ic);
-                for (int ir = 0; ir < mc; ir += GEMM_MR) {
-                    int h = gemm_imin(GEMM_MR, mc - ir);
-                    if (tA) gemm_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc);
-                    else    gemm_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc);
-                }
-                for (int jr = 0; jr < nc; jr += GEMM_NR)
-                    for (int ir = 0; ir < mc; ir += GEMM_MR)
-                        gemm_kernel(kc, Ap + (size_t)ir * kc, Bp + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr,
-                               ldc, gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr), !accumulate && pc == 0,
-                               bias ? bias + jc + jr : NULL);
-            }
-        }
-    }
-}
-
-// this thread's number and the size of its team (0 and 1 outside a parallel region)
-static int team_thread(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-static int team_size(void) {
-#ifdef _OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
-// Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias).
-// C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
-// re-packs the whole operand along the other dimension, so split the dimension that makes
-// that duplicated operand the smaller one.)
-void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
-                 const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {  // empty sum
-        if (!accumulate && t == 0)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
-        return;
-    }
-    int splitN = N > M;
-    int panels = splitN ? (N + GEMM_NR - 1) / GEMM_NR : (M + GEMM_MR - 1) / GEMM_MR;
-    // thread 0 (which starts first: the others have to wake up) takes the larger share
-    int p0 = (int)(((long)panels * t + T - 1) / T), p1 = (int)(((long)panels * (t + 1) + T - 1) / T);
-    if (splitN) {
-        int j0 = p0 * GEMM_NR, j1 = gemm_imin(N, p1 * GEMM_NR);
-        if (j1 > j0)
-            gemm_block(transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
-                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL);
-    } else {
-        int i0 = p0 * GEMM_MR, i1 = gemm_imin(M, p1 * GEMM_MR);
-        if (i1 > i0)
-            gemm_block(transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
-                       C + (size_t)i0 * ldc, ldc, accumulate, bias);
-    }
-}
-
-// threads worth using for a product of M x N x K: 1 when already inside a parallel region
-// (a nested call) or when the product is too small to pay for waking a second thread
-int sgemm_threads(int M, int N, int K) {
-#ifdef _OPENMP
-    if (omp_get_level() == 0 && 2.0 * M * N * K >= GEMM_MIN_PAR_FLOPS) return omp_get_max_threads();
-#else
-    (void)M; (void)N; (void)K;
-#endif
-    return 1;
-}
-
-// C = op(A) op(B) + bias (bias: N values added to every row, or NULL), or, with
-// accumulate, C += op(A) op(B) (bias ignored)
-void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                float* C, int ldc, int accumulate, const float* bias) {
-    int nt = sgemm_threads(M, N, K);
-    if (nt == 1) {  // (even an inactive parallel region costs a call into the OpenMP runtime)
-        sgemm_share(0, 1, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-        return;
-    }
-    #pragma omp parallel num_threads(nt)
-    sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-}
-
-void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-           float* C, int ldc, int accumulate) {
-    sgemm_bias(transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, NULL);
 }
 
 // ----------------------------------------------------------------------------
@@ -1344,19 +753,6 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
         die("'%s' is longer than its header says (%ld bytes, expected %ld)", path, actual, expected);
     fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path, "parameters");
     fclose(f);
-}
-
-// write to a temporary file, flush it to disk, then rename over the target: a crash
-// leaves either the old file or the new one, never half of one
-static FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
-    snprintf(tmp, tmp_size, "%s.tmp", path);
-    return fopenCheck(tmp, "wb");
-}
-
-static void atomic_commit(FILE* f, const char* tmp, const char* path) {
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
-    if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
-    if (rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
 }
 
 void gpt2_write_checkpoint(const GPT2* model, const char* path) {
@@ -1620,21 +1016,36 @@ float grad_clip_scale(float norm, float max_norm) {
     return (max_norm > 0.0f && norm > max_norm) ? max_norm / norm : 1.0f;
 }
 
+// AdamW's moments, zero until the first update (or read from a training-state file)
+void gpt2_allocate_moments(GPT2* model) {
+    if (model->m_memory) return;
+    model->m_memory = alignedCallocCheck(model->num_parameters, sizeof(float));
+    model->v_memory = alignedCallocCheck(model->num_parameters, sizeof(float));
+}
+
+// the optimiser's settings: AdamW, the learning-rate schedule, clipping
+typedef struct {
+    float lr;                   // peak learning rate
+    int warmup;                 // linear warm-up steps
+    int max_steps;              // the cosine decay ends here (<= warmup: constant after warm-up)
+    float final_lr_frac;        // the decay ends at final_lr_frac * lr
+    float beta1, beta2, eps;    // Adam's moment decays and epsilon
+    float weight_decay;         // AdamW's decoupled decay (matrices and embeddings only)
+    float grad_clip;            // the largest global gradient norm; 0 = no clipping
+} AdamWConfig;
+
 // AdamW (Loshchilov & Hutter): Adam's update on bias-corrected moments plus a weight
 // decay that acts on the weights directly rather than through the gradient.
 // grad_scale multiplies every gradient first (clipping); t is the 1-based update number.
-void gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
-                 float grad_scale, int t) {
-    if (!model->m_memory) {
-        model->m_memory = alignedCallocCheck(model->num_parameters, sizeof(float));
-        model->v_memory = alignedCallocCheck(model->num_parameters, sizeof(float));
-    }
+void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+    gpt2_allocate_moments(model);
+    float beta1 = opt->beta1, beta2 = opt->beta2, eps = opt->eps;
     float bc1 = (float)(1.0 - pow(beta1, t)), bc2 = (float)(1.0 - pow(beta2, t));
     #pragma omp parallel  // one team for all tensors; no barrier between them (nowait)
     {
         size_t offset = 0;
         for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
-            float wd = PARAMETER_DECAYS[k] ? weight_decay : 0.0f;
+            float wd = PARAMETER_DECAYS[k] ? opt->weight_decay : 0.0f;
             float* p = model->params_memory + offset;
             const float* g = model->grads_memory + offset;
             float* m = model->m_memory + offset;
@@ -1661,6 +1072,37 @@ float learning_rate(int step, float lr, int warmup, int max_steps, float final_f
     double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
     float lr_min = lr * final_frac;
     return (float)(lr_min + coeff * (lr - lr_min));
+}
+
+// ----------------------------------------------------------------------------
+// one training step: forward, backward, clip, AdamW
+
+typedef struct {
+    float loss;  // the batch's mean loss
+    float norm;  // the gradients' global norm, before clipping
+    float lr;    // the learning rate of this step
+} StepStats;
+
+// The second half of a training step, after gpt2_forward with targets (and this step's
+// dropout masks): the gradients, their global norm, clipping, and AdamW at the
+// scheduled learning rate. A non-finite norm leaves the weights untouched (the trainer
+// stops). train_step() calls the two halves itself, to write a checkpoint between them.
+StepStats gpt2_backward_update(GPT2* model, int step, const AdamWConfig* opt) {
+    gpt2_zero_grad(model);
+    gpt2_backward(model);
+    StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
+    s.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
+    if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);
+    return s;
+}
+
+// one training step on a batch: inputs and targets are (B,T); step numbers the dropout
+// masks and the learning rate. A non-finite loss leaves the weights untouched.
+StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, int B, int T, int step,
+                          const AdamWConfig* opt) {
+    float loss = gpt2_forward(model, inputs, targets, B, T, step);
+    if (!isfinite(loss)) return (StepStats){loss, 0.0f, 0.0f};
+    return gpt2_backward_update(model, step, opt);
 }
 
 // ----------------------------------------------------------------------------
@@ -1709,35 +1151,6 @@ void kvcache_init(KVCache* kv, GPT2Config c) {
 void kvcache_free(KVCache* kv) {
     free(kv->keys); free(kv->values); free(kv->x); free(kv->ln); free(kv->qkv);
     free(kv->atty); free(kv->proj); free(kv->fch); free(kv->att); free(kv->logits); free(kv->tokens);
-}
-
-// out (OC) = W (OC,IC) x (IC) + b: one position through a linear layer. It reads every
-// weight once, so its speed is the memory bandwidth: four rows at a time keep four
-// independent streams (and FMA chains) going, and 16 partial sums per row let the compiler
-// use full vector registers while each row's order of summation stays fixed.
-static inline float dot16_finish(const float acc[16], const float* w, const float* x, int i, int IC) {
-    float sum = 0.0f;
-    for (; i < IC; i++) sum += w[i] * x[i];
-    for (int j = 0; j < 16; j++) sum += acc[j];
-    return sum;
-}
-
-void matvec_forward(float* out, const float* x, const float* weight, const float* bias, int IC, int OC) {
-    #pragma omp parallel for schedule(static)
-    for (int o0 = 0; o0 < OC; o0 += 4) {
-        int rows = OC - o0 < 4 ? OC - o0 : 4;
-        const float* w[4];
-        for (int r = 0; r < 4; r++) w[r] = weight + (size_t)(o0 + (r < rows ? r : 0)) * IC;
-        float acc[4][16] = {{0}};
-        int i = 0;
-        for (; i + 16 <= IC; i += 16)
-            for (int r = 0; r < 4; r++) {
-                #pragma omp simd
-                for (int j = 0; j < 16; j++) acc[r][j] += w[r][i + j] * x[i + j];
-            }
-        for (int r = 0; r < rows; r++)
-            out[o0 + r] = dot16_finish(acc[r], w[r], x, i, IC) + (bias ? bias[o0 + r] : 0.0f);
-    }
 }
 
 // attention of the newest position (pos) against the cached keys/values of layer l
@@ -1806,229 +1219,6 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
 }
 
 // ----------------------------------------------------------------------------
-// data loader for llm.c token files (magic 20240520): uint16 tokens after the header.
-// Sequential (llm.c's way, -sh 0): a batch is B*T+1 consecutive tokens, inputs the
-// first B*T and targets the same shifted by one; batches follow each other through the
-// file and wrap around. Shuffled (-sh 1, the default): the file is cut into windows of
-// T+1 tokens, at an offset drawn anew each epoch, and each batch takes B windows in a
-// random order, so consecutive steps see unrelated text (as nanoGPT's random windows
-// do) while every epoch still covers the file once. Validation is always sequential.
-
-typedef struct {
-    const char* path;
-    uint16_t* tokens;
-    size_t num_tokens;
-    int B, T;
-    size_t num_batches;  // batches per epoch
-    int shuffle;         // windows in a random order, shifted by a random offset
-    uint64_t seed;
-    size_t* order;       // sequential: batch order; shuffled: window order
-    size_t offset;       // shuffled: where this epoch's windows start (0..T-1)
-    long epoch;          // the position: batch batch_index of epoch comes next
-    size_t batch_index;
-    int* inputs;         // (B,T)
-    int* targets;        // (B,T)
-} DataLoader;
-
-static void load_token_file(DataLoader* d, const char* path, int V) {
-    FILE* f = fopenCheck(path, "rb");
-    int32_t h[256];
-    read_header(f, path, h, 20240520, "llm.c token file");
-    if (h[1] != 1) die("'%s': token file version %d is not supported (expected 1)", path, h[1]);
-    if (h[2] < 0) die("'%s': negative token count %d in the header", path, h[2]);
-    size_t n = (size_t)h[2];
-    long expected = 1024L + 2L * (long)n, actual = file_size(f);
-    if (actual < expected)
-        die("'%s' is truncated: its header promises %zu tokens (%ld bytes), the file has %ld bytes", path, n, expected, actual);
-    if (actual > expected) die("'%s' is longer than its header says (%ld bytes, expected %ld)", path, actual, expected);
-    d->tokens = mallocCheck(n * sizeof(uint16_t) + 1);
-    fread_check(d->tokens, sizeof(uint16_t), n, f, path, "tokens");
-    fclose(f);
-    for (size_t i = 0; i < n; i++)
-        if (d->tokens[i] >= V)
-            die("'%s': token %d at position %zu is outside the model's vocabulary (0..%d)", path, d->tokens[i], i, V - 1);
-    d->num_tokens = n;
-}
-
-// windows of T+1 tokens that fit after any offset < T
-static size_t dataloader_num_windows(const DataLoader* d) { return (d->num_tokens - d->T) / d->T; }
-
-// the order of this epoch: identity when sequential, a seeded permutation of the windows
-// (and a seeded offset) when shuffled; recomputable from (seed, epoch) alone, so a
-// resumed run continues exactly
-static void dataloader_shuffle(DataLoader* d) {
-    size_t n = d->shuffle ? dataloader_num_windows(d) : d->num_batches;
-    for (size_t i = 0; i < n; i++) d->order[i] = i;
-    if (!d->shuffle) return;
-    uint64_t rng = d->seed ^ splitmix64((uint64_t)d->epoch);
-    d->offset = random_u64(&rng) % d->T;
-    for (size_t i = n - 1; i > 0; i--) {   // Fisher-Yates
-        size_t j = random_u64(&rng) % (i + 1);
-        size_t t = d->order[i]; d->order[i] = d->order[j]; d->order[j] = t;
-    }
-}
-
-void dataloader_init(DataLoader* d, const char* path, int B, int T, int V, int shuffle, uint64_t seed,
-                     const char* flags) {
-    memset(d, 0, sizeof *d);
-    d->path = path; d->B = B; d->T = T; d->shuffle = shuffle; d->seed = seed;
-    load_token_file(d, path, V);
-    size_t need = (size_t)B * T + 1;
-    if (d->num_tokens < need)
-        die("'%s' has %zu tokens, fewer than one batch of B*T+1 = %zu (%s)", path, d->num_tokens, need, flags);
-    d->num_batches = shuffle ? dataloader_num_windows(d) / B : (d->num_tokens - 1) / ((size_t)B * T);
-    if (d->num_batches == 0)  // shuffled windows can need up to T-1 more tokens
-        die("'%s' has %zu tokens, too few for one shuffled batch of %d windows of %d (%s, or -sh 0)", path, d->num_tokens, B, T + 1, flags);
-    d->order = mallocCheck((shuffle ? dataloader_num_windows(d) : d->num_batches) * sizeof(size_t));
-    d->inputs = mallocCheck((size_t)B * T * sizeof(int));
-    d->targets = mallocCheck((size_t)B * T * sizeof(int));
-    dataloader_shuffle(d);
-}
-
-// copies T+1 tokens starting at src into row r of inputs/targets
-static void dataloader_fill_row(DataLoader* d, int r, const uint16_t* src) {
-    for (int t = 0; t < d->T; t++) {
-        d->inputs[(size_t)r * d->T + t] = src[t];
-        d->targets[(size_t)r * d->T + t] = src[t + 1];
-    }
-}
-
-// loads sequential batch number k of the file (k < (num_tokens-1) / (B*T))
-void dataloader_load_batch(DataLoader* d, size_t k) {
-    for (int r = 0; r < d->B; r++) dataloader_fill_row(d, r, d->tokens + (k * d->B + r) * d->T);
-}
-
-void dataloader_next_batch(DataLoader* d) {
-    if (d->shuffle) {
-        for (int r = 0; r < d->B; r++)
-            dataloader_fill_row(d, r, d->tokens + d->offset + d->order[d->batch_index * d->B + r] * d->T);
-    } else {
-        dataloader_load_batch(d, d->order[d->batch_index]);
-    }
-    if (++d->batch_index == d->num_batches) { d->batch_index = 0; d->epoch++; dataloader_shuffle(d); }
-}
-
-void dataloader_seek(DataLoader* d, long epoch, size_t batch_index) {
-    if (batch_index >= d->num_batches) die("'%s': saved data position %zu is past its %zu batches", d->path, batch_index, d->num_batches);
-    d->epoch = epoch;
-    d->batch_index = batch_index;
-    dataloader_shuffle(d);
-}
-
-void dataloader_free(DataLoader* d) {
-    free(d->tokens); free(d->order); free(d->inputs); free(d->targets);
-}
-
-// ----------------------------------------------------------------------------
-// tokenizer (llm.c format, magic 20240328): decodes ids to bytes; for a vocabulary of
-// single bytes (character level) it also encodes text
-
-typedef struct {
-    int vocab_size;
-    char** token_table;   // NUL-terminated bytes of each token
-    int eot_token;        // the first token of a generation
-    int byte_to_token[256]; // character-level encoding, -1 where no single-byte token
-} Tokenizer;
-
-void tokenizer_init(Tokenizer* tk, const char* path) {
-    FILE* f = fopenCheck(path, "rb");
-    int32_t h[256];
-    read_header(f, path, h, 20240328, "llm.c tokenizer");
-    if (h[1] != 1 && h[1] != 2) die("'%s': tokenizer version %d is not supported (expected 1 or 2)", path, h[1]);
-    if (h[2] <= 0 || h[2] > 65536) die("'%s': implausible vocabulary size %d", path, h[2]);
-    tk->vocab_size = h[2];
-    tk->eot_token = h[1] == 1 ? 50256 : h[3];
-    if (tk->eot_token < 0 || tk->eot_token >= tk->vocab_size) tk->eot_token = 0;
-    tk->token_table = mallocCheck((size_t)tk->vocab_size * sizeof(char*));
-    for (int b = 0; b < 256; b++) tk->byte_to_token[b] = -1;
-    for (int i = 0; i < tk->vocab_size; i++) {
-        unsigned char len;
-        fread_check(&len, 1, 1, f, path, "token table");
-        if (len == 0) die("'%s': token %d has length 0", path, i);
-        tk->token_table[i] = mallocCheck(len + 1);
-        fread_check(tk->token_table[i], 1, len, f, path, "token table");
-        tk->token_table[i][len] = '\0';
-        if (len == 1 && tk->byte_to_token[(unsigned char)tk->token_table[i][0]] < 0)
-            tk->byte_to_token[(unsigned char)tk->token_table[i][0]] = i;
-    }
-    fclose(f);
-}
-
-const char* tokenizer_decode(const Tokenizer* tk, int id) {
-    return (id >= 0 && id < tk->vocab_size) ? tk->token_table[id] : "?";
-}
-
-// character-level encoding; returns the number of tokens, or dies naming the character
-int tokenizer_encode_chars(const Tokenizer* tk, const char* text, int* out, int max_tokens) {
-    int n = 0;
-    for (const unsigned char* s = (const unsigned char*)text; *s; s++) {
-        int id = tk->byte_to_token[*s];
-        if (id < 0) die("-pr: character '%c' (byte %d) is not in the tokenizer's vocabulary", *s, *s);
-        if (n == max_tokens) die("-pr: the prompt is longer than the model's maxT %d", max_tokens);
-        out[n++] = id;
-    }
-    return n;
-}
-
-void tokenizer_free(Tokenizer* tk) {
-    for (int i = 0; i < tk->vocab_size; i++) free(tk->token_table[i]);
-    free(tk->token_table);
-}
-
-// ----------------------------------------------------------------------------
-// sampler: turns logits into the next token; separate from the model
-
-typedef struct {
-    float temperature;  // 0 = always the most likely token
-    int top_k;          // keep the k most likely tokens; 0 = all
-    uint64_t rng;       // counter of the random stream (saved in checkpoints)
-    int V;
-    float* probs;       // (V) scratch
-    int* order;         // (V) scratch for top-k
-} Sampler;
-
-void sampler_init(Sampler* s, int V, float temperature, int top_k, uint64_t seed) {
-    s->V = V; s->temperature = temperature; s->top_k = top_k; s->rng = splitmix64(seed);
-    s->probs = mallocCheck((size_t)V * sizeof(float));
-    s->order = mallocCheck((size_t)V * sizeof(int));
-}
-
-void sampler_free(Sampler* s) { free(s->probs); free(s->order); }
-
-static const float* sort_probs;  // for qsort's comparator
-static int compare_by_prob(const void* a, const void* b) {
-    int i = *(const int*)a, j = *(const int*)b;
-    if (sort_probs[i] != sort_probs[j]) return sort_probs[i] > sort_probs[j] ? -1 : 1;
-    return i - j;  // ties by id, so the order is deterministic
-}
-
-int sampler_sample(Sampler* s, const float* logits) {
-    int V = s->V;
-    if (s->temperature <= 0.0f) {
-        int best = 0;
-        for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
-        return best;
-    }
-    float maxval = -INFINITY;
-    for (int i = 0; i < V; i++) if (logits[i] > maxval) maxval = logits[i];
-    for (int i = 0; i < V; i++) { s->probs[i] = expf((logits[i] - maxval) / s->temperature); s->order[i] = i; }
-    int n = V;
-    if (s->top_k > 0 && s->top_k < V) {
-        sort_probs = s->probs;
-        qsort(s->order, V, sizeof(int), compare_by_prob);
-        n = s->top_k;
-    }
-    double total = 0.0;
-    for (int i = 0; i < n; i++) total += s->probs[s->order[i]];
-    double r = random_f32(&s->rng) * total, cdf = 0.0;
-    for (int i = 0; i < n; i++) {
-        cdf += s->probs[s->order[i]];
-        if (r < cdf) return s->order[i];
-    }
-    return s->order[n - 1];
-}
-
-// ----------------------------------------------------------------------------
 // generation: feed the prompt through the KV cache, then sample one token at a time
 
 static void print_token(const Tokenizer* tk, int id, FILE* out) {
@@ -2071,239 +1261,6 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
 }
 
 // ----------------------------------------------------------------------------
-// training state: everything besides the weights that a resumed run needs to continue
-// exactly: AdamW's moments, the step, the data position, the sampler's random stream.
-// Our own format (magic 20241124, version 1): header of 256 int32, then m and v as
-// float32 in parameter order.
-
-#define STATE_MAGIC 20241124
-
-typedef struct {
-    int step;          // updates done
-    int B, T;
-    long epoch;        // data loader position
-    size_t batch_index;
-    uint64_t sampler_rng;
-} TrainState;
-
-static void put_u64(int32_t* h, int i, uint64_t v) { h[i] = (int32_t)(v & 0xffffffffu); h[i + 1] = (int32_t)(v >> 32); }
-static uint64_t get_u64(const int32_t* h, int i) { return (uint64_t)(uint32_t)h[i] | ((uint64_t)(uint32_t)h[i + 1] << 32); }
-
-void write_train_state(const char* path, const GPT2* model, const TrainState* st) {
-    char tmp[4096];
-    FILE* f = atomic_open(path, tmp, sizeof tmp);
-    int32_t h[256] = {0};
-    h[0] = STATE_MAGIC; h[1] = 1; h[2] = st->step; h[3] = st->B; h[4] = st->T;
-    put_u64(h, 5, model->num_parameters);
-    put_u64(h, 7, (uint64_t)st->epoch);
-    put_u64(h, 9, st->batch_index);
-    put_u64(h, 11, st->sampler_rng);
-    fwrite_check(h, sizeof(int32_t), 256, f, tmp);
-    fwrite_check(model->m_memory, sizeof(float), model->num_parameters, f, tmp);
-    fwrite_check(model->v_memory, sizeof(float), model->num_parameters, f, tmp);
-    atomic_commit(f, tmp, path);
-}
-
-void read_train_state(const char* path, GPT2* model, TrainState* st) {
-    FILE* f = fopenCheck(path, "rb");
-    int32_t h[256];
-    read_header(f, path, h, STATE_MAGIC, "training state file");
-    if (h[1] != 1) die("'%s': training state version %d is not supported (expected 1)", path, h[1]);
-    if (get_u64(h, 5) != model->num_parameters)
-        die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
-            (unsigned long long)get_u64(h, 5), model->num_parameters);
-    long expected = 1024L + 2L * (long)(model->num_parameters * sizeof(float));
-    if (file_size(f) != expected) die("'%s' is truncated or too long: %ld bytes, expected %ld", path, file_size(f), expected);
-    st->step = h[2]; st->B = h[3]; st->T = h[4];
-    st->epoch = (long)get_u64(h, 7);
-    st->batch_index = (size_t)get_u64(h, 9);
-    st->sampler_rng = get_u64(h, 11);
-    if (!model->m_memory) {
-        model->m_memory = alignedMallocCheck(model->num_parameters * sizeof(float));
-        model->v_memory = alignedMallocCheck(model->num_parameters * sizeof(float));
-    }
-    fread_check(model->m_memory, sizeof(float), model->num_parameters, f, path, "AdamW moments");
-    fread_check(model->v_memory, sizeof(float), model->num_parameters, f, path, "AdamW moments");
-    fclose(f);
-}
-
-// the newest step in dir that has both model_%08d.bin and state_%08d.bin; -1 if none
-int latest_checkpoint(const char* dir) {
-    DIR* d = opendir(dir);
-    if (!d) return -1;
-    int best = -1;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
-        int step;
-        char name[64], model_path[4096];
-        struct stat sb;
-        if (sscanf(e->d_name, "state_%8d", &step) != 1 || step <= best) continue;
-        snprintf(name, sizeof name, "state_%08d.bin", step);
-        if (strcmp(name, e->d_name) != 0) continue;  // e.g. a leftover .tmp file
-        snprintf(model_path, sizeof model_path, "%s/model_%08d.bin", dir, step);
-        if (stat(model_path, &sb) == 0) best = step;
-    }
-    closedir(d);
-    return best;
-}
-
-// ----------------------------------------------------------------------------
-// command line: llm.c's train_gpt2.cu letters, plus flags for the model shape and more
-
-typedef struct {
-    const char* train_path;      // -i
-    const char* val_path;        // -j
-    const char* tokenizer_path;  // -tok
-    const char* init;            // -e checkpoint file or llm.c descriptor (d12...); "" = fresh model
-    const char* out_dir;         // -o
-    int B, T;                    // -b -t
-    float lr;                    // -l
-    int warmup;                  // -u
-    float final_lr_frac;         // -q
-    float weight_decay;          // -c
-    int max_steps;               // -x
-    int val_every, val_batches;  // -v -m
-    int sample_every, gen_tokens;// -s -g
-    int checkpoint_every;        // -n
-    int resume;                  // -y
-    int layers, heads, channels, max_seq_len; // -nl -nh -nc -mt (fresh model)
-    float grad_clip;             // -gc
-    long long seed;              // -sd
-    float dropout;               // -dr
-    float beta1, beta2, eps;     // -b1 -b2 -ae
-    float temperature;           // -tp
-    int top_k;                   // -tk
-    const char* prompt;          // -pr
-    int shuffle;                 // -sh
-    const char* attention_map;   // -am
-    int slide;                   // -sw
-} Options;
-
-typedef struct { const char* name; char type; size_t offset; const char* help; } Flag;
-#define OPT(field) offsetof(Options, field)
-static const Flag FLAGS[] = {
-    {"-i", 's', OPT(train_path), "training tokens (llm.c token file)"},
-    {"-j", 's', OPT(val_path), "validation tokens"},
-    {"-tok", 's', OPT(tokenizer_path), "tokenizer (llm.c tokenizer file)"},
-    {"-e", 's', OPT(init), "start from this llm.c checkpoint, or a fresh d12/d24/d36/d48; default: a fresh model shaped by -nl -nh -nc -mt"},
-    {"-o", 's', OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
-    {"-b", 'i', OPT(B), "batch size B"},
-    {"-t", 'i', OPT(T), "sequence length T"},
-    {"-l", 'f', OPT(lr), "peak learning rate"},
-    {"-u", 'i', OPT(warmup), "warmup steps"},
-    {"-q", 'f', OPT(final_lr_frac), "final learning rate as a fraction of the peak (cosine decay)"},
-    {"-c", 'f', OPT(weight_decay), "AdamW weight decay (matrices only)"},
-    {"-x", 'i', OPT(max_steps), "training steps (0 = none: generate with -g, or evaluate)"},
-    {"-v", 'i', OPT(val_every), "validation loss every N steps (0 = only at the end)"},
-    {"-m", 'i', OPT(val_batches), "validation batches (0 = the whole validation file)"},
-    {"-s", 'i', OPT(sample_every), "sample every N steps (0 = only at the end)"},
-    {"-g", 'i', OPT(gen_tokens), "tokens per sample (0 = no samples)"},
-    {"-n", 'i', OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)"},
-    {"-y", 'i', OPT(resume), "1 = resume from the newest checkpoint in -o"},
-    {"-nl", 'i', OPT(layers), "fresh model: layers"},
-    {"-nh", 'i', OPT(heads), "fresh model: heads"},
-    {"-nc", 'i', OPT(channels), "fresh model: channels"},
-    {"-mt", 'i', OPT(max_seq_len), "fresh model: maxT (0 = T)"},
-    {"-gc", 'f', OPT(grad_clip), "clip the global gradient norm to this (0 = off)"},
-    {"-sd", 'L', OPT(seed), "seed for initialisation, dropout, shuffling and sampling"},
-    {"-dr", 'f', OPT(dropout), "dropout probability, 0 <= p < 1 (training only)"},
-    {"-b1", 'f', OPT(beta1), "AdamW beta1"},
-    {"-b2", 'f', OPT(beta2), "AdamW beta2"},
-    {"-ae", 'f', OPT(eps), "AdamW epsilon"},
-    {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
-    {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
-    {"-pr", 's', OPT(prompt), "prompt to continue (character-level tokenizers)"},
-    {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; 0 = llm.c's sequential batches"},
-    {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; 0 = stop"},
-    {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this PGM file and exit"},
-};
-#define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
-
-static Options default_options(void) {
-    Options o = {
-        .train_path = "data/tiny_shakespeare_train.bin", .val_path = "data/tiny_shakespeare_val.bin",
-        .tokenizer_path = "data/tiny_shakespeare_tokenizer.bin", .init = "", .out_dir = "out",
-        .B = 12, .T = 64, .lr = 1e-3f, .warmup = 100, .final_lr_frac = 0.5f, .weight_decay = 0.0f,
-        .max_steps = 2000, .val_every = 250, .val_batches = 0, .sample_every = 0, .gen_tokens = 400,
-        .checkpoint_every = 0, .resume = 0, .layers = 4, .heads = 4, .channels = 128, .max_seq_len = 0,
-        .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
-        .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1};
-    return o;
-}
-
-static void print_usage(FILE* f) {
-    Options d = default_options();
-    fprintf(f, "usage: ./train_gpt2 [flags]   (every flag takes a value)\n");
-    for (int i = 0; i < NUM_FLAGS; i++) {
-        const Flag* fl = &FLAGS[i];
-        const char* field = (const char*)&d + fl->offset;
-        char def[64];
-        if (fl->type == 'i') snprintf(def, sizeof def, "%d", *(const int*)field);
-        else if (fl->type == 'L') snprintf(def, sizeof def, "%lld", *(const long long*)field);
-        else if (fl->type == 'f') snprintf(def, sizeof def, "%g", *(const float*)field);
-        else snprintf(def, sizeof def, "\"%s\"", *(const char* const*)field);
-        fprintf(f, "  %-4s %-36s (default %s)\n", fl->name, fl->help, def);
-    }
-}
-
-static void usage_error(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "train_gpt2: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    print_usage(stderr);
-    exit(EXIT_USAGE);
-}
-
-Options parse_args(int argc, char** argv) {
-    Options o = default_options();
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage(stdout); exit(0); }
-        const Flag* fl = NULL;
-        for (int k = 0; k < NUM_FLAGS; k++) if (strcmp(argv[i], FLAGS[k].name) == 0) fl = &FLAGS[k];
-        if (!fl) usage_error("unknown flag '%s'", argv[i]);
-        if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
-        const char* v = argv[++i];
-        char* field = (char*)&o + fl->offset;
-        char* end;
-        errno = 0;
-        if (fl->type == 's') { *(const char**)field = v; continue; }
-        if (fl->type == 'f') {
-            float x = strtof(v, &end);
-            if (end == v || *end || errno || !isfinite(x)) usage_error("flag %s expects a number, got '%s'", fl->name, v);
-            *(float*)field = x;
-        } else {
-            long long x = strtoll(v, &end, 10);
-            if (end == v || *end || errno) usage_error("flag %s expects an integer, got '%s'", fl->name, v);
-            if (fl->type == 'i' && (x < -2147483647LL || x > 2147483647LL)) usage_error("flag %s: %s is out of range", fl->name, v);
-            if (fl->type == 'i') *(int*)field = (int)x; else *(long long*)field = x;
-        }
-    }
-    // ranges: one line naming the flag
-    struct { int bad; const char* msg; } checks[] = {
-        {o.B <= 0, "-b (batch size) must be > 0"}, {o.T <= 0, "-t (sequence length) must be > 0"},
-        {o.lr < 0, "-l (learning rate) must be >= 0"}, {o.warmup < 0, "-u (warmup steps) must be >= 0"},
-        {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},
-        {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},
-        {o.val_every < 0, "-v must be >= 0"}, {o.val_batches < 0, "-m must be >= 0"},
-        {o.sample_every < 0, "-s must be >= 0"}, {o.gen_tokens < 0, "-g must be >= 0"},
-        {o.checkpoint_every < 0, "-n must be >= 0"}, {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},
-        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.heads <= 0, "-nh (heads) must be > 0"},
-        {o.channels <= 0, "-nc (channels) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
-        {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
-        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"}, {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
-        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"}, {o.temperature < 0, "-tp (temperature) must be >= 0"},
-        {o.top_k < 0, "-tk (top-k) must be >= 0"}, {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"}, {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
-        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"}};
-    for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
-        if (checks[k].bad) { fprintf(stderr, "train_gpt2: error: %s\n", checks[k].msg); exit(EXIT_USAGE); }
-    return o;
-}
-
-// ----------------------------------------------------------------------------
 // the program
 
 // mean loss over the first n batches of the validation file (no dropout)
@@ -2316,29 +1273,10 @@ float validation_loss(GPT2* model, DataLoader* val, int n) {
     return (float)(sum / n);
 }
 
-// attention probabilities of every layer and head on the prompt, as one grayscale PGM:
-// a grid with a row per layer and a column per head, each tile a T x T map (query rows,
-// key columns, white = probability 1), enlarged so short prompts stay visible
+// the attention probabilities of every layer and head on the prompt, as one picture
 void write_attention_maps(GPT2* model, const int* tokens, int T, const char* path) {
-    GPT2Config c = model->config;
-    int L = c.num_layers, NH = c.num_heads, zoom = T < 128 ? (256 + T - 1) / T : 1, gap = 4;
     gpt2_forward(model, tokens, NULL, 1, T, -1);
-    int tile = T * zoom, W = NH * tile + (NH - 1) * gap, H = L * tile + (L - 1) * gap;
-    unsigned char* img = callocCheck((size_t)W * H, 1);
-    memset(img, 64, (size_t)W * H);  // grey gaps between tiles
-    for (int l = 0; l < L; l++)
-        for (int h = 0; h < NH; h++)
-            for (int y = 0; y < tile; y++)
-                for (int x = 0; x < tile; x++) {
-                    float p = model->acts.att_probs[((size_t)(l * NH + h) * T + y / zoom) * T + x / zoom];
-                    img[(size_t)(l * (tile + gap) + y) * W + h * (tile + gap) + x] = (unsigned char)(255.0f * sqrtf(p) + 0.5f);
-                }
-    char tmp[4096];
-    FILE* f = atomic_open(path, tmp, sizeof tmp);
-    fprintf(f, "P5\n# attention probabilities (sqrt scale): rows = layers, columns = heads\n%d %d\n255\n", W, H);
-    fwrite_check(img, 1, (size_t)W * H, f, tmp);
-    atomic_commit(f, tmp, path);
-    free(img);
+    write_attention_pgm(path, model->acts.att_probs, model->config.num_layers, model->config.num_heads, T);
 }
 
 // writes dir/model_STEP.bin and dir/state_STEP.bin; refuses weights that are not finite,
@@ -2353,7 +1291,7 @@ void save_checkpoint(const char* dir, int step, const GPT2* model, const TrainSt
     snprintf(model_path, n, "%s/model_%08d.bin", dir, step);
     snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", dir, step);
     gpt2_write_checkpoint(model, model_path);
-    write_train_state(state_path, model, st);
+    write_train_state(state_path, st, model->m_memory, model->v_memory, model->num_parameters);
 }
 
 // everything a run holds: the model and what feeds it, what samples from it
@@ -2370,6 +1308,7 @@ typedef struct {
     int prompt_len;
     DataLoader train, val;
     int have_val, val_batches;
+    AdamWConfig adamw;           // from the flags
 } Run;
 
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
@@ -2410,7 +1349,8 @@ void setup_model(const Options* o, Run* r) {
     if (r->resume_step >= 0) {
         char state_path[4096];
         snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
-        read_train_state(state_path, &r->model, &r->state);
+        gpt2_allocate_moments(&r->model);
+        read_train_state(state_path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
         if (r->state.B != o->B || r->state.T != o->T)
             die("'%s' was written with -b %d -t %d; resume with the same, not -b %d -t %d", state_path,
                 r->state.B, r->state.T, o->B, o->T);
@@ -2435,8 +1375,18 @@ void setup_generation(const Options* o, Run* r) {
     }
 }
 
+// the optimiser's settings from the flags
+AdamWConfig adamw_config(const Options* o) {
+    AdamWConfig c = {.lr = o->lr, .warmup = o->warmup, .max_steps = o->max_steps,
+                     .final_lr_frac = o->final_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
+                     .eps = o->eps, .weight_decay = o->weight_decay, .grad_clip = o->grad_clip};
+    return c;
+}
+
+// the training and validation batches, and the optimiser's settings
 void setup_data(const Options* o, Run* r) {
     int V = r->model.config.vocab_size;
+    r->adamw = adamw_config(o);
     r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
     if (o->max_steps > 0) dataloader_init(&r->train, o->train_path, o->B, o->T, V, o->shuffle, (uint64_t)o->seed, "-b, -t");
     if (r->have_val) {
@@ -2459,8 +1409,9 @@ static void stop_if_not_finite(const char* what, float value, int step, const Ru
     exit(EXIT_BAD_INPUT);
 }
 
-// one optimisation step; prints its line. A checkpoint due at this step is written after
-// the forward pass, for weights whose loss just came out finite.
+// One optimisation step on the next batch; prints its line. It is gpt2_train_step in
+// its two halves, because a checkpoint due at this step is written between them: after
+// the forward, for weights whose loss just came out finite, before AdamW changes them.
 static double train_step(const Options* o, Run* r, int step) {
     double t0 = now_seconds();
     TrainState before = {step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
@@ -2469,15 +1420,11 @@ static double train_step(const Options* o, Run* r, int step) {
     stop_if_not_finite("training loss", loss, step, r);
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
         save_checkpoint(o->out_dir, step, &r->model, &before, r->last_checkpoint, sizeof r->last_checkpoint);
-    gpt2_zero_grad(&r->model);
-    gpt2_backward(&r->model);
-    float norm = gpt2_grad_norm(&r->model);
-    stop_if_not_finite("gradient norm", norm, step, r);
-    float lr = learning_rate(step, o->lr, o->warmup, o->max_steps, o->final_lr_frac);
-    gpt2_update(&r->model, lr, o->beta1, o->beta2, o->eps, o->weight_decay, grad_clip_scale(norm, o->grad_clip), step + 1);
+    StepStats s = gpt2_backward_update(&r->model, step, &r->adamw);
+    stop_if_not_finite("gradient norm", s.norm, step, r);
     double dt = now_seconds() - t0;
     printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
-           step + 1, o->max_steps, loss, lr, norm, dt * 1e3, o->B * o->T / dt);
+           step + 1, o->max_steps, loss, s.lr, s.norm, dt * 1e3, o->B * o->T / dt);
     fflush(stdout);
     return dt;
 }

@@ -309,17 +309,13 @@ static double step_flops(const Shape* s) {
     return 6 * B * T * (12 * L * C * C + Vp * C) + 6 * L * B * T * T * C;
 }
 
-// one training step, exactly as main() does it (hyperparameters: main's defaults)
+// one training step, as the trainer runs it (gpt2_train_step with the default flags)
 static float bench_train_step(GPT2* m, const int* inputs, const int* targets, int B, int T, int step, float* norm_out) {
     Options o = default_options();
-    float loss = gpt2_forward(m, inputs, targets, B, T, step);
-    gpt2_zero_grad(m);
-    gpt2_backward(m);
-    float norm = gpt2_grad_norm(m);
-    float lr = learning_rate(step, o.lr, o.warmup, o.max_steps, o.final_lr_frac);
-    gpt2_update(m, lr, o.beta1, o.beta2, o.eps, o.weight_decay, grad_clip_scale(norm, o.grad_clip), step + 1);
-    *norm_out = norm;
-    return loss;
+    AdamWConfig opt = adamw_config(&o);
+    StepStats s = gpt2_train_step(m, inputs, targets, B, T, step, &opt);
+    *norm_out = s.norm;
+    return s.loss;
 }
 
 // the kernel table
@@ -427,7 +423,8 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     volatile float sink = 0.0f;
     TIME_KERNEL("zero_grad (memset of all gradients)", "optimizer", 1, 0, gpt2_zero_grad(m));
     TIME_KERNEL("grad norm", "optimizer", 1, 0, sink = gpt2_grad_norm(m));
-    TIME_KERNEL("AdamW update (with the clipping scale)", "optimizer", 1, 0, gpt2_update(m, 1e-4f, 0.9f, 0.99f, 1e-8f, 0.1f, 0.5f, 1000));
+    AdamWConfig adamw = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f};
+    TIME_KERNEL("AdamW update (with the clipping scale)", "optimizer", 1, 0, gpt2_update(m, &adamw, 1e-4f, 0.5f, 1000));
     (void)sink;
     free(W); free(DW); free(A);
 

@@ -1,0 +1,337 @@
+/*
+fast/gemm.h: the speed engine's matrix multiply, behind every matmul of the model and
+the matrix products of attention. A reader of the model may skip it: the products it
+computes are named by their formulas (matmul_AB, matmul_ABt, matmul_AtB, at the end),
+and its plain twin is the triple loop sgemm_plain in test_gpt2.c, which the tests check
+it against (every transpose, accumulation, bias, odd sizes and strides).
+*/
+#ifndef FAST_GEMM_H
+#define FAST_GEMM_H
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#include "../util/io.h"
+
+// sgemm: deterministic single-precision matrix multiply, the engine of every matmul
+// (OpenMP + AVX-512 intrinsics; a plain-C fallback where AVX-512 is absent)
+//
+//   C[M,N] (= or +=) op(A)[M,K] * op(B)[K,N]
+//
+// Blocking (GotoBLAS / BLIS style)
+// --------------------------------
+// The loops, outermost first (inside one thread's share of C):
+//
+//   for jc in N, step NC        B block column
+//     for pc in K, step KC      pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp  (KC x NC, lives in L2/L3)
+//       for ic in M, step MC    pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap  (MC x KC, lives in L2)
+//         for jr in NC, step NR     one KC x NR sliver of Bp (stays in L1 for the whole ir loop)
+//           for ir in MC, step MR   one MR x KC sliver of Ap (streamed from L2)
+//             micro-kernel: MR x NR block of C += Ap-sliver * Bp-sliver
+//
+// Packing copies each sliver into k-major order (for every k: MR floats of A,
+// resp. NR floats of B), zero-padded to full MR / NR, so the micro-kernel
+// reads both operands with unit stride and never needs an edge case inside
+// its k loop. transA/transB only change how the packing routines read memory.
+//
+// Micro-kernel (AVX-512): MR=14 rows x NR=32 columns = 14 x 2 zmm = 28
+// accumulators (of 32 registers). Per k: 2 vector loads of B, 14 broadcasts
+// of A, 28 FMAs. Zen 5 has 2 FMA pipes with 4-cycle latency, so >= 8
+// independent chains are needed; 28 is plenty and the 16 loads per 28 FMAs
+// stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower.
+//
+// Cache sizes (Zen 5: L1D 48 KB, L2 1 MB per core):
+//   B sliver  KC*NR*4 = 256*32*4 = 32 KB  -> fits L1 next to the A stream
+//   A block   MC*KC*4 = 168*256*4 = 168 KB -> comfortably in L2
+//   B block   KC*NC*4 = 256*768*4 = 768 KB -> L2 next to the A block; each
+//             sliver is pulled into L1 once per ic block and reused MC/MR = 12
+//             times. (NC=768 beat 3072 by ~5% on the 50304-wide LM head, where B
+//             streams from DRAM; elsewhere NC made no measurable difference.)
+//
+// Determinism: each element of C belongs to exactly one thread. Its value is
+// C (or 0) + sum over K blocks in increasing order, where each block sum is a
+// sequential FMA chain k = pc, pc+1, ... started from 0. KC is a constant and
+// edge tiles run the same kernel on zero-padded data, so the result does not
+// depend on the thread count or on where the thread boundaries fall.
+// Threads split C by whole MR-row or NR-column panels (whichever of M, N is
+// larger), and every thread packs its own operands: no barriers, no sharing.
+#ifndef GEMM_MR
+#define GEMM_MR 14
+#endif
+#ifndef GEMM_NR
+#define GEMM_NR 32
+#endif
+#ifndef GEMM_KC
+#define GEMM_KC 256
+#endif
+#ifndef GEMM_MC
+#define GEMM_MC (12 * GEMM_MR)
+#endif
+#ifndef GEMM_NC
+#define GEMM_NC 768
+#endif
+#define GEMM_MIN_PAR_FLOPS 2e6  // below this, one thread is faster than waking a second
+
+static int gemm_imin(int a, int b) { return a < b ? a : b; }
+
+#ifdef __AVX512F__
+static __mmask16 gemm_lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+// transpose 16 rows of 16 floats in place
+static void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+}
+#endif
+
+// dst[k*R + r] = src[r*ld + k] for r < rows (rows of src are contiguous in k), 0 for rows <= r < R
+static void gemm_pack_rows(const float* src, int ld, int rows, int R, int kc, float* dst) {
+#ifdef __AVX512F__
+    for (int r0 = 0; r0 < R; r0 += 16) {
+        int nr = rows - r0, w = gemm_imin(16, R - r0);
+        for (int k0 = 0; k0 < kc; k0 += 16) {
+            int nk = gemm_imin(16, kc - k0);
+            __m512 v[16];
+            for (int i = 0; i < nr && i < 16; i++)  // long strided streams: help the prefetcher
+                _mm_prefetch((const char*)(src + (size_t)(r0 + i) * ld + k0 + 64), _MM_HINT_T0);
+            for (int i = 0; i < 16; i++)
+                v[i] = i < nr ? _mm512_maskz_loadu_ps(gemm_lanes(nk), src + (size_t)(r0 + i) * ld + k0)
+                              : _mm512_setzero_ps();
+            transpose16(v);
+            for (int k = 0; k < nk; k++) _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);
+        }
+    }
+#else
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < kc; k++) dst[(size_t)k * R + r] = r < rows ? src[(size_t)r * ld + k] : 0.0f;
+#endif
+}
+
+// dst[k*R + c] = src[k*ld + c] for c < cols (rows of src are contiguous in c), 0 for cols <= c < R
+static void gemm_pack_cols(const float* src, int ld, int cols, int R, int kc, float* dst) {
+    for (int k = 0; k < kc; k++) {
+        const float* s = src + (size_t)k * ld;
+        float* d = dst + (size_t)k * R;
+#ifdef __AVX512F__
+        for (int c0 = 0; c0 < R; c0 += 16)
+            _mm512_mask_storeu_ps(d + c0, gemm_lanes(R - c0), _mm512_maskz_loadu_ps(gemm_lanes(cols - c0), s + c0));
+#else
+        for (int c = 0; c < R; c++) d[c] = c < cols ? s[c] : 0.0f;
+#endif
+    }
+}
+
+// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR); m <= GEMM_MR, n <= GEMM_NR
+// When overwriting, bias (n values, one per column) is added if not NULL.
+static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc, int m, int n,
+                   int overwrite, const float* bias) {
+#ifdef __AVX512F__
+    enum { NV = GEMM_NR / 16 };
+    __m512 acc[GEMM_MR][NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_setzero_ps();
+    for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
+        for (int j = 0; j < n; j += 16) _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
+    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
+        __m512 bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) bv[j] = _mm512_load_ps(b + 16 * j);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {
+            __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++) {
+        if (i >= m) break;
+        float* c = C + (size_t)i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) {
+            __mmask16 mk = gemm_lanes(n - 16 * j);
+            __m512 v = acc[i][j];
+            if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c + 16 * j), v);
+            else if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + 16 * j));
+            _mm512_mask_storeu_ps(c + 16 * j, mk, v);
+        }
+    }
+#else
+    float acc[GEMM_MR][GEMM_NR];
+    memset(acc, 0, sizeof acc);
+    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR)
+        for (int i = 0; i < GEMM_MR; i++)
+            for (int j = 0; j < GEMM_NR; j++) acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f) : C[(size_t)i * ldc + j] + acc[i][j];
+#endif
+}
+
+// Per-thread packing buffers, allocated on first use and kept for the thread's lifetime
+// (OpenMP worker threads persist). _Thread_local also keeps callers in different
+// threads of an outer parallel region from sharing a buffer.
+static _Thread_local float* gemm_Ap;
+static _Thread_local float* gemm_Bp;
+
+// One thread's share: the m x n block of C whose top-left is C, with A and B already
+// offset to the matching row / column.
+static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
+                       float* C, int ldc, int accumulate, const float* bias) {
+    if (!gemm_Ap) {
+        gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_MC * GEMM_KC);
+        gemm_Bp = aligned_alloc(64, sizeof(float) * GEMM_KC * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
+        if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
+    }
+    float *Ap = gemm_Ap, *Bp = gemm_Bp;
+    for (int jc = 0; jc < n; jc += GEMM_NC) {
+        int nc = gemm_imin(GEMM_NC, n - jc);
+        for (int pc = 0; pc < K; pc += GEMM_KC) {
+            int kc = gemm_imin(GEMM_KC, K - pc);
+            for (int jr = 0; jr < nc; jr += GEMM_NR) {
+                int w = gemm_imin(GEMM_NR, nc - jr);
+                if (tB) gemm_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc);
+                else    gemm_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc);
+            }
+            for (int ic = 0; ic < m; ic += GEMM_MC) {
+                int mc = gemm_imin(GEMM_MC, m - ic);
+                for (int ir = 0; ir < mc; ir += GEMM_MR) {
+                    int h = gemm_imin(GEMM_MR, mc - ir);
+                    if (tA) gemm_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc);
+                    else    gemm_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc);
+                }
+                for (int jr = 0; jr < nc; jr += GEMM_NR)
+                    for (int ir = 0; ir < mc; ir += GEMM_MR)
+                        gemm_kernel(kc, Ap + (size_t)ir * kc, Bp + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr,
+                               ldc, gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr), !accumulate && pc == 0,
+                               bias ? bias + jc + jr : NULL);
+            }
+        }
+    }
+}
+
+// this thread's number and the size of its team (0 and 1 outside a parallel region)
+static int team_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static int team_size(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+// Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias).
+// C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
+// re-packs the whole operand along the other dimension, so split the dimension that makes
+// that duplicated operand the smaller one.)
+void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {  // empty sum
+        if (!accumulate && t == 0)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+        return;
+    }
+    int splitN = N > M;
+    int panels = splitN ? (N + GEMM_NR - 1) / GEMM_NR : (M + GEMM_MR - 1) / GEMM_MR;
+    // thread 0 (which starts first: the others have to wake up) takes the larger share
+    int p0 = (int)(((long)panels * t + T - 1) / T), p1 = (int)(((long)panels * (t + 1) + T - 1) / T);
+    if (splitN) {
+        int j0 = p0 * GEMM_NR, j1 = gemm_imin(N, p1 * GEMM_NR);
+        if (j1 > j0)
+            gemm_block(transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
+                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL);
+    } else {
+        int i0 = p0 * GEMM_MR, i1 = gemm_imin(M, p1 * GEMM_MR);
+        if (i1 > i0)
+            gemm_block(transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
+                       C + (size_t)i0 * ldc, ldc, accumulate, bias);
+    }
+}
+
+// threads worth using for a product of M x N x K: 1 when already inside a parallel region
+// (a nested call) or when the product is too small to pay for waking a second thread
+int sgemm_threads(int M, int N, int K) {
+#ifdef _OPENMP
+    if (omp_get_level() == 0 && 2.0 * M * N * K >= GEMM_MIN_PAR_FLOPS) return omp_get_max_threads();
+#else
+    (void)M; (void)N; (void)K;
+#endif
+    return 1;
+}
+
+// C = op(A) op(B) + bias (bias: N values added to every row, or NULL), or, with
+// accumulate, C += op(A) op(B) (bias ignored)
+void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                float* C, int ldc, int accumulate, const float* bias) {
+    int nt = sgemm_threads(M, N, K);
+    if (nt == 1) {  // (even an inactive parallel region costs a call into the OpenMP runtime)
+        sgemm_share(0, 1, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        return;
+    }
+    #pragma omp parallel num_threads(nt)
+    sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+}
+
+void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+           float* C, int ldc, int accumulate) {
+    sgemm_bias(transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, NULL);
+}
+
+// The matrix products of attention, named by their formulas. Each runs on the calling
+// thread (attention calls them inside its parallel loop over heads). Every matrix is
+// row-major with its own row stride (ld), so a head's slice of Q, K or V (hs columns of
+// a row of 3C) is passed as it lies in memory.
+
+// C (M,N) = A (M,K) B^T, with B (N,K): every row of A against every row of B
+static inline void matmul_ABt(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
+                              int M, int N, int K) {
+    sgemm_share(0, 1, 0, 1, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+}
+
+// C (M,N) = A (M,K) B (K,N)
+static inline void matmul_AB(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
+                             int M, int N, int K) {
+    sgemm_share(0, 1, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+}
+
+// C (M,N) = A^T B, with A (K,M) and B (K,N)
+static inline void matmul_AtB(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
+                              int M, int N, int K) {
+    sgemm_share(0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+}
+
+#endif

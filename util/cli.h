@@ -1,0 +1,170 @@
+/*
+util/cli.h: the command line: every flag, its default and its check. Plumbing.
+*/
+#ifndef UTIL_CLI_H
+#define UTIL_CLI_H
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "io.h"
+
+// command line: llm.c's train_gpt2.cu letters, plus flags for the model shape and more
+
+typedef struct {
+    const char* train_path;      // -i
+    const char* val_path;        // -j
+    const char* tokenizer_path;  // -tok
+    const char* init;            // -e checkpoint file or llm.c descriptor (d12...); "" = fresh model
+    const char* out_dir;         // -o
+    int B, T;                    // -b -t
+    float lr;                    // -l
+    int warmup;                  // -u
+    float final_lr_frac;         // -q
+    float weight_decay;          // -c
+    int max_steps;               // -x
+    int val_every, val_batches;  // -v -m
+    int sample_every, gen_tokens;// -s -g
+    int checkpoint_every;        // -n
+    int resume;                  // -y
+    int layers, heads, channels, max_seq_len; // -nl -nh -nc -mt (fresh model)
+    float grad_clip;             // -gc
+    long long seed;              // -sd
+    float dropout;               // -dr
+    float beta1, beta2, eps;     // -b1 -b2 -ae
+    float temperature;           // -tp
+    int top_k;                   // -tk
+    const char* prompt;          // -pr
+    int shuffle;                 // -sh
+    const char* attention_map;   // -am
+    int slide;                   // -sw
+} Options;
+
+typedef struct { const char* name; char type; size_t offset; const char* help; } Flag;
+#define OPT(field) offsetof(Options, field)
+static const Flag FLAGS[] = {
+    {"-i", 's', OPT(train_path), "training tokens (llm.c token file)"},
+    {"-j", 's', OPT(val_path), "validation tokens"},
+    {"-tok", 's', OPT(tokenizer_path), "tokenizer (llm.c tokenizer file)"},
+    {"-e", 's', OPT(init), "start from this llm.c checkpoint, or a fresh d12/d24/d36/d48; default: a fresh model shaped by -nl -nh -nc -mt"},
+    {"-o", 's', OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
+    {"-b", 'i', OPT(B), "batch size B"},
+    {"-t", 'i', OPT(T), "sequence length T"},
+    {"-l", 'f', OPT(lr), "peak learning rate"},
+    {"-u", 'i', OPT(warmup), "warmup steps"},
+    {"-q", 'f', OPT(final_lr_frac), "final learning rate as a fraction of the peak (cosine decay)"},
+    {"-c", 'f', OPT(weight_decay), "AdamW weight decay (matrices only)"},
+    {"-x", 'i', OPT(max_steps), "training steps (0 = none: generate with -g, or evaluate)"},
+    {"-v", 'i', OPT(val_every), "validation loss every N steps (0 = only at the end)"},
+    {"-m", 'i', OPT(val_batches), "validation batches (0 = the whole validation file)"},
+    {"-s", 'i', OPT(sample_every), "sample every N steps (0 = only at the end)"},
+    {"-g", 'i', OPT(gen_tokens), "tokens per sample (0 = no samples)"},
+    {"-n", 'i', OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)"},
+    {"-y", 'i', OPT(resume), "1 = resume from the newest checkpoint in -o"},
+    {"-nl", 'i', OPT(layers), "fresh model: layers"},
+    {"-nh", 'i', OPT(heads), "fresh model: heads"},
+    {"-nc", 'i', OPT(channels), "fresh model: channels"},
+    {"-mt", 'i', OPT(max_seq_len), "fresh model: maxT (0 = T)"},
+    {"-gc", 'f', OPT(grad_clip), "clip the global gradient norm to this (0 = off)"},
+    {"-sd", 'L', OPT(seed), "seed for initialisation, dropout, shuffling and sampling"},
+    {"-dr", 'f', OPT(dropout), "dropout probability, 0 <= p < 1 (training only)"},
+    {"-b1", 'f', OPT(beta1), "AdamW beta1"},
+    {"-b2", 'f', OPT(beta2), "AdamW beta2"},
+    {"-ae", 'f', OPT(eps), "AdamW epsilon"},
+    {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
+    {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
+    {"-pr", 's', OPT(prompt), "prompt to continue (character-level tokenizers)"},
+    {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; 0 = llm.c's sequential batches"},
+    {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; 0 = stop"},
+    {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this PGM file and exit"},
+};
+#define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
+
+static Options default_options(void) {
+    Options o = {
+        .train_path = "data/tiny_shakespeare_train.bin", .val_path = "data/tiny_shakespeare_val.bin",
+        .tokenizer_path = "data/tiny_shakespeare_tokenizer.bin", .init = "", .out_dir = "out",
+        .B = 12, .T = 64, .lr = 1e-3f, .warmup = 100, .final_lr_frac = 0.5f, .weight_decay = 0.0f,
+        .max_steps = 2000, .val_every = 250, .val_batches = 0, .sample_every = 0, .gen_tokens = 400,
+        .checkpoint_every = 0, .resume = 0, .layers = 4, .heads = 4, .channels = 128, .max_seq_len = 0,
+        .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
+        .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1};
+    return o;
+}
+
+static void print_usage(FILE* f) {
+    Options d = default_options();
+    fprintf(f, "usage: ./train_gpt2 [flags]   (every flag takes a value)\n");
+    for (int i = 0; i < NUM_FLAGS; i++) {
+        const Flag* fl = &FLAGS[i];
+        const char* field = (const char*)&d + fl->offset;
+        char def[64];
+        if (fl->type == 'i') snprintf(def, sizeof def, "%d", *(const int*)field);
+        else if (fl->type == 'L') snprintf(def, sizeof def, "%lld", *(const long long*)field);
+        else if (fl->type == 'f') snprintf(def, sizeof def, "%g", *(const float*)field);
+        else snprintf(def, sizeof def, "\"%s\"", *(const char* const*)field);
+        fprintf(f, "  %-4s %-36s (default %s)\n", fl->name, fl->help, def);
+    }
+}
+
+static void usage_error(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "train_gpt2: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    print_usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+Options parse_args(int argc, char** argv) {
+    Options o = default_options();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage(stdout); exit(0); }
+        const Flag* fl = NULL;
+        for (int k = 0; k < NUM_FLAGS; k++) if (strcmp(argv[i], FLAGS[k].name) == 0) fl = &FLAGS[k];
+        if (!fl) usage_error("unknown flag '%s'", argv[i]);
+        if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
+        const char* v = argv[++i];
+        char* field = (char*)&o + fl->offset;
+        char* end;
+        errno = 0;
+        if (fl->type == 's') { *(const char**)field = v; continue; }
+        if (fl->type == 'f') {
+            float x = strtof(v, &end);
+            if (end == v || *end || errno || !isfinite(x)) usage_error("flag %s expects a number, got '%s'", fl->name, v);
+            *(float*)field = x;
+        } else {
+            long long x = strtoll(v, &end, 10);
+            if (end == v || *end || errno) usage_error("flag %s expects an integer, got '%s'", fl->name, v);
+            if (fl->type == 'i' && (x < -2147483647LL || x > 2147483647LL)) usage_error("flag %s: %s is out of range", fl->name, v);
+            if (fl->type == 'i') *(int*)field = (int)x; else *(long long*)field = x;
+        }
+    }
+    // ranges: one line naming the flag
+    struct { int bad; const char* msg; } checks[] = {
+        {o.B <= 0, "-b (batch size) must be > 0"}, {o.T <= 0, "-t (sequence length) must be > 0"},
+        {o.lr < 0, "-l (learning rate) must be >= 0"}, {o.warmup < 0, "-u (warmup steps) must be >= 0"},
+        {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},
+        {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},
+        {o.val_every < 0, "-v must be >= 0"}, {o.val_batches < 0, "-m must be >= 0"},
+        {o.sample_every < 0, "-s must be >= 0"}, {o.gen_tokens < 0, "-g must be >= 0"},
+        {o.checkpoint_every < 0, "-n must be >= 0"}, {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},
+        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.heads <= 0, "-nh (heads) must be > 0"},
+        {o.channels <= 0, "-nc (channels) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
+        {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
+        {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
+        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"}, {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
+        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"}, {o.temperature < 0, "-tp (temperature) must be >= 0"},
+        {o.top_k < 0, "-tk (top-k) must be >= 0"}, {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"}, {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
+        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"}};
+    for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
+        if (checks[k].bad) { fprintf(stderr, "train_gpt2: error: %s\n", checks[k].msg); exit(EXIT_USAGE); }
+    return o;
+}
+
+#endif

@@ -1,0 +1,101 @@
+/*
+util/io.h: errors and checked I/O. Plumbing: a reader of the model may skip it.
+
+Every failure is one clear line naming the file, flag or source line, then a non-zero
+exit (EXIT_BAD_INPUT for bad files and failures, EXIT_USAGE for bad flags): never a
+crash. Writes go to a temporary file that is flushed and renamed over the target, so a
+crash leaves the old file or the new one, never half of one.
+*/
+#ifndef UTIL_IO_H
+#define UTIL_IO_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_BAD_INPUT 1
+#define EXIT_USAGE 2
+
+static void die(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "train_gpt2: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(EXIT_BAD_INPUT);
+}
+
+// fopen/fread/malloc that name the file (and the source line) when they fail
+static FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
+    FILE* f = fopen(path, mode);
+    if (!f) die("cannot open '%s' (%s) [%s:%d]", path, strerror(errno), src, line);
+    return f;
+}
+#define fopenCheck(path, mode) fopen_check(path, mode, __FILE__, __LINE__)
+
+static void fread_check(void* dst, size_t size, size_t count, FILE* f, const char* path, const char* what) {
+    if (fread(dst, size, count, f) != count)
+        die("'%s' is truncated: it ends inside the %s", path, what);
+}
+
+static void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
+    if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
+}
+
+static void* malloc_check(size_t size, const char* src, int line) {
+    void* p = malloc(size ? size : 1);
+    if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
+    return p;
+}
+#define mallocCheck(size) malloc_check(size, __FILE__, __LINE__)
+
+static void* calloc_check(size_t count, size_t size, const char* src, int line) {
+    void* p = calloc(count ? count : 1, size);
+    if (!p) die("out of memory allocating %zu bytes [%s:%d]", count * size, src, line);
+    return p;
+}
+#define callocCheck(count, size) calloc_check(count, size, __FILE__, __LINE__)
+
+// the size of an open file, to check it against what its header promises
+static long file_size(FILE* f) {
+    long here = ftell(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, here, SEEK_SET);
+    return size;
+}
+
+// reads the 256-int header every llm.c file starts with (doc/formats.md) and checks its magic
+static void read_header(FILE* f, const char* path, int32_t header[256], int32_t magic, const char* kind) {
+    if (fread(header, sizeof(int32_t), 256, f) != 256)
+        die("'%s' is truncated: shorter than the 1024-byte header of a %s", path, kind);
+    if (header[0] != magic)
+        die("'%s' is not a %s: magic number %d, expected %d", path, kind, header[0], magic);
+}
+
+// write to a temporary file, flush it to disk, then rename over the target: a crash
+// leaves either the old file or the new one, never half of one
+static FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
+    snprintf(tmp, tmp_size, "%s.tmp", path);
+    return fopenCheck(tmp, "wb");
+}
+
+static void atomic_commit(FILE* f, const char* tmp, const char* path) {
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
+    if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
+}
+
+static inline double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#endif

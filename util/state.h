@@ -1,0 +1,96 @@
+/*
+util/state.h: the training-state file beside each checkpoint (AdamW's moments, the step,
+the data position, the sampler's random stream), and finding the newest checkpoint.
+Plumbing; the model's own checkpoint is written by train_gpt2.c.
+*/
+#ifndef UTIL_STATE_H
+#define UTIL_STATE_H
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "io.h"
+
+// training state: everything besides the weights that a resumed run needs to continue
+// exactly: AdamW's moments, the step, the data position, the sampler's random stream.
+// Our own format (magic 20241124, version 1): header of 256 int32, then m and v as
+// float32 in parameter order.
+
+#define STATE_MAGIC 20241124
+
+typedef struct {
+    int step;          // updates done
+    int B, T;
+    long epoch;        // data loader position
+    size_t batch_index;
+    uint64_t sampler_rng;
+} TrainState;
+
+static void put_u64(int32_t* h, int i, uint64_t v) {
+    h[i] = (int32_t)(v & 0xffffffffu);
+    h[i + 1] = (int32_t)(v >> 32);
+}
+static uint64_t get_u64(const int32_t* h, int i) {
+    return (uint64_t)(uint32_t)h[i] | ((uint64_t)(uint32_t)h[i + 1] << 32);
+}
+
+// writes st and AdamW's moments m and v (n floats each, in parameter order), atomically
+void write_train_state(const char* path, const TrainState* st, const float* m, const float* v, size_t n) {
+    char tmp[4096];
+    FILE* f = atomic_open(path, tmp, sizeof tmp);
+    int32_t h[256] = {0};
+    h[0] = STATE_MAGIC; h[1] = 1; h[2] = st->step; h[3] = st->B; h[4] = st->T;
+    put_u64(h, 5, n);
+    put_u64(h, 7, (uint64_t)st->epoch);
+    put_u64(h, 9, st->batch_index);
+    put_u64(h, 11, st->sampler_rng);
+    fwrite_check(h, sizeof(int32_t), 256, f, tmp);
+    fwrite_check(m, sizeof(float), n, f, tmp);
+    fwrite_check(v, sizeof(float), n, f, tmp);
+    atomic_commit(f, tmp, path);
+}
+
+// reads st and the moments into m and v (n floats each); the file must hold exactly n of each
+void read_train_state(const char* path, TrainState* st, float* m, float* v, size_t n) {
+    FILE* f = fopenCheck(path, "rb");
+    int32_t h[256];
+    read_header(f, path, h, STATE_MAGIC, "training state file");
+    if (h[1] != 1) die("'%s': training state version %d is not supported (expected 1)", path, h[1]);
+    if (get_u64(h, 5) != n)
+        die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
+            (unsigned long long)get_u64(h, 5), n);
+    long expected = 1024L + 2L * (long)(n * sizeof(float));
+    if (file_size(f) != expected)
+        die("'%s' is truncated or too long: %ld bytes, expected %ld", path, file_size(f), expected);
+    st->step = h[2]; st->B = h[3]; st->T = h[4];
+    st->epoch = (long)get_u64(h, 7);
+    st->batch_index = (size_t)get_u64(h, 9);
+    st->sampler_rng = get_u64(h, 11);
+    fread_check(m, sizeof(float), n, f, path, "AdamW moments");
+    fread_check(v, sizeof(float), n, f, path, "AdamW moments");
+    fclose(f);
+}
+
+// the newest step in dir that has both model_%08d.bin and state_%08d.bin; -1 if none
+int latest_checkpoint(const char* dir) {
+    DIR* d = opendir(dir);
+    if (!d) return -1;
+    int best = -1;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int step;
+        char name[64], model_path[4096];
+        struct stat sb;
+        if (sscanf(e->d_name, "state_%8d", &step) != 1 || step <= best) continue;
+        snprintf(name, sizeof name, "state_%08d.bin", step);
+        if (strcmp(name, e->d_name) != 0) continue;  // e.g. a leftover .tmp file
+        snprintf(model_path, sizeof model_path, "%s/model_%08d.bin", dir, step);
+        if (stat(model_path, &sb) == 0) best = step;
+    }
+    closedir(d);
+    return best;
+}
+
+#endif
