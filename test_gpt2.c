@@ -6,9 +6,13 @@ test_gpt2.c: checks train_gpt2.c against an independent implementation.
    one of them with dropout at all four sites; then 12 AdamW steps of training.
 2. Finite differences: every layer's backward against central differences of its own
    forward, on small random inputs, with no PyTorch involved.
-3. The fast matmul against the plain one; the KV-cache inference path against the
-   training forward; bit-identical results across runs and thread counts; the worked
-   attention example of the article on training vs inference (article 002).
+3. The fast matmul against the plain one, and every kernel of the speed engine (fast/)
+   against its plain twin: sgemm against sgemm_plain (and sgemm's results independent
+   of the thread count), exp/tanh, sum_of_squares and zero_floats, add_weighted_rows,
+   matvec, the aligned allocator, and the attention against attention_forward_plain and
+   attention_backward_plain; the KV-cache inference path against the training forward; bit-identical results
+   across runs and thread counts; the worked attention example of the article on
+   training vs inference (article 002).
 
 Usage: ./test_gpt2                       all of the above, with the committed references
        ./test_gpt2 -r DIR                the same with the references in DIR
@@ -409,6 +413,503 @@ static void test_weighted_rows(void) {
                 free(w); free(rows); free(out); free(expect);
             }
     check(worst <= 1e-6f, "add_weighted_rows on %d shapes: worst error %.1e relative to the sum of magnitudes", cases, worst);
+}
+
+// ----------------------------------------------------------------------------
+// the speed engine (fast/) against its plain twins: every fast kernel names its plain
+// twin, and each has a test here
+
+// the plain twin of sgemm_bias (fast/gemm.h): the triple loop. C (M,N) = op(A) op(B) + bias,
+// or C += op(A) op(B) with accumulate (bias ignored then); op(A) is A, or A^T with transA
+// (A then stored (K,M)); likewise op(B) (B stored (K,N), or (N,K) with transB). Row strides
+// lda, ldb, ldc.
+static void sgemm_plain(int transA, int transB, int M, int N, int K, const float* A, int lda,
+                        const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            for (int k = 0; k < K; k++) {
+                float a = transA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                float b = transB ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                sum += a * b;
+            }
+            float* c = C + (size_t)i * ldc + j;
+            *c = accumulate ? *c + sum : sum + (bias ? bias[j] : 0.0f);
+        }
+}
+
+// ours against ref, two buffers of n floats that hold an M x N view at offset off with row
+// stride ld: the largest error inside the view relative to the largest |ref| there. Outside
+// the view nothing may change: *outside counts the floats there that differ from ref at all.
+static float view_error(const float* ours, const float* ref, size_t n, size_t off, int M, int N, int ld,
+                        int* outside) {
+    float e = 0.0f, m = 0.0f;
+    for (size_t idx = 0; idx < n; idx++) {
+        size_t r = (idx - off) / ld, c = (idx - off) % ld;
+        if (idx >= off && r < (size_t)M && c < (size_t)N) {
+            float d = fabsf(ours[idx] - ref[idx]);
+            if (!(d <= e)) e = d;  // NaN counts as the largest error
+            if (fabsf(ref[idx]) > m) m = fabsf(ref[idx]);
+        } else if (memcmp(&ours[idx], &ref[idx], sizeof(float)) != 0) {
+            (*outside)++;
+        }
+    }
+    return m > 0 ? e / m : e;
+}
+
+// n floats uniform in [-1, 1): cheaper than random_floats' normals for big matrices
+static float* uniform_floats(uint64_t* rng, size_t n) {
+    float* p = mallocCheck(n * sizeof(float) + 1);
+    for (size_t i = 0; i < n; i++) p[i] = 2.0f * random_f32(rng) - 1.0f;
+    return p;
+}
+
+static float* copy_floats(const float* src, size_t n) {
+    float* p = mallocCheck(n * sizeof(float) + 1);
+    memcpy(p, src, n * sizeof(float));
+    return p;
+}
+
+// sgemm_bias against sgemm_plain: the four transpose combinations, each with C = op(A) op(B),
+// = op(A) op(B) + bias, += op(A) op(B), and += with a bias that must be ignored; on sizes at
+// every edge of the blocking, with row strides wider than the rows (padding that must not be
+// read into the result nor written), on one thread and on several.
+// (relative to the largest |C|)
+#define TOL_SGEMM_REL 2e-6f     // measured worst 9.0e-7 (K = 513: float sums in two orders)
+#define TOL_PRODUCTS_REL 5e-7f  // measured worst 2.3e-7 (the head slices, K <= 64)
+static void test_sgemm(void) {
+    printf("-- sgemm_bias against sgemm_plain (blocking MR=%d NR=%d KC=%d MC=%d NC=%d)\n",
+           GEMM_MR, GEMM_NR, GEMM_KC, GEMM_MC, GEMM_NC);
+#ifdef _OPENMP
+    int saved_threads = omp_get_max_threads();
+    if (saved_threads < 2) omp_set_num_threads(2);  // the threaded path even on one core
+#endif
+    // M, N, K: 1; 13, 14, 15 around MR; 31, 32, 33 around NR; 255, 256, 257 around KC;
+    // M > MC = 168; N > NC = 768; K = 0 (the empty sum: C = bias)
+    // the last three on several threads (M N K >= 1e6: sgemm_threads)
+    int shapes[][3] = {{1, 1, 1}, {13, 31, 255}, {14, 32, 256}, {15, 33, 257}, {1, 33, 14}, {15, 1, 31},
+                       {14, 33, 513}, {20, 769, 33}, {5, 7, 0}, {169, 24, 257}, {15, 800, 90}, {170, 800, 8}};
+    uint64_t rng = 1234;
+    int single = 0, multi = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        int threads = sgemm_threads(M, N, K);
+        float worst = 0.0f;
+        int outside = 0;
+        for (int tA = 0; tA <= 1; tA++)
+            for (int tB = 0; tB <= 1; tB++)
+                for (int mode = 0; mode < 4; mode++) {
+                    int accumulate = mode >= 2;
+                    int lda = (tA ? M : K) + 3, ldb = (tB ? K : N) + 5, ldc = N + 7;
+                    size_t na = (size_t)(tA ? K : M) * lda, nb = (size_t)(tB ? N : K) * ldb;
+                    size_t nc = (size_t)M * ldc;
+                    float *A = uniform_floats(&rng, na), *B = uniform_floats(&rng, nb);
+                    float *bias = uniform_floats(&rng, N), *C = uniform_floats(&rng, nc);
+                    float* ref = copy_floats(C, nc);
+                    const float* b = mode & 1 ? bias : NULL;
+                    sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, b);
+                    sgemm_plain(tA, tB, M, N, K, A, lda, B, ldb, ref, ldc, accumulate, b);
+                    float e = view_error(C, ref, nc, 0, M, N, ldc, &outside);
+                    if (!(e <= worst)) worst = e;
+                    free(A); free(B); free(bias); free(C); free(ref);
+                }
+        single += threads == 1;
+        multi += threads > 1;
+        check(worst <= TOL_SGEMM_REL && outside == 0,
+              "sgemm M=%d N=%d K=%d (%d thread%s), 4 transposes x (=, = + bias, +=, += ignoring bias): "
+              "worst %.1e relative to max (tolerance %.0e), %d padding floats changed",
+              M, N, K, threads, threads > 1 ? "s" : "", worst, TOL_SGEMM_REL, outside);
+    }
+#ifdef _OPENMP
+    check(single > 0 && multi > 0, "sgemm: %d products ran on one thread, %d on several", single, multi);
+    omp_set_num_threads(saved_threads);
+#else
+    (void)single; (void)multi;
+#endif
+}
+
+// the named products of attention (matmul_ABt, matmul_AB, matmul_AtB) against sgemm_plain,
+// on a head's slices as attention passes them: Q_h, K_h, V_h are hs columns of rows of 3C,
+// dQ_h.. likewise, out_h and dout_h hs columns of rows of C
+static void test_gemm_products(void) {
+    printf("-- matmul_ABt, matmul_AB, matmul_AtB against sgemm_plain on strided head slices\n");
+    int cases[][3] = {{1, 8, 1}, {15, 24, 3}, {17, 48, 2}, {33, 64, 4}, {64, 40, 2}};  // T, C, NH
+    uint64_t rng = 4321;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int T = cases[ci][0], C = cases[ci][1], NH = cases[ci][2], hs = C / NH, C3 = 3 * C, h = NH - 1;
+        size_t nqkv = (size_t)T * C3, ny = (size_t)T * C, natt = (size_t)T * (T + 2);
+        float *qkv = uniform_floats(&rng, nqkv), *P = uniform_floats(&rng, (size_t)T * T);
+        float *dy = uniform_floats(&rng, ny);
+        const float *q = qkv + h * hs, *k = q + C, *v = q + 2 * C;
+        int outside = 0;
+        // S = Q_h K_h^T (attention step 1), into a (T,T) matrix of row stride T + 2
+        float *S = uniform_floats(&rng, natt), *S_ref = copy_floats(S, natt);
+        matmul_ABt(S, T + 2, q, C3, k, C3, T, T, hs);
+        sgemm_plain(0, 1, T, T, hs, q, C3, k, C3, S_ref, T + 2, 0, NULL);
+        float e_abt = view_error(S, S_ref, natt, 0, T, T, T + 2, &outside);
+        // out_h = P V_h (forward step 8), into hs columns of rows of C
+        float *O = uniform_floats(&rng, ny), *O_ref = copy_floats(O, ny);
+        matmul_AB(O + h * hs, C, P, T, v, C3, T, hs, T);
+        sgemm_plain(0, 0, T, hs, T, P, T, v, C3, O_ref + h * hs, C, 0, NULL);
+        float e_ab = view_error(O, O_ref, ny, h * hs, T, hs, C, &outside);
+        // dV_h = P^T dout_h (backward step 2), into hs columns of rows of 3C
+        float *D = uniform_floats(&rng, nqkv), *D_ref = copy_floats(D, nqkv);
+        matmul_AtB(D + 2 * C + h * hs, C3, P, T, dy + h * hs, C, T, hs, T);
+        sgemm_plain(1, 0, T, hs, T, P, T, dy + h * hs, C, D_ref + 2 * C + h * hs, C3, 0, NULL);
+        float e_atb = view_error(D, D_ref, nqkv, 2 * C + h * hs, T, hs, C3, &outside);
+        check(fmaxf(e_abt, fmaxf(e_ab, e_atb)) <= TOL_PRODUCTS_REL && outside == 0,
+              "head slices T=%d C=%d NH=%d (hs %d): ABt %.1e, AB %.1e, AtB %.1e relative to max "
+              "(tolerance %.0e); %d floats outside the views changed",
+              T, C, NH, hs, e_abt, e_ab, e_atb, TOL_PRODUCTS_REL, outside);
+        free(qkv); free(P); free(dy); free(S); free(S_ref); free(O); free(O_ref); free(D); free(D_ref);
+    }
+}
+
+// determinism: sgemm_share's shares t = 0..T-1 of a team of T threads, called one after
+// another, give exactly the C of sgemm_share(0, 1, ...), and so does sgemm_bias on as many
+// threads as it likes: the result does not depend on the thread count
+static void test_sgemm_shares(void) {
+    printf("-- sgemm_share: teams of 1, 2 and 3 give bit-identical products\n");
+    // split by rows (M >= N) and by columns (N > M), shares of unequal size, a team larger than
+    // the panels (M = 14, N = 10: one panel), K over several KC blocks
+    int shapes[][3] = {{100, 40, 300}, {20, 200, 257}, {170, 800, 50}, {14, 10, 5}, {45, 45, 600}};
+    uint64_t rng = 555;
+#ifdef _OPENMP
+    int saved_threads = omp_get_max_threads();
+    if (saved_threads < 2) omp_set_num_threads(2);  // sgemm_bias on several threads even on one core
+#endif
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], same = 1, runs = 0;
+        for (int tA = 0; tA <= 1; tA++)
+            for (int tB = 0; tB <= 1; tB++)
+                for (int accumulate = 0; accumulate <= 1; accumulate++) {
+                    int lda = (tA ? M : K) + 1, ldb = (tB ? K : N) + 2, ldc = N + 3;
+                    size_t na = (size_t)(tA ? K : M) * lda, nb = (size_t)(tB ? N : K) * ldb;
+                    size_t nc = (size_t)M * ldc;
+                    float *A = uniform_floats(&rng, na), *B = uniform_floats(&rng, nb);
+                    float *bias = uniform_floats(&rng, N), *C0 = uniform_floats(&rng, nc);
+                    float* one = copy_floats(C0, nc);
+                    sgemm_share(0, 1, tA, tB, M, N, K, A, lda, B, ldb, one, ldc, accumulate, bias);
+                    for (int team = 2; team <= 3; team++) {
+                        float* C = copy_floats(C0, nc);
+                        for (int t = 0; t < team; t++)
+                            sgemm_share(t, team, tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+                        same &= memcmp(C, one, nc * sizeof(float)) == 0;
+                        free(C);
+                    }
+                    float* C = copy_floats(C0, nc);
+                    sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+                    same &= memcmp(C, one, nc * sizeof(float)) == 0;
+                    runs++;
+                    free(C); free(A); free(B); free(bias); free(C0); free(one);
+                }
+        int threads = sgemm_threads(M, N, K);
+        check(same, "sgemm_share M=%d N=%d K=%d: teams of 2 and 3 and sgemm_bias (%d thread%s) give the bits "
+              "of one thread, in all %d transpose/accumulate cases",
+              M, N, K, threads, threads > 1 ? "s" : "", runs);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved_threads);
+#endif
+}
+
+// exp_approx and tanh_approx (fast/approx.h) against expf and tanhf
+#define TOL_EXP_REL 2e-7f     // measured worst 1.19e-7 (one float ulp) on 2 million points of [-87, 88]
+#define TOL_TANH_ABS 2.5e-7f  // measured worst 1.79e-7 on 1 million points of [-10, 10]
+static void test_exp_tanh(void) {
+    printf("-- exp_approx against expf, tanh_approx against tanhf\n");
+    const int n = 2000000;
+    float worst = 0.0f, worst_x = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float x = (float)(-87.0 + 175.0 * i / (n - 1)), ref = expf(x);
+        float e = fabsf(exp_approx(x) - ref) / ref;
+        if (!(e <= worst)) { worst = e; worst_x = x; }
+    }
+    check(worst <= TOL_EXP_REL, "exp_approx on %d points of [-87, 88]: worst relative error %.2e at x = %.4f "
+          "(tolerance %.0e)", n, worst, worst_x, TOL_EXP_REL);
+    // outside [-87, 88] the input is clamped (e^x stays a normal float); NaN stays NaN
+    float lo = exp_approx(-87.0f), hi = exp_approx(88.0f);
+    int clamped = exp_approx(-INFINITY) == lo && exp_approx(-100.0f) == lo && exp_approx(INFINITY) == hi
+                  && exp_approx(100.0f) == hi && lo > 0.0f && lo < 2e-38f && isfinite(hi) && hi > 1.6e38f;
+    check(clamped && isnan(exp_approx(NAN)), "exp_approx(-inf) = exp_approx(-100) = e^-87 = %.3e, "
+          "exp_approx(+inf) = exp_approx(100) = e^88 = %.3e, exp_approx(NaN) = %f", lo, hi, exp_approx(NAN));
+    const int m = 1000000;
+    worst = 0.0f;
+    for (int i = 0; i < m; i++) {
+        float u = (float)(-10.0 + 20.0 * i / (m - 1));
+        float e = fabsf(tanh_approx(u) - tanhf(u));
+        if (!(e <= worst)) { worst = e; worst_x = u; }
+    }
+    check(worst <= TOL_TANH_ABS, "tanh_approx on %d points of [-10, 10]: worst absolute error %.2e at "
+          "u = %.4f (tolerance %.1e)", m, worst, worst_x, TOL_TANH_ABS);
+}
+
+// sum_of_squares and zero_floats (fast/buffers.h) against their plain twins: a double
+// loop over the squares, and memset. The sum must also be the same bits on 1 thread and on
+// all threads (the gradient norm, and so clipping, must not depend on the thread count).
+#define TOL_SUMSQ_REL 1e-7f  // measured worst 1.9e-8 (float sums of 1024 squares, then double)
+static void test_buffers(void) {
+    printf("-- sum_of_squares against a double loop, zero_floats against memset\n");
+    size_t ns[] = {1, 63, 1024, 1025, 100000, (1u << 20) + 3};
+    uint64_t rng = 4242;
+    float worst = 0.0f;
+    int same_bits = 1, zeroed = 1;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        size_t n = ns[k];
+        float* g = random_floats(&rng, n + 1, 0.0f, 1.0f);
+        double ref = 0.0;
+        for (size_t i = 0; i < n; i++)
+            ref += (double)g[i] * g[i];
+        double all = sum_of_squares(g, n);
+#ifdef _OPENMP
+        int threads = omp_get_max_threads();
+        omp_set_num_threads(1);
+        double one = sum_of_squares(g, n);
+        omp_set_num_threads(threads);
+        same_bits &= memcmp(&one, &all, sizeof one) == 0;
+#endif
+        float e = (float)(fabs(all - ref) / ref);
+        if (!(e <= worst)) worst = e;
+        float sentinel = g[n];
+        zero_floats(g, n);
+        for (size_t i = 0; i < n; i++)
+            zeroed &= g[i] == 0.0f;
+        zeroed &= g[n] == sentinel;
+        free(g);
+    }
+    check(worst <= TOL_SUMSQ_REL, "sum_of_squares, n = 1 .. 2^20+3: worst relative error %.1e "
+          "(tolerance %.0e)", worst, TOL_SUMSQ_REL);
+    check(same_bits, "sum_of_squares gives the same bits on one thread and on all threads");
+    check(zeroed, "zero_floats zeroes exactly n floats");
+}
+
+// matvec_forward (fast/rows.h) against its plain twin, matmul_forward_plain with one row
+// (relative to the largest |out|)
+#define TOL_MATVEC_REL 2e-6f  // measured worst 9.9e-7 (IC = 768: float sums in two orders)
+static void test_matvec(void) {
+    printf("-- matvec_forward against matmul_forward_plain with BT = 1\n");
+    int shapes[][2] = {{1, 1}, {17, 5}, {15, 3}, {33, 7}, {100, 6}, {128, 384}, {768, 2304}};  // IC, OC
+    uint64_t rng = 2718;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            int IC = shapes[s][0], OC = shapes[s][1], outside = 0;
+            float *x = uniform_floats(&rng, IC), *w = uniform_floats(&rng, (size_t)OC * IC);
+            float *b = with_bias ? uniform_floats(&rng, OC) : NULL;
+            float *out = uniform_floats(&rng, OC + 1), *ref = copy_floats(out, OC + 1);  // + 1: a sentinel
+            matvec_forward(out, x, w, b, IC, OC);
+            matmul_forward_plain(ref, x, w, b, 1, IC, OC);
+            float e = view_error(out, ref, OC + 1, 0, 1, OC, OC + 1, &outside);
+            check(e <= TOL_MATVEC_REL && outside == 0, "matvec_forward IC=%d OC=%d %s: error %.1e "
+                  "relative to max (tolerance %.0e)%s", IC, OC, with_bias ? "with bias" : "no bias", e,
+                  TOL_MATVEC_REL, outside ? ", wrote past out" : "");
+            free(x); free(w); free(b); free(out); free(ref);
+        }
+}
+
+// is alignedMallocCheck(n) aligned to align? The block is filled with 0xAB and freed: dirty
+// memory for the next allocation of that size
+static NOINLINE int malloc_aligned_dirty(size_t n, size_t align) {
+    unsigned char* p = alignedMallocCheck(n);
+    int ok = (uintptr_t)p % align == 0;
+    memset(p, 0xAB, n);  // all of it usable
+    free(p);
+    return ok;
+}
+
+// alignedMallocCheck, alignedCallocCheck (fast/alloc.h): 64-byte aligned, 2 MiB aligned from
+// 2 MiB up; the calloc variant zeroed (even where the allocator hands back dirty memory)
+static void test_aligned_alloc(void) {
+    printf("-- alignedMallocCheck, alignedCallocCheck\n");
+    const size_t MiB2 = (size_t)2 << 20;
+    size_t sizes[] = {1, 3, 64, 100, 4096, 65536, MiB2 - 4, MiB2, MiB2 + 4, 5 * MiB2 + 12};
+    int aligned = 1, zeroed = 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s], align = n >= MiB2 ? MiB2 : 64;
+        aligned &= malloc_aligned_dirty(n, align);  // dirty memory for the calloc to reuse
+        unsigned char* z = alignedCallocCheck(n, 1);
+        aligned &= (uintptr_t)z % align == 0;
+        for (size_t i = 0; i < n; i++) zeroed &= z[i] == 0;
+        free(z);
+    }
+    check(aligned, "alignedMallocCheck and alignedCallocCheck: 64-byte aligned below 2 MiB, 2 MiB aligned "
+          "from 2 MiB (%zu sizes, 1 byte to 10 MiB)", sizeof sizes / sizeof sizes[0]);
+    check(zeroed, "alignedCallocCheck returns zeroed memory (after freeing a dirty block of the same size)");
+}
+
+// ----------------------------------------------------------------------------
+// the plain twin of attention_forward / attention_backward (train_gpt2.c): the same steps
+// of the article "因果自注意力", each a plain loop over b, h, t, t2 and i, with expf for
+// exp_approx; same arguments and shapes. Grep a step label to find both versions.
+
+void attention_forward_plain(float* out, float* att_scores, float* att_probs, float* att_dropped,
+                             const float* inp, int B, int T, int C, int NH, const DropoutMask* drop) {
+    int C3 = C * 3, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    int dropping = drop && drop->p > 0.0f;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float* q = inp + ((size_t)b * T + t) * C3 + h * hs;  // query t of head h
+                size_t row = (((size_t)b * NH + h) * T + t) * T;            // row t of the head's (T,T)
+                float* s = att_scores + row;
+                float* p = att_probs + row;
+                // step 1 (计算注意力分数): query t against every key t2
+                for (int t2 = 0; t2 < T; t2++) {
+                    const float* k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;  // key t2
+                    float dot = 0.0f;
+                    for (int i = 0; i < hs; i++) dot += q[i] * k[i];
+                    s[t2] = dot;
+                }
+                // step 2 (注意力分数缩放): times 1/sqrt(hs)
+                for (int t2 = 0; t2 < T; t2++) s[t2] *= scale;
+                // step 3 (因果掩码): keys after t are the future: -inf
+                for (int t2 = t + 1; t2 < T; t2++) s[t2] = -INFINITY;
+                // step 4 (计算 att Softmax): exp(s - max) / sum over the keys up to t; the future gets 0
+                // step 5: att_probs is the cache of this step's result
+                float maxval = s[0];
+                for (int t2 = 1; t2 <= t; t2++) if (s[t2] > maxval) maxval = s[t2];
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) sum += expf(s[t2] - maxval);
+                for (int t2 = 0; t2 < T; t2++) p[t2] = t2 <= t ? expf(s[t2] - maxval) / sum : 0.0f;
+                // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
+                // step 7: att_dropped is the cache of this step's result (without dropout: att_probs)
+                const float* a = p;
+                if (dropping) {
+                    float* d = att_dropped + row;
+                    for (int t2 = 0; t2 < T; t2++)
+                        d[t2] = dropout_keep(drop, row + t2) ? p[t2] * drop->scale : 0.0f;
+                    a = d;
+                }
+                // step 8 (计算 att · V): output t is the weighted sum of the values
+                float* o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) {
+                    float acc = 0.0f;
+                    for (int t2 = 0; t2 < T; t2++) {
+                        const float* v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;  // value t2
+                        acc += a[t2] * v[i];
+                    }
+                    o[i] = acc;
+                }
+            }
+}
+
+void attention_backward_plain(float* dinp, const float* dout, const float* inp,
+                              const float* att_probs, const float* att_dropped,
+                              int B, int T, int C, int NH, const DropoutMask* drop) {
+    int C3 = C * 3, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    int dropping = drop && drop->p > 0.0f;
+    if (!dropping) att_dropped = att_probs;
+    float* grad_att = mallocCheck((size_t)T * T * sizeof(float));  // one head's (T,T) gradient
+    for (size_t i = 0; i < (size_t)B * T * C3; i++) dinp[i] = 0.0f;  // written, not added to
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t head = ((size_t)b * NH + h) * T * T;
+            // step 1 (计算输入梯度对注意力的梯度): grad_att[t][t2] = dout_t . v_t2
+            for (int t = 0; t < T; t++)
+                for (int t2 = 0; t2 < T; t2++) {
+                    const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
+                    const float* v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    float dot = 0.0f;
+                    for (int i = 0; i < hs; i++) dot += dy[i] * v[i];
+                    grad_att[t * T + t2] = dot;
+                }
+            // step 2 (计算输入梯度对 V_h 的梯度): dv_t2 += att_dropped[t][t2] dout_t
+            for (int t = 0; t < T; t++)
+                for (int t2 = 0; t2 < T; t2++) {
+                    const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
+                    float* dv = dinp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++) dv[i] += att_dropped[head + t * T + t2] * dy[i];
+                }
+            for (int t = 0; t < T; t++) {
+                float* g = grad_att + t * T;
+                const float* p = att_probs + head + t * T;
+                // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
+                if (dropping)
+                    for (int t2 = 0; t2 < T; t2++)
+                        g[t2] = dropout_keep(drop, head + t * T + t2) ? g[t2] * drop->scale : 0.0f;
+                // step 4 (Softmax 层反向传播): dS = P * (dP - sum_j P_j dP_j)
+                float dot = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) dot += p[t2] * g[t2];
+                for (int t2 = 0; t2 <= t; t2++) g[t2] = p[t2] * (g[t2] - dot);
+                // step 5 (因果掩码反向传播): masked scores were constants (-inf): gradient 0
+                for (int t2 = t + 1; t2 < T; t2++) g[t2] = 0.0f;
+                // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
+                for (int t2 = 0; t2 < T; t2++) g[t2] *= scale;
+            }
+            // step 7 (计算对 Q_h 的梯度): dq_t += grad_att[t][t2] k_t2
+            // step 8 (计算对 K_h 的梯度): dk_t2 += grad_att[t][t2] q_t
+            for (int t = 0; t < T; t++)
+                for (int t2 = 0; t2 < T; t2++) {
+                    const float* q = inp + ((size_t)b * T + t) * C3 + h * hs;
+                    const float* k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float* dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+                    float* dk = dinp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    for (int i = 0; i < hs; i++) {
+                        dq[i] += grad_att[t * T + t2] * k[i];
+                        dk[i] += grad_att[t * T + t2] * q[i];
+                    }
+                }
+        }
+    free(grad_att);
+}
+
+// the fast attention against the plain one: T = 1, 15, 17, 33, 64; head sizes 8 and 24 (not
+// multiples of 16) and 16; without and with dropout. Errors relative to the largest |value|.
+// Measured worst: out 2.4e-7, scores 2.5e-7, probs 2.4e-7, dropped 2.5e-7, dinp 2.5e-7.
+#define TOL_ATT_REL 5e-7f
+static void test_fast_attention(void) {
+    printf("-- attention_forward / attention_backward against the plain loops\n");
+    int heads[][2] = {{24, 3}, {48, 2}, {64, 4}};  // C, NH: hs = 8, 24, 16
+    int Ts[] = {1, 15, 17, 33, 64};
+    int B = 2;
+    uint64_t rng = 1618;
+    for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
+        for (int dropping = 0; dropping <= 1; dropping++) {
+            int C = heads[hi][0], NH = heads[hi][1], inf_wrong = 0, dropped_wrong = 0;
+            DropoutMask drop = dropout_mask(dropping ? 0.3f : 0.0f, 21, 8, 1, DROP_ATT_PROBS);
+            float e_out = 0, e_sc = 0, e_pr = 0, e_dr = 0, e_dx = 0;
+            for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+                int T = Ts[ti];
+                // without dropout, drop = NULL and a mask with p = 0 must both mean "off"
+                const DropoutMask* dm = !dropping && ti % 2 ? NULL : &drop;
+                size_t BT = (size_t)B * T, att = (size_t)B * NH * T * T;
+                float *inp = random_floats(&rng, BT * 3 * C, 0, 1), *dout = random_floats(&rng, BT * C, 0, 1);
+                float *out = garbage(&rng, BT * C), *sc = garbage(&rng, att), *pr = garbage(&rng, att);
+                float *dr = garbage(&rng, att), *dx = garbage(&rng, BT * 3 * C);
+                float *out_p = garbage(&rng, BT * C), *sc_p = garbage(&rng, att), *pr_p = garbage(&rng, att);
+                float *dr_p = garbage(&rng, att), *dx_p = garbage(&rng, BT * 3 * C);
+                float* dr0 = copy_floats(dr, att);
+                attention_forward(out, sc, pr, dr, inp, B, T, C, NH, dm);
+                attention_forward_plain(out_p, sc_p, pr_p, dr_p, inp, B, T, C, NH, dm);
+                attention_backward(dx, dout, inp, pr, dr, B, T, C, NH, dm);
+                attention_backward_plain(dx_p, dout, inp, pr_p, dr_p, B, T, C, NH, dm);
+                float max_sc = 0.0f, d_sc = 0.0f;  // scores: the masked entries -inf in both
+                for (size_t i = 0; i < att; i++) {
+                    int inf = isinf(sc[i]) && sc[i] < 0, inf_p = isinf(sc_p[i]) && sc_p[i] < 0;
+                    if (inf != inf_p) inf_wrong++;
+                    if (inf || inf_p) continue;
+                    float d = fabsf(sc[i] - sc_p[i]);
+                    if (!(d <= d_sc)) d_sc = d;
+                    if (fabsf(sc_p[i]) > max_sc) max_sc = fabsf(sc_p[i]);
+                }
+                float e[5] = {rel(compare(out, out_p, 1, BT * C, 0)), max_sc > 0 ? d_sc / max_sc : d_sc,
+                              rel(compare(pr, pr_p, 1, att, 0)), 0.0f,
+                              rel(compare(dx, dx_p, 1, BT * 3 * C, 0))};
+                if (dropping) e[3] = rel(compare(dr, dr_p, 1, att, 0));
+                else dropped_wrong += memcmp(dr, dr0, att * sizeof(float)) != 0;  // not written when off
+                float* worst[5] = {&e_out, &e_sc, &e_pr, &e_dr, &e_dx};
+                for (int j = 0; j < 5; j++) if (!(e[j] <= *worst[j])) *worst[j] = e[j];
+                free(inp); free(dout); free(out); free(sc); free(pr); free(dr); free(dx);
+                free(out_p); free(sc_p); free(pr_p); free(dr_p); free(dx_p); free(dr0);
+            }
+            float worst = fmaxf(fmaxf(e_out, e_sc), fmaxf(fmaxf(e_pr, e_dr), e_dx));
+            check(worst <= TOL_ATT_REL && inf_wrong == 0 && dropped_wrong == 0,
+                  "attention C=%d NH=%d (hs %d)%s, T = 1..64: out %.1e scores %.1e probs %.1e dropped %.1e "
+                  "dinp %.1e (tolerance %.0e); %d -inf mismatches%s", C, NH, C / NH,
+                  dropping ? ", dropout 0.3" : "", e_out, e_sc, e_pr, e_dr, e_dx, TOL_ATT_REL, inf_wrong,
+                  dropped_wrong ? ", att_dropped written with dropout off" : "");
+        }
 }
 
 // ----------------------------------------------------------------------------
@@ -830,6 +1331,14 @@ int main(int argc, char** argv) {
         test_finite_differences();
         test_fast_matmul();
         test_weighted_rows();
+        test_sgemm();
+        test_gemm_products();
+        test_sgemm_shares();
+        test_exp_tanh();
+        test_buffers();
+        test_matvec();
+        test_aligned_alloc();
+        test_fast_attention();
         snprintf(a, sizeof a, "%s/ref_b_model.bin", dir);
         test_kv_cache(a);
         snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);

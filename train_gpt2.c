@@ -1,33 +1,28 @@
 /*
-train_gpt2.c: GPT-2, trained on the CPU, in the order a learner reads it.
+train_gpt2.c: GPT-2 trained on the CPU, written to be read top to bottom.
 
-Every layer of GPT-2 is here with its forward pass and, right beside it, its
-hand-derived backward pass; then the model, its forward and backward as a whole, AdamW,
-generation with a KV cache, and the training loop. It reads and writes llm.c's file
-formats (doc/formats.md), so llm.c checkpoints continue here and ours load in llm.c.
-
-Reading order (top to bottom):
+Every layer is here with its forward pass and, right beside it, its hand-derived
+backward pass; then the model, AdamW, generation with a KV cache and the training loop.
+It reads and writes llm.c's file formats (doc/formats.md). Reading order:
   1. the layers: encoder, layernorm, matmul, attention, gelu, residual, dropout,
      softmax + cross-entropy, each _forward next to its _backward;
-  2. the model: GPT2Config, the parameters, the activations, initialisation, checkpoints;
+  2. the model: GPT2Config, parameters, activations, initialisation, checkpoints;
   3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
   4. AdamW, the learning-rate schedule and gpt2_train_step, one optimisation step;
   5. the KV cache and generate(): inference one token at a time;
   6. the training loop: train() calls train_step() once per step; main() only sets up.
-The attention layer carries comments numbered like the steps of the article
-"因果自注意力" (causal self-attention: forward steps 1-8, backward steps 1-8).
+Attention carries comments numbered like the steps of the article "因果自注意力"
+(causal self-attention): forward steps 1-8, backward steps 1-8 (grep "step 1 (").
 
-Beside this file, two folders a first reading may skip:
+Two folders beside this file can be skipped on a first reading:
   fast/  the speed engine: the blocked matrix multiply (sgemm) behind every matmul and
          attention's matrix products, vectorisable exp, row kernels, aligned memory.
-         Every fast kernel names its plain twin, and test_gpt2.c checks one against the other.
-  util/  the plumbing: errors and checked I/O, random numbers, the data loader, the
-         tokenizer, the sampler, the training-state file, the command line.
+         Each fast kernel names its plain twin; test_gpt2.c checks one against the other.
+  util/  the plumbing: errors and checked I/O, random numbers, data loader, tokenizer,
+         sampler, training-state file, command line.
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels.
-
-Build: make. Test: make test. Run ./train_gpt2 -h for the flags.
 */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
@@ -37,9 +32,6 @@ Build: make. Test: make test. Run ./train_gpt2 -h for the flags.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "util/io.h"          // die(), fopenCheck(), mallocCheck(), atomic writes
 #include "util/random.h"      // splitmix64, random_u64, random_normal
@@ -50,8 +42,8 @@ Build: make. Test: make test. Run ./train_gpt2 -h for the flags.
 #include "util/cli.h"         // Options: the command line
 #include "util/pgm.h"         // attention maps as a picture
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
+#include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
-#include "fast/lanes.h"       // max_lanes, sum_lanes, dot_lanes: row reductions
 #include "fast/rows.h"        // add_weighted_rows, matvec_forward
 #include "fast/gemm.h"        // sgemm, and matmul_AB / matmul_ABt / matmul_AtB
 #include "fast/matmul.h"      // matmul_forward / matmul_backward (plain twins below)
@@ -72,11 +64,8 @@ typedef struct {
 } DropoutMask;
 
 static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
-    DropoutMask m;
-    m.p = p;
-    m.scale = 1.0f / (1.0f - p);
-    m.threshold = (uint32_t)floor((double)p * 16777216.0);
-    m.key = splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site));
+    DropoutMask m = {p, 1.0f / (1.0f - p), (uint32_t)floor((double)p * 16777216.0),
+                     splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site))};
     return m;
 }
 
@@ -101,7 +90,8 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
             float* out_bt = out + ((size_t)b * T + t) * C;
             const float* wte_ix = wte + (size_t)inp[b * T + t] * C;
             const float* wpe_t = wpe + (size_t)t * C;
-            for (int i = 0; i < C; i++) out_bt[i] = wte_ix[i] + wpe_t[i];
+            for (int i = 0; i < C; i++)
+                out_bt[i] = wte_ix[i] + wpe_t[i];
         }
     }
 }
@@ -138,15 +128,20 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
         const float* x = inp + (size_t)n * C;
         float m = 0.0f;
         #pragma omp simd reduction(+ : m)
-        for (int i = 0; i < C; i++) m += x[i];
+        for (int i = 0; i < C; i++)
+            m += x[i];
         m /= C;
         float v = 0.0f;
         #pragma omp simd reduction(+ : v)
-        for (int i = 0; i < C; i++) { float d = x[i] - m; v += d * d; }
+        for (int i = 0; i < C; i++) {
+            float d = x[i] - m;
+            v += d * d;
+        }
         v /= C;
         float s = 1.0f / sqrtf(v + eps);
         float* o = out + (size_t)n * C;
-        for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * weight[i] + bias[i];
+        for (int i = 0; i < C; i++)
+            o[i] = (x[i] - m) * s * weight[i] + bias[i];
         mean[n] = m;
         rstd[n] = s;
     }
@@ -207,9 +202,9 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 // matmul: out = inp @ weight^T + bias (PyTorch's nn.Linear layout)
 // inp is (BT,C), weight is (OC,C), bias is (OC) or NULL, out is (BT,OC)
 //
-// The plain version below is the one to read first: three loops, the maths as it
-// is. The fast version hands the same product to sgemm() (further down), a cache-
-// and register-blocked kernel; the tests check one against the other.
+// The plain pair below is the one to read: three loops, the maths as it is. The model
+// calls matmul_forward / matmul_backward (fast/matmul.h), which hand the same products
+// to a cache- and register-blocked sgemm; test_gpt2.c checks one pair against the other.
 
 void matmul_forward_plain(float* out, const float* inp, const float* weight, const float* bias,
                           int BT, int C, int OC) {
@@ -219,7 +214,8 @@ void matmul_forward_plain(float* out, const float* inp, const float* weight, con
         for (int o = 0; o < OC; o++) {
             const float* w = weight + (size_t)o * C;
             float sum = bias ? bias[o] : 0.0f;
-            for (int i = 0; i < C; i++) sum += x[i] * w[i];
+            for (int i = 0; i < C; i++)
+                sum += x[i] * w[i];
             out[(size_t)bt * OC + o] = sum;
         }
     }
@@ -233,10 +229,12 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
     for (int bt = 0; bt < BT; bt++) {
         const float* dy = dout + (size_t)bt * OC;
         float* dx = dinp + (size_t)bt * C;
-        for (int i = 0; i < C; i++) dx[i] = 0.0f;
+        for (int i = 0; i < C; i++)
+            dx[i] = 0.0f;
         for (int o = 0; o < OC; o++) {
             const float* w = weight + (size_t)o * C;
-            for (int i = 0; i < C; i++) dx[i] += dy[o] * w[i];
+            for (int i = 0; i < C; i++)
+                dx[i] += dy[o] * w[i];
         }
     }
     #pragma omp parallel for
@@ -246,7 +244,8 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
         for (int bt = 0; bt < BT; bt++) {
             float dy = dout[(size_t)bt * OC + o];
             const float* x = inp + (size_t)bt * C;
-            for (int i = 0; i < C; i++) dw[i] += dy * x[i];
+            for (int i = 0; i < C; i++)
+                dw[i] += dy * x[i];
             db += dy;
         }
         if (dbias) dbias[o] += db;
@@ -272,61 +271,59 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 // C = A B, matmul_AtB is C = A^T B (fast/gemm.h; each argument is a pointer and its row
 // stride, then the sizes M, N, K of C (M,N) and of the sum K).
 
-// dst (T) = the first n entries of row (n <= Tp), then fill up to T
-static void store_row(float* dst, const float* row, int n, int T, float fill) {
-    int m = n < T ? n : T;
-    memcpy(dst, row, (size_t)m * sizeof(float));
-    for (int t2 = m; t2 < T; t2++) dst[t2] = fill;
-}
-
-// Steps 1 and 8 are matrix products of one head's slices, done by sgemm (the matmul's
-// kernel, one thread per head). Steps 2-7 go row by row through the (T, Tp) score matrix
-// in scratch, touching keys 0..n-1, n = t+1 rounded up to a multiple of 16: whole
-// vectors, with the keys beyond t (the future, step 3) masked inside them.
+// Steps 1 and 8 are matrix products of one head's slices. Steps 2-7 go row by row: row t
+// of the scores is query t against every key; keys after t are the future.
 void attention_forward(float* out, float* att_scores, float* att_probs, float* att_dropped,
                        const float* inp, int B, int T, int C, int NH, const DropoutMask* drop) {
-    int C3 = C * 3, hs = C / NH, Tp = ROUND16(T);
+    int C3 = C * 3, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T, hs) at row stride C3
+            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at row stride 3C
             const float* k = q + C;
             const float* v = q + 2 * C;
-            size_t head = ((size_t)b * NH + h) * T * T;
-            float* scores = thread_scratch((size_t)T * Tp);      // (T, Tp)
+            size_t head = ((size_t)b * NH + h) * T * T;          // this head's (T,T) matrices
             // step 1 (计算注意力分数): att = Q_h K_h^T, every query against every key
-            matmul_ABt(scores, Tp, q, C3, k, C3, T, T, hs);
+            matmul_ABt(att_scores + head, T, q, C3, k, C3, T, T, hs);
             for (int t = 0; t < T; t++) {
-                float* row = scores + (size_t)t * Tp;
-                size_t cache_row = head + (size_t)t * T;
-                int n = ROUND16(t + 1);
+                float* scores_row = att_scores + head + (size_t)t * T;
+                float* probs_row = att_probs + head + (size_t)t * T;
                 // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
                 //   grow with the head size and the softmax does not saturate
                 // step 3 (因果掩码): keys after t are the future: -inf, so softmax gives 0
-                for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? row[t2] * scale : -INFINITY;
-                store_row(att_scores + cache_row, row, n, T, -INFINITY);
+                for (int t2 = 0; t2 < T; t2++)
+                    scores_row[t2] = t2 <= t ? scores_row[t2] * scale : -INFINITY;
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
-                //   overflows; the result is unchanged. (exp_approx(-inf) is not exactly 0,
-                //   so the future is set to 0 explicitly.)
+                //   overflows; the result is unchanged. The future gets exactly 0.
                 // step 5: att_probs is the cache of this step's result
-                float maxval = max_lanes(row, n);
-                for (int t2 = 0; t2 < n; t2++) row[t2] = t2 <= t ? exp_approx(row[t2] - maxval) : 0.0f;
-                float inv_sum = 1.0f / sum_lanes(row, n);
-                for (int t2 = 0; t2 < n; t2++) row[t2] *= inv_sum;
-                store_row(att_probs + cache_row, row, n, T, 0.0f);
+                float maxval = scores_row[0];
+                #pragma omp simd reduction(max : maxval)
+                for (int t2 = 1; t2 <= t; t2++)
+                    maxval = scores_row[t2] > maxval ? scores_row[t2] : maxval;
+                float sum = 0.0f;
+                #pragma omp simd reduction(+ : sum)
+                for (int t2 = 0; t2 <= t; t2++) {
+                    probs_row[t2] = exp_approx(scores_row[t2] - maxval);
+                    sum += probs_row[t2];
+                }
+                float inv_sum = 1.0f / sum;
+                for (int t2 = 0; t2 < T; t2++)
+                    probs_row[t2] = t2 <= t ? probs_row[t2] * inv_sum : 0.0f;
                 // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result
                 if (dropping) {
-                    for (int t2 = 0; t2 <= t; t2++)
-                        row[t2] = dropout_keep(drop, cache_row + t2) ? row[t2] * drop->scale : 0.0f;
-                    store_row(att_dropped + cache_row, row, n, T, 0.0f);
+                    float* dropped_row = att_dropped + head + (size_t)t * T;
+                    for (int t2 = 0; t2 < T; t2++) {
+                        int keep = t2 <= t && dropout_keep(drop, head + (size_t)t * T + t2);
+                        dropped_row[t2] = keep ? probs_row[t2] * drop->scale : 0.0f;
+                    }
                 }
             }
             // step 8 (计算 att · V): the output of position t is the weighted sum of values,
-            //   out_h = att_dropped · V_h
+            //   out_h = att_dropped V_h
             matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, T, v, C3, T, hs, T);
         }
     }
@@ -335,62 +332,61 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
 // dinp is (B,T,3C): receives dQ, dK, dV; dout is (B,T,C), the gradient of the heads'
 // outputs (the article's G_in, after the projection's backward).
 // As in the article, each head gets a (T,T) grad_att matrix (per-thread scratch). Steps
-// 1, 2, 7 and 8 are matrix products of one head's slices, done by sgemm (the matmul's
-// kernel, one thread per head: the product of a (T,T) and a (T,hs) matrix); the causal
-// zeros take part in them, which costs twice the FLOPs but runs at the kernel's speed.
-// Steps 3-6 go row by row. Each (b,h) pair is one task that writes only its own head's
-// slices of dinp, so the threads never touch the same gradient and the sums are in a
-// fixed order.
+// 1, 2, 7 and 8 are matrix products of one head's slices (the causal zeros take part in
+// them, which costs twice the FLOPs but runs at the matrix kernel's speed); steps 3-6 go
+// row by row. Each (b,h) pair is one task that writes only its own head's slices of
+// dinp, so the threads never touch the same gradient and the sums are in a fixed order.
 void attention_backward(float* dinp, const float* dout, const float* inp,
                         const float* att_probs, const float* att_dropped,
                         int B, int T, int C, int NH, const DropoutMask* drop) {
-    int C3 = C * 3, hs = C / NH, Tp = ROUND16(T);
+    int C3 = C * 3, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T, hs) at row stride C3
+            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at row stride 3C
             const float* k = q + C;
             const float* v = q + 2 * C;
             float* dq = dinp + (size_t)b * T * C3 + h * hs;      // dQ_h, dK_h, dV_h, the same layout
             float* dk = dq + C;
             float* dv = dq + 2 * C;
-            const float* dy = dout + (size_t)b * T * C + h * hs; // G_in of this head: (T, hs) at stride C
+            const float* dy = dout + (size_t)b * T * C + h * hs; // G_in of this head: (T,hs) at stride C
             size_t head = ((size_t)b * NH + h) * T * T;
-            const float* probs = att_probs + head;               // (T, T)
-            float* grad_att = thread_scratch((size_t)T * Tp + Tp); // (T, Tp), then one row of probs
-            float* p_row = grad_att + (size_t)T * Tp;
+            float* grad_att = thread_scratch((size_t)T * T);     // (T,T)
             // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
             //   the (dropped-out) probabilities
-            matmul_ABt(grad_att, Tp, dy, C, v, C3, T, T, hs);
+            matmul_ABt(grad_att, T, dy, C, v, C3, T, T, hs);
             // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
             //   collects att_dropped[t][t2] dy_t from every query t that saw it
             matmul_AtB(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
             for (int t = 0; t < T; t++) {
-                float* dscores = grad_att + (size_t)t * Tp;
-                int n = ROUND16(t + 1);  // keys 0..n-1 in whole vectors; P is 0 beyond t
-                memcpy(p_row, probs + (size_t)t * T, (size_t)(t + 1) * sizeof(float));
-                for (int t2 = t + 1; t2 < n; t2++) p_row[t2] = 0.0f;
+                float* datt_row = grad_att + (size_t)t * T;
+                const float* probs_row = att_probs + head + (size_t)t * T;
                 // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
                 if (dropping) {
-                    for (int t2 = 0; t2 <= t; t2++)
-                        dscores[t2] = dropout_keep(drop, head + (size_t)t * T + t2) ? dscores[t2] * drop->scale : 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        int keep = dropout_keep(drop, head + (size_t)t * T + t2);
+                        datt_row[t2] = keep ? datt_row[t2] * drop->scale : 0.0f;
+                    }
                 }
                 // step 4 (Softmax 层反向传播): with P the probabilities, dP their gradient,
                 //   dS = P * (dP - sum_j P_j dP_j), the Jacobian of softmax applied to dP
-                float dot = dot_lanes(p_row, dscores, n);
+                float dot = 0.0f;
+                #pragma omp simd reduction(+ : dot)
+                for (int t2 = 0; t2 <= t; t2++)
+                    dot += probs_row[t2] * datt_row[t2];
                 // step 5 (因果掩码反向传播): masked scores were constants (-inf), so their
                 //   gradient is zero (P is 0 there)
                 // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
-                for (int t2 = 0; t2 < n; t2++) dscores[t2] = p_row[t2] * (dscores[t2] - dot) * scale;
-                for (int t2 = n; t2 < T; t2++) dscores[t2] = 0.0f;
+                for (int t2 = 0; t2 < T; t2++)
+                    datt_row[t2] = t2 <= t ? probs_row[t2] * (datt_row[t2] - dot) * scale : 0.0f;
             }
             // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
-            matmul_AB(dq, C3, grad_att, Tp, k, C3, T, hs, T);
+            matmul_AB(dq, C3, grad_att, T, k, C3, T, hs, T);
             // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects grad_att[t][t2] q_t
-            matmul_AtB(dk, C3, grad_att, Tp, q, C3, T, hs, T);
+            matmul_AtB(dk, C3, grad_att, T, q, C3, T, hs, T);
         }
     }
 }
@@ -412,7 +408,8 @@ void gelu_forward(float* out, const float* inp, size_t N) {
     }
 }
 
-// d gelu/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx, du/dx = sqrt(2/pi)(1 + 3*0.044715 x^2)
+// d gelu/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
+// du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < N; i++) {
@@ -431,7 +428,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
 
 void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
     #pragma omp parallel for if (N >= PARALLEL_MIN)
-    for (size_t i = 0; i < N; i++) out[i] = inp1[i] + inp2[i];
+    for (size_t i = 0; i < N; i++)
+        out[i] = inp1[i] + inp2[i];
 }
 
 // ----------------------------------------------------------------------------
@@ -442,7 +440,8 @@ void residual_forward(float* out, const float* inp1, const float* inp2, size_t N
 void dropout_forward(float* x, size_t N, const DropoutMask* drop) {
     if (drop->p <= 0.0f) return;
     #pragma omp parallel for
-    for (size_t i = 0; i < N; i++) x[i] = dropout_keep(drop, i) ? x[i] * drop->scale : 0.0f;
+    for (size_t i = 0; i < N; i++)
+        x[i] = dropout_keep(drop, i) ? x[i] * drop->scale : 0.0f;
 }
 
 void dropout_backward(float* dinp, const float* dout, size_t N, const DropoutMask* drop) {
@@ -451,8 +450,8 @@ void dropout_backward(float* dinp, const float* dout, size_t N, const DropoutMas
         dinp[i] = (drop->p <= 0.0f || dropout_keep(drop, i)) ? dout[i] * drop->scale : 0.0f;
 }
 
-// the gradient before a dropout site: dinp filled by
-// dropout_backward, or dout itself when the site is off, which saves a copy
+// the gradient before a dropout site: dinp filled by dropout_backward, or dout itself
+// when the site is off, which saves a copy
 static const float* dropout_grad(float* dinp, const float* dout, size_t N, const DropoutMask* drop) {
     if (drop->p <= 0.0f) return dout;
     dropout_backward(dinp, dout, N, drop);
@@ -470,19 +469,26 @@ void softmax_forward(float* probs, const float* logits, int BT, int V, int Vp) {
         const float* z = logits + (size_t)bt * Vp;
         float* p = probs + (size_t)bt * Vp;
         float maxval = -INFINITY;
-        for (int i = 0; i < V; i++) maxval = z[i] > maxval ? z[i] : maxval;
+        for (int i = 0; i < V; i++)
+            maxval = z[i] > maxval ? z[i] : maxval;
         float sum = 0.0f;
         #pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < V; i++) { p[i] = exp_approx(z[i] - maxval); sum += p[i]; }
+        for (int i = 0; i < V; i++) {
+            p[i] = exp_approx(z[i] - maxval);
+            sum += p[i];
+        }
         float inv_sum = 1.0f / sum;
-        for (int i = 0; i < V; i++) p[i] *= inv_sum;
-        for (int i = V; i < Vp; i++) p[i] = 0.0f;
+        for (int i = 0; i < V; i++)
+            p[i] *= inv_sum;
+        for (int i = V; i < Vp; i++)
+            p[i] = 0.0f;
     }
 }
 
 // losses is (BT): -log p[target]
 void crossentropy_forward(float* losses, const float* probs, const int* targets, int BT, int Vp) {
-    for (int bt = 0; bt < BT; bt++) losses[bt] = -logf(probs[(size_t)bt * Vp + targets[bt]]);
+    for (int bt = 0; bt < BT; bt++)
+        losses[bt] = -logf(probs[(size_t)bt * Vp + targets[bt]]);
 }
 
 // The gradient of -log softmax(z)[y] with respect to z is p - onehot(y): softmax and
@@ -494,8 +500,10 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
         float* dz = dlogits + (size_t)bt * Vp;
         const float* p = probs + (size_t)bt * Vp;
         float dl = dlosses[bt];
-        for (int i = 0; i < V; i++) dz[i] = (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * dl;
-        for (int i = V; i < Vp; i++) dz[i] = 0.0f;  // padding: not a real logit
+        for (int i = 0; i < V; i++)
+            dz[i] = (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * dl;
+        for (int i = V; i < Vp; i++)
+            dz[i] = 0.0f;  // padding: not a real logit
     }
 }
 
@@ -511,7 +519,27 @@ typedef struct {
     int channels;           // C
 } GPT2Config;
 
-// all parameters live in one allocation; these point into it, in llm.c's file order
+// The parameters, the activations and the backward's scratch each live in one
+// allocation, with named pointers into it (as llm.c): these two helpers lay them out.
+static size_t sum_sizes(const size_t* sizes, int n) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += sizes[i];
+    return total;
+}
+
+// points the n tensors *ptrs[i] of sizes[i] floats one after the other into memory
+// (NULL for an empty one); returns memory
+static float* point_tensors(float** const* ptrs, int n, float* memory, const size_t* sizes) {
+    float* p = memory;
+    for (int i = 0; i < n; i++) {
+        *ptrs[i] = sizes[i] ? p : NULL;
+        p += sizes[i];
+    }
+    return memory;
+}
+
+// all parameters, in llm.c's file order
 #define NUM_PARAMETER_TENSORS 16
 typedef struct {
     float* wte;      // (Vp,C) token embedding, also the output head (tied)
@@ -547,15 +575,12 @@ static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     memcpy(sizes, shapes, sizeof shapes);
 }
 
-// points the named tensors into one block of memory; returns the block
 static float* point_parameters(ParameterTensors* params, float* memory, const size_t* sizes) {
     float** ptrs[NUM_PARAMETER_TENSORS] = {
         &params->wte, &params->wpe, &params->ln1w, &params->ln1b, &params->qkvw, &params->qkvb,
         &params->attprojw, &params->attprojb, &params->ln2w, &params->ln2b, &params->fcw, &params->fcb,
         &params->fcprojw, &params->fcprojb, &params->lnfw, &params->lnfb};
-    float* p = memory;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { *ptrs[i] = p; p += sizes[i]; }
-    return memory;
+    return point_tensors(ptrs, NUM_PARAMETER_TENSORS, memory, sizes);
 }
 
 // what the forward pass keeps for the backward pass, for a batch of B sequences of T
@@ -602,8 +627,7 @@ static void point_activations(ActivationTensors* a, float* memory, const size_t*
         &a->att_probs, &a->att_dropped, &a->attproj, &a->residual2, &a->ln2, &a->ln2_mean,
         &a->ln2_rstd, &a->fch, &a->fch_gelu, &a->fcproj, &a->residual3, &a->lnf, &a->lnf_mean,
         &a->lnf_rstd, &a->logits, &a->probs};
-    float* p = memory;
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { *ptrs[i] = sizes[i] ? p : NULL; p += sizes[i]; }
+    point_tensors(ptrs, NUM_ACTIVATION_TENSORS, memory, sizes);
 }
 
 // gradients of activations: one layer's worth, reused by every layer on the way down
@@ -623,21 +647,15 @@ typedef struct {
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
     size_t C = cfg.channels, BT = (size_t)B * T;
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, BT * 4 * C, BT, BT};
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, 3 * BT * C, 4 * BT * C, 4 * BT * C,
+                                     BT, BT};
     memcpy(sizes, s, sizeof s);
 }
 
 static void point_scratch(BackwardScratch* s, float* memory, const size_t* sizes) {
     float** ptrs[NUM_SCRATCH_TENSORS] = {&s->dres, &s->dbranch, &s->dln, &s->datty, &s->dqkv,
         &s->dfch, &s->dfch_gelu, &s->dlosses, &s->losses};
-    float* p = memory;
-    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) { *ptrs[i] = p; p += sizes[i]; }
-}
-
-static size_t sum_sizes(const size_t* sizes, int n) {
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += sizes[i];
-    return total;
+    point_tensors(ptrs, NUM_SCRATCH_TENSORS, memory, sizes);
 }
 
 typedef struct {
@@ -678,7 +696,8 @@ static void check_config(GPT2Config c, const char* source) {
     if (c.channels % c.num_heads != 0)
         die("%s: channels %d are not divisible by heads %d", source, c.channels, c.num_heads);
     if (c.padded_vocab_size < c.vocab_size)
-        die("%s: padded vocabulary %d is smaller than the vocabulary %d", source, c.padded_vocab_size, c.vocab_size);
+        die("%s: padded vocabulary %d is smaller than the vocabulary %d", source, c.padded_vocab_size,
+            c.vocab_size);
     if (c.vocab_size > 65536)
         die("%s: vocabulary %d does not fit llm.c's uint16 token files", source, c.vocab_size);
 }
@@ -711,26 +730,14 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
         {p.qkvw, L * 3 * C * C, 0.02f}, {p.attprojw, L * C * C, residual_std},
         {p.fcw, L * 4 * C * C, 0.02f}, {p.fcprojw, L * C * 4 * C, residual_std}};
     for (size_t k = 0; k < sizeof normal_init / sizeof normal_init[0]; k++)
-        for (size_t i = 0; i < normal_init[k].n; i++) normal_init[k].t[i] = normal_init[k].std * random_normal(&rng);
-    for (size_t i = 0; i < L * C; i++) { p.ln1w[i] = 1.0f; p.ln2w[i] = 1.0f; }
-    for (size_t i = 0; i < C; i++) p.lnfw[i] = 1.0f;
-}
-
-// llm.c's descriptors for fresh models: d12 is GPT-2 124M's shape, and so on
-int parse_model_descriptor(const char* s, GPT2Config* c) {
-    int depth;
-    char extra;
-    if (sscanf(s, "d%d%c", &depth, &extra) != 1) return 0;
-    int channels[] = {768, 1024, 1280, 1600}, heads[] = {12, 16, 20, 25}, depths[] = {12, 24, 36, 48};
-    for (int i = 0; i < 4; i++) {
-        if (depth == depths[i]) {
-            c->num_layers = depth; c->channels = channels[i]; c->num_heads = heads[i];
-            c->max_seq_len = 1024;
-            return 1;
-        }
+        for (size_t i = 0; i < normal_init[k].n; i++)
+            normal_init[k].t[i] = normal_init[k].std * random_normal(&rng);
+    for (size_t i = 0; i < L * C; i++) {
+        p.ln1w[i] = 1.0f;
+        p.ln2w[i] = 1.0f;
     }
-    die("-e %s: unknown model descriptor (llm.c's are d12, d24, d36, d48)", s);
-    return 0;
+    for (size_t i = 0; i < C; i++)
+        p.lnfw[i] = 1.0f;
 }
 
 void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
@@ -782,11 +789,13 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
     model->batch_size = B;
     model->seq_len = T;
     fill_in_activation_sizes(model->act_sizes, c, B, T, dropout);
-    model->acts_memory = alignedMallocCheck(sum_sizes(model->act_sizes, NUM_ACTIVATION_TENSORS) * sizeof(float));
+    size_t num_acts = sum_sizes(model->act_sizes, NUM_ACTIVATION_TENSORS);
+    model->acts_memory = alignedMallocCheck(num_acts * sizeof(float));
     point_activations(&model->acts, model->acts_memory, model->act_sizes);
     size_t scratch_sizes[NUM_SCRATCH_TENSORS];
     fill_in_scratch_sizes(scratch_sizes, c, B, T);
-    model->scratch_memory = alignedMallocCheck(sum_sizes(scratch_sizes, NUM_SCRATCH_TENSORS) * sizeof(float));
+    size_t num_scratch = sum_sizes(scratch_sizes, NUM_SCRATCH_TENSORS);
+    model->scratch_memory = alignedMallocCheck(num_scratch * sizeof(float));
     point_scratch(&model->scratch, model->scratch_memory, scratch_sizes);
     model->inputs = mallocCheck((size_t)B * T * sizeof(int));
     model->targets = mallocCheck((size_t)B * T * sizeof(int));
@@ -803,9 +812,9 @@ void gpt2_free(GPT2* model) {
 // ----------------------------------------------------------------------------
 // the forward and backward passes of the whole model
 
-// the layer-l slices of the parameters and of the cached activations
+// the layer-l slices of the parameters (or of their gradients) and of the cached activations
 typedef struct {
-    const float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+    float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
 } LayerParams;
 
 static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
@@ -840,12 +849,6 @@ static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
 static DropoutMask model_dropout(const GPT2* model, int layer, int site) {
     float p = model->dropout_step >= 0 ? model->dropout_p : 0.0f;
     return dropout_mask(p, model->dropout_seed, (uint64_t)model->dropout_step, layer, site);
-}
-
-static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
-    for (size_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            die("%s: token %d at position %zu is outside the vocabulary (0..%d)", what, tokens[i], i, V - 1);
 }
 
 // One transformer block: x + attn(ln1(x)), then + mlp(ln2(.)) (pre-LN GPT-2)
@@ -891,7 +894,8 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     encoder_forward(a.encoded, inputs, model->params.wte, model->params.wpe, B, T, C);
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     dropout_forward(a.encoded, (size_t)BT * C, &embed_drop);
-    for (int l = 0; l < L; l++) block_forward(model, l, B, T);
+    for (int l = 0; l < L; l++)
+        block_forward(model, l, B, T);
     const float* last = a.residual3 + (size_t)(L - 1) * BT * C;
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, model->params.lnfw, model->params.lnfb, BT, C);
     matmul_forward(a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
@@ -900,17 +904,11 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     if (targets) {
         crossentropy_forward(model->scratch.losses, a.probs, targets, BT, Vp);
         double sum = 0.0;
-        for (int i = 0; i < BT; i++) sum += model->scratch.losses[i];
+        for (int i = 0; i < BT; i++)
+            sum += model->scratch.losses[i];
         model->mean_loss = (float)(sum / BT);
     }
     return model->mean_loss;
-}
-
-// memset, split over the threads for large buffers (all gradients: megabytes)
-static void zero_floats(float* p, size_t n) {
-    const size_t chunk = 16384;
-    #pragma omp parallel for schedule(static) if (n >= 4 * chunk)
-    for (size_t k = 0; k < n; k += chunk) memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
 }
 
 void gpt2_zero_grad(GPT2* model) {
@@ -927,7 +925,7 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     int C = c.channels, NH = c.num_heads, BT = B * T;
     size_t BTC = (size_t)BT * C;
     LayerParams w = layer_params(model->params, c, l);
-    LayerParams dw = layer_params(model->grads, c, l);  // gradient slices, same layout
+    LayerParams dw = layer_params(model->grads, c, l);  // their gradients, the same layout
     LayerActs a = layer_acts(model, l, B, T);
     BackwardScratch* s = &model->scratch;
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
@@ -936,17 +934,17 @@ static void block_backward(GPT2* model, int l, int B, int T) {
 
     // MLP branch: residual3 = residual2 + dropout(fcproj(gelu(fc(ln2(residual2)))))
     const float* dfcproj = dropout_grad(s->dbranch, s->dres, BTC, &mlp_out_drop);
-    matmul_backward(s->dfch_gelu, (float*)dw.fcprojw, (float*)dw.fcprojb, dfcproj, a.fch_gelu, w.fcprojw, BT, 4 * C, C);
+    matmul_backward(s->dfch_gelu, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_gelu, w.fcprojw, BT, 4 * C, C);
     gelu_backward(s->dfch, a.fch, s->dfch_gelu, 4 * BTC);
-    matmul_backward(s->dln, (float*)dw.fcw, (float*)dw.fcb, s->dfch, a.ln2, w.fcw, BT, C, 4 * C);
-    layernorm_backward(s->dres, (float*)dw.ln2w, (float*)dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd, BT, C);
+    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, a.ln2, w.fcw, BT, C, 4 * C);
+    layernorm_backward(s->dres, dw.ln2w, dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd, BT, C);
 
     // attention branch: residual2 = residual + dropout(attproj(attention(qkv(ln1(residual)))))
     const float* dattproj = dropout_grad(s->dbranch, s->dres, BTC, &att_out_drop);
-    matmul_backward(s->datty, (float*)dw.attprojw, (float*)dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
+    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
     attention_backward(s->dqkv, s->datty, a.qkv, a.att_probs, a.att_dropped, B, T, C, NH, &att_drop);
-    matmul_backward(s->dln, (float*)dw.qkvw, (float*)dw.qkvb, s->dqkv, a.ln1, w.qkvw, BT, C, 3 * C);
-    layernorm_backward(s->dres, (float*)dw.ln1w, (float*)dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd, BT, C);
+    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, a.ln1, w.qkvw, BT, C, 3 * C);
+    layernorm_backward(s->dres, dw.ln1w, dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd, BT, C);
 }
 
 // gradients of the mean loss of the last forward (which must have had targets), added
@@ -965,7 +963,8 @@ void gpt2_backward(GPT2* model) {
     BackwardScratch* s = &model->scratch;
 
     // the loss is the mean over B*T positions, so each position's loss has weight 1/(B*T)
-    for (int i = 0; i < BT; i++) s->dlosses[i] = 1.0f / BT;
+    for (int i = 0; i < BT; i++)
+        s->dlosses[i] = 1.0f / BT;
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
@@ -973,7 +972,8 @@ void gpt2_backward(GPT2* model) {
     const float* last = a.residual3 + (size_t)(L - 1) * BTC;
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
-    for (int l = L - 1; l >= 0; l--) block_backward(model, l, B, T);
+    for (int l = L - 1; l >= 0; l--)
+        block_backward(model, l, B, T);
     // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
@@ -983,30 +983,10 @@ void gpt2_backward(GPT2* model) {
 // ----------------------------------------------------------------------------
 // AdamW, gradient clipping, learning-rate schedule
 
-// global L2 norm of all gradients. The sum of squares is split into a fixed number of
-// chunks summed in double and combined in order, so the result does not depend on the
-// number of threads.
+// the global L2 norm of all gradients, sqrt(sum of g^2); the sum is in double, in an
+// order that does not depend on the number of threads (fast/buffers.h)
 float gpt2_grad_norm(const GPT2* model) {
-    enum { CHUNKS = 64, BLOCK = 1024 };
-    double partial[CHUNKS];
-    size_t n = model->num_parameters;
-    const float* g = model->grads_memory;
-    #pragma omp parallel for
-    for (int k = 0; k < CHUNKS; k++) {
-        size_t lo = n * k / CHUNKS, hi = n * (k + 1) / CHUNKS;
-        double s = 0.0;
-        for (size_t b = lo; b < hi; b += BLOCK) {  // float sums of short blocks (vectorised), added in double
-            size_t e = b + BLOCK < hi ? b + BLOCK : hi;
-            float block = 0.0f;
-            #pragma omp simd reduction(+ : block)
-            for (size_t i = b; i < e; i++) block += g[i] * g[i];
-            s += block;
-        }
-        partial[k] = s;
-    }
-    double total = 0.0;
-    for (int k = 0; k < CHUNKS; k++) total += partial[k];
-    return (float)sqrt(total);
+    return (float)sqrt(sum_of_squares(model->grads_memory, model->num_parameters));
 }
 
 // the factor that brings the gradients' global norm down to max_norm (1 when it is already
@@ -1106,7 +1086,7 @@ StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, in
 }
 
 // ----------------------------------------------------------------------------
-// inference with a KV cache (the KV-cache article, file 004, which also covers GQA and RoPE):
+// inference with a KV cache (article 004, on the KV cache, GQA and RoPE):
 // generating token t+1 needs the keys and values of positions 0..t. They do not change
 // once computed (a position only attends to earlier ones), so we keep them and compute
 // only the new position: one query against all cached keys. The new query is the last
@@ -1124,6 +1104,7 @@ typedef struct {
     float* fch;      // (4C) MLP hidden
     float* att;      // (NH,maxT) the new query's scores, then probabilities
     float* logits;   // (Vp)
+    float* buffers;  // the memory of x .. logits, one allocation
     float mean, rstd;// layernorm statistics (written by layernorm_forward, not needed)
     int* tokens;     // (maxT) the tokens whose keys and values are cached
     int pos;         // positions cached so far = position of the next token
@@ -1136,50 +1117,50 @@ void kvcache_init(KVCache* kv, GPT2Config c) {
     // pay for one (for GPT-2 124M, about 0.4 ms per token).
     kv->keys = alignedCallocCheck(L * maxT * C, sizeof(float));
     kv->values = alignedCallocCheck(L * maxT * C, sizeof(float));
-    kv->x = mallocCheck(C * sizeof(float));
-    kv->ln = mallocCheck(C * sizeof(float));
-    kv->qkv = mallocCheck(3 * C * sizeof(float));
-    kv->atty = mallocCheck(C * sizeof(float));
-    kv->proj = mallocCheck(C * sizeof(float));
-    kv->fch = mallocCheck(4 * C * sizeof(float));
-    kv->att = mallocCheck((size_t)c.num_heads * maxT * sizeof(float));
-    kv->logits = mallocCheck((size_t)c.padded_vocab_size * sizeof(float));
+    float** ptrs[] = {&kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch, &kv->att, &kv->logits};
+    size_t sizes[] = {C, C, 3 * C, C, C, 4 * C, c.num_heads * maxT, c.padded_vocab_size}, n = 8;
+    kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
     kv->tokens = mallocCheck(maxT * sizeof(int));
     kv->pos = 0;
 }
 
 void kvcache_free(KVCache* kv) {
-    free(kv->keys); free(kv->values); free(kv->x); free(kv->ln); free(kv->qkv);
-    free(kv->atty); free(kv->proj); free(kv->fch); free(kv->att); free(kv->logits); free(kv->tokens);
+    free(kv->keys); free(kv->values); free(kv->buffers); free(kv->tokens);
 }
 
 // attention of the newest position (pos) against the cached keys/values of layer l
 // q is (C): the new position's query, all heads; keys and values are (NH,maxT,hs)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
                                      const float* values, int pos, int C, int NH, int maxT) {
-    int hs = C / NH, hs16 = hs / 16 * 16;
+    int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for
     for (int h = 0; h < NH; h++) {
         float* scores = att + (size_t)h * maxT;
         const float* qh = q + h * hs;
         float maxval = -INFINITY;
-        for (int t2 = 0; t2 <= pos; t2++) {              // steps 1-2; no mask needed
+        for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 / sqrt(hs); nothing to mask
             const float* k = keys + ((size_t)h * maxT + t2) * hs;
-            float dot = dot_lanes(qh, k, hs16);          // whole vectors, then the rest
-            for (int i = hs16; i < hs; i++) dot += qh[i] * k[i];
+            float dot = 0.0f;
+            #pragma omp simd reduction(+ : dot)
+            for (int i = 0; i < hs; i++)
+                dot += qh[i] * k[i];
             scores[t2] = dot * scale;
-            if (scores[t2] > maxval) maxval = scores[t2];
+            maxval = scores[t2] > maxval ? scores[t2] : maxval;
         }
-        for (int t2 = 0; t2 <= pos; t2++) scores[t2] = exp_approx(scores[t2] - maxval);  // step 4
-        float sum = 0.0f;                                // (a loop of its own: it vectorises)
+        float sum = 0.0f;                    // step 4: softmax
         #pragma omp simd reduction(+ : sum)
-        for (int t2 = 0; t2 <= pos; t2++) sum += scores[t2];
+        for (int t2 = 0; t2 <= pos; t2++) {
+            scores[t2] = exp_approx(scores[t2] - maxval);
+            sum += scores[t2];
+        }
         float inv_sum = 1.0f / sum;
-        float* o = out + h * hs;                         // step 8: o = sum of p_t2 v_t2,
-        for (int i = 0; i < hs; i++) o[i] = 0.0f;        //   normalised at the end
+        float* o = out + h * hs;             // step 8: o = sum of p_t2 v_t2, normalised at the end
+        for (int i = 0; i < hs; i++)
+            o[i] = 0.0f;
         add_weighted_rows(o, scores, 1, values + (size_t)h * maxT * hs, hs, pos + 1, hs);
-        for (int i = 0; i < hs; i++) o[i] *= inv_sum;
+        for (int i = 0; i < hs; i++)
+            o[i] *= inv_sum;
     }
 }
 
@@ -1188,7 +1169,8 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
     int C = c.channels, NH = c.num_heads, hs = C / NH, maxT = c.max_seq_len, pos = kv->pos;
     if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
-    if (token < 0 || token >= c.vocab_size) die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
+    if (token < 0 || token >= c.vocab_size)
+        die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
     const ParameterTensors* p = &model->params;
     encoder_forward(kv->x, &token, p->wte, p->wpe + (size_t)pos * C, 1, 1, C);
     for (int l = 0; l < c.num_layers; l++) {
@@ -1221,11 +1203,6 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
 // ----------------------------------------------------------------------------
 // generation: feed the prompt through the KV cache, then sample one token at a time
 
-static void print_token(const Tokenizer* tk, int id, FILE* out) {
-    if (tk) fputs(tokenizer_decode(tk, id), out);
-    else fprintf(out, "%d ", id);
-}
-
 // prints the prompt and n new tokens. When the context fills the model's maxT, either
 // stop with a notice (slide == 0) or keep the newest maxT/2 tokens as the new context
 // and recompute their keys and values (slide == 1), the way nanoGPT crops its context.
@@ -1234,19 +1211,23 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
              const int* prompt, int prompt_len, int n, int slide, FILE* out) {
     int maxT = model->config.max_seq_len, keep = maxT / 2 > 0 ? maxT / 2 : 1, slides = 0, generated = 0;
     kv->pos = 0;
-    for (int i = 0; i < prompt_len; i++) print_token(tk, prompt[i], out);
-    for (int i = 0; i < prompt_len - 1; i++) gpt2_forward_token(model, kv, prompt[i]);
+    for (int i = 0; i < prompt_len; i++)
+        print_token(tk, prompt[i], out);
+    for (int i = 0; i < prompt_len - 1; i++)
+        gpt2_forward_token(model, kv, prompt[i]);
     int token = prompt[prompt_len - 1];
     while (generated < n) {
         if (kv->pos == maxT) {
             if (!slide) {
-                fprintf(out, "\n[generation stopped: the context reached the model's maxT of %d tokens]", maxT);
+                fprintf(out, "\n[generation stopped: the context reached the model's maxT of %d tokens]",
+                        maxT);
                 break;
             }
             int* history = kv->tokens;
             memmove(history, history + maxT - keep + 1, (keep - 1) * sizeof(int));
             kv->pos = 0;
-            for (int i = 0; i < keep - 1; i++) gpt2_forward_token(model, kv, history[i]);
+            for (int i = 0; i < keep - 1; i++)
+                gpt2_forward_token(model, kv, history[i]);
             slides++;
         }
         token = sampler_sample(s, gpt2_forward_token(model, kv, token));
@@ -1254,8 +1235,9 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
         generated++;
     }
     fputc('\n', out);
-    if (slides) fprintf(out, "[the context reached maxT = %d %d time%s; each time the newest %d tokens were kept]\n",
-                        maxT, slides, slides == 1 ? "" : "s", keep);
+    if (slides)
+        fprintf(out, "[the context reached maxT = %d %d time%s; each time the newest %d tokens were kept]\n",
+                maxT, slides, slides == 1 ? "" : "s", keep);
     fflush(out);
     return generated;
 }
@@ -1273,21 +1255,18 @@ float validation_loss(GPT2* model, DataLoader* val, int n) {
     return (float)(sum / n);
 }
 
-// the attention probabilities of every layer and head on the prompt, as one picture
-void write_attention_maps(GPT2* model, const int* tokens, int T, const char* path) {
-    gpt2_forward(model, tokens, NULL, 1, T, -1);
-    write_attention_pgm(path, model->acts.att_probs, model->config.num_layers, model->config.num_heads, T);
-}
-
 // writes dir/model_STEP.bin and dir/state_STEP.bin; refuses weights that are not finite,
 // so the newest checkpoint on disk is always a usable one
-void save_checkpoint(const char* dir, int step, const GPT2* model, const TrainState* st, char* model_path, size_t n) {
+// (model_path, n: the last checkpoint's path on entry, the new one's on return)
+void save_checkpoint(const char* dir, int step, const GPT2* model, const TrainState* st,
+                     char* model_path, size_t n) {
     char state_path[4096];
     for (size_t i = 0; i < model->num_parameters; i++)
         if (!isfinite(model->params_memory[i]))
-            die("the weights became nan or inf after step %d; not writing a checkpoint. Last good checkpoint: %s",
-                step, model_path[0] ? model_path : "none");
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
+            die("the weights became nan or inf after step %d; not writing a checkpoint. "
+                "Last good checkpoint: %s", step, model_path[0] ? model_path : "none");
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
     snprintf(model_path, n, "%s/model_%08d.bin", dir, step);
     snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", dir, step);
     gpt2_write_checkpoint(model, model_path);
@@ -1317,16 +1296,19 @@ void setup_model(const Options* o, Run* r) {
     struct stat sb;
     int default_tokenizer = strcmp(o->tokenizer_path, default_options().tokenizer_path) == 0;
     r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
-    if (o->resume && r->resume_step < 0) printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
+    if (o->resume && r->resume_step < 0)
+        printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
                         .num_heads = o->heads, .channels = o->channels};
-    int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh));
+    int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh.num_layers,
+                                             &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
     if (is_fresh || !default_tokenizer || stat(o->tokenizer_path, &sb) == 0) {
         tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
         r->have_tokenizer = 1;
     }
     if (r->resume_step >= 0) {
-        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, r->resume_step);
+        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
+                 r->resume_step);
         gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (!is_fresh) {
         gpt2_build_from_checkpoint(&r->model, o->init);
@@ -1349,8 +1331,9 @@ void setup_model(const Options* o, Run* r) {
     if (r->resume_step >= 0) {
         char state_path[4096];
         snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
-        gpt2_allocate_moments(&r->model);
-        read_train_state(state_path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
+        GPT2* m = &r->model;
+        gpt2_allocate_moments(m);
+        read_train_state(state_path, &r->state, m->m_memory, m->v_memory, m->num_parameters);
         if (r->state.B != o->B || r->state.T != o->T)
             die("'%s' was written with -b %d -t %d; resume with the same, not -b %d -t %d", state_path,
                 r->state.B, r->state.T, o->B, o->T);
@@ -1388,18 +1371,20 @@ void setup_data(const Options* o, Run* r) {
     int V = r->model.config.vocab_size;
     r->adamw = adamw_config(o);
     r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
-    if (o->max_steps > 0) dataloader_init(&r->train, o->train_path, o->B, o->T, V, o->shuffle, (uint64_t)o->seed, "-b, -t");
+    if (o->max_steps > 0)
+        dataloader_init(&r->train, o->train_path, o->B, o->T, V, o->shuffle, (uint64_t)o->seed, "-b, -t");
     if (r->have_val) {
         dataloader_init(&r->val, o->val_path, o->B, o->T, V, 0, 0, "-b, -t");
         size_t all = r->val.num_batches;  // sequential: every whole batch of the file
         r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
     }
-    if (r->resume_step >= 0 && o->max_steps > 0) dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+    if (r->resume_step >= 0 && o->max_steps > 0)
+        dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
 }
 
 static void sample(const Options* o, Run* r) {
-    generate(&r->model, &r->kv, &r->sampler, r->have_tokenizer ? &r->tokenizer : NULL, r->prompt, r->prompt_len,
-             o->gen_tokens, o->slide, stdout);
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    generate(&r->model, &r->kv, &r->sampler, tk, r->prompt, r->prompt_len, o->gen_tokens, o->slide, stdout);
 }
 
 static void stop_if_not_finite(const char* what, float value, int step, const Run* r) {
@@ -1432,16 +1417,13 @@ static double train_step(const Options* o, Run* r, int step) {
 // the training loop: validation every -v steps, a sample every -s, checkpoints every -n,
 // and all three at the end
 void train(const Options* o, Run* r) {
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-#else
-    int threads = 1;
-#endif
-    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, dropout %g, %d thread%s\n",
-           o->B, o->T, o->max_steps, o->lr, o->warmup, o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout,
-           threads, threads == 1 ? "" : "s");
-    printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o->train_path, r->train.num_tokens,
-           r->have_val ? o->val_path : "no validation", r->val.num_tokens, r->val_batches);
+    int threads = max_threads();
+    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
+           "dropout %g, %d thread%s\n", o->B, o->T, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
+           o->weight_decay, o->grad_clip, o->dropout, threads, threads == 1 ? "" : "s");
+    printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o->train_path,
+           r->train.num_tokens, r->have_val ? o->val_path : "no validation", r->val.num_tokens,
+           r->val_batches);
     double train_seconds = 0.0;
     int timed_steps = 0;
     float val_loss = -1.0f;
@@ -1458,18 +1440,22 @@ void train(const Options* o, Run* r) {
         }
         if (last) break;
         double dt = train_step(o, r, step);
-        if (step > r->state.step) { train_seconds += dt; timed_steps++; }  // the first step warms up
+        if (step > r->state.step) {  // the first step warms up: not timed
+            train_seconds += dt;
+            timed_steps++;
+        }
     }
     if (o->out_dir[0] && o->max_steps > r->state.step) {
         if (r->have_val && !isfinite(val_loss))
             die("the validation loss is %f at the end; not writing a checkpoint. Last good checkpoint: %s",
                 val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
         TrainState now = {o->max_steps, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
-        save_checkpoint(o->out_dir, o->max_steps, &r->model, &now, r->last_checkpoint, sizeof r->last_checkpoint);
+        save_checkpoint(o->out_dir, o->max_steps, &r->model, &now, r->last_checkpoint,
+                        sizeof r->last_checkpoint);
     }
     if (timed_steps > 0) {
-        printf("done: %d steps, %.1f ms/step (%.0f tok/s)", o->max_steps - r->state.step, 1e3 * train_seconds / timed_steps,
-               o->B * o->T * timed_steps / train_seconds);
+        printf("done: %d steps, %.1f ms/step (%.0f tok/s)", o->max_steps - r->state.step,
+               1e3 * train_seconds / timed_steps, o->B * o->T * timed_steps / train_seconds);
         if (r->have_val) printf(", final val loss %.4f", val_loss);
         if (r->last_checkpoint[0]) printf(", checkpoint %s", r->last_checkpoint);
         printf("\n");
@@ -1493,14 +1479,18 @@ int main(int argc, char** argv) {
     setup_model(&o, &r);
     setup_generation(&o, &r);
     if (o.attention_map[0]) {
-        write_attention_maps(&r.model, r.prompt, r.prompt_len, o.attention_map);
-        printf("attention maps of %d prompt tokens: %s (%d layers x %d heads)\n", r.prompt_len, o.attention_map,
-               r.model.config.num_layers, r.model.config.num_heads);
+        gpt2_forward(&r.model, r.prompt, NULL, 1, r.prompt_len, -1);  // fills acts.att_probs
+        write_attention_pgm(o.attention_map, r.model.acts.att_probs, r.model.config.num_layers,
+                            r.model.config.num_heads, r.prompt_len);
+        printf("attention maps of %d prompt tokens: %s (%d layers x %d heads)\n", r.prompt_len,
+               o.attention_map, r.model.config.num_layers, r.model.config.num_heads);
     } else {
         setup_data(&o, &r);
         if (o.max_steps > 0) train(&o, &r);
         else if (o.gen_tokens > 0) sample(&o, &r);  // -x 0: generate, or evaluate
-        else if (r.have_val) printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&r.model, &r.val, r.val_batches), r.val_batches, o.B, o.T);
+        else if (r.have_val)
+            printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&r.model, &r.val, r.val_batches),
+                   r.val_batches, o.B, o.T);
     }
     run_free(&r, &o);
     return 0;

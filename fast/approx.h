@@ -1,18 +1,19 @@
 /*
-fast/approx.h: exp and tanh that the compiler can vectorise. Part of the speed engine.
-Plain twins: expf and tanhf from <math.h> (test_gpt2.c checks both against them).
+fast/approx.h: exp and tanh that the compiler can vectorise. Part of the speed engine: a
+reader of the model may skip it. Plain twins: expf and tanhf from <math.h> (test_gpt2.c
+checks both against them).
 */
 #ifndef FAST_APPROX_H
 #define FAST_APPROX_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-// exp and tanh that the compiler can vectorise: the C library's expf and tanhf are
-// function calls it will not turn into vector code (without -ffast-math), and in GELU
-// they took 40% of a training step. Cody-Waite range reduction, e^x = 2^n e^r with
-// |r| <= ln2/2, and a degree-7 Taylor polynomial for e^r: relative error about 2e-7.
-
+// The C library's expf and tanhf are function calls the compiler will not turn into
+// vector code (without -ffast-math), and in GELU they took 40% of a training step.
+// exp_approx: Cody-Waite range reduction, e^x = 2^n e^r with |r| <= ln2/2, and a
+// degree-7 Taylor polynomial for e^r: relative error about 2e-7.
 static inline float exp_approx(float x) {
     x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);  // e^x stays a normal float
     float n = floorf(x * 1.44269504f + 0.5f);      // nearest integer to x / ln 2
@@ -25,7 +26,7 @@ static inline float exp_approx(float x) {
     return p * scale;
 }
 
-// tanh(u) = 1 - 2 / (1 + e^(2u)); absolute error about 1e-7
+// tanh(u) = 1 - 2 / (1 + e^(2u)); absolute error about 2e-7 (test_gpt2.c measures 1.8e-7)
 static inline float tanh_approx(float u) { return 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u)); }
 
 #endif

@@ -18,8 +18,8 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 #endif
 #include "../util/io.h"
 
-// sgemm: deterministic single-precision matrix multiply, the engine of every matmul
-// (OpenMP + AVX-512 intrinsics; a plain-C fallback where AVX-512 is absent)
+// sgemm: deterministic single-precision matrix multiply (OpenMP + AVX-512 intrinsics;
+// a plain-C fallback where AVX-512 is absent)
 //
 //   C[M,N] (= or +=) op(A)[M,K] * op(B)[K,N]
 //
@@ -122,12 +122,14 @@ static void gemm_pack_rows(const float* src, int ld, int rows, int R, int kc, fl
                 v[i] = i < nr ? _mm512_maskz_loadu_ps(gemm_lanes(nk), src + (size_t)(r0 + i) * ld + k0)
                               : _mm512_setzero_ps();
             transpose16(v);
-            for (int k = 0; k < nk; k++) _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);
+            for (int k = 0; k < nk; k++)
+                _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);
         }
     }
 #else
     for (int r = 0; r < R; r++)
-        for (int k = 0; k < kc; k++) dst[(size_t)k * R + r] = r < rows ? src[(size_t)r * ld + k] : 0.0f;
+        for (int k = 0; k < kc; k++)
+            dst[(size_t)k * R + r] = r < rows ? src[(size_t)r * ld + k] : 0.0f;
 #endif
 }
 
@@ -138,35 +140,42 @@ static void gemm_pack_cols(const float* src, int ld, int cols, int R, int kc, fl
         float* d = dst + (size_t)k * R;
 #ifdef __AVX512F__
         for (int c0 = 0; c0 < R; c0 += 16)
-            _mm512_mask_storeu_ps(d + c0, gemm_lanes(R - c0), _mm512_maskz_loadu_ps(gemm_lanes(cols - c0), s + c0));
+            _mm512_mask_storeu_ps(d + c0, gemm_lanes(R - c0),
+                                  _mm512_maskz_loadu_ps(gemm_lanes(cols - c0), s + c0));
 #else
-        for (int c = 0; c < R; c++) d[c] = c < cols ? s[c] : 0.0f;
+        for (int c = 0; c < R; c++)
+            d[c] = c < cols ? s[c] : 0.0f;
 #endif
     }
 }
 
-// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR); m <= GEMM_MR, n <= GEMM_NR
-// When overwriting, bias (n values, one per column) is added if not NULL.
-static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc, int m, int n,
-                   int overwrite, const float* bias) {
+// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
+// m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
+// if not NULL.
+static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
+                        int m, int n, int overwrite, const float* bias) {
 #ifdef __AVX512F__
     enum { NV = GEMM_NR / 16 };
     __m512 acc[GEMM_MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < GEMM_MR; i++)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_setzero_ps();
+        for (int j = 0; j < NV; j++)
+            acc[i][j] = _mm512_setzero_ps();
     for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
-        for (int j = 0; j < n; j += 16) _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
+        for (int j = 0; j < n; j += 16)
+            _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
     for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
         __m512 bv[NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) bv[j] = _mm512_load_ps(b + 16 * j);
+        for (int j = 0; j < NV; j++)
+            bv[j] = _mm512_load_ps(b + 16 * j);
 #pragma GCC unroll 16
         for (int i = 0; i < GEMM_MR; i++) {
             __m512 av = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+            for (int j = 0; j < NV; j++)
+                acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
         }
     }
 #pragma GCC unroll 16
@@ -187,10 +196,12 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
     memset(acc, 0, sizeof acc);
     for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR)
         for (int i = 0; i < GEMM_MR; i++)
-            for (int j = 0; j < GEMM_NR; j++) acc[i][j] += a[i] * b[j];
+            for (int j = 0; j < GEMM_NR; j++)
+                acc[i][j] += a[i] * b[j];
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
-            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f) : C[(size_t)i * ldc + j] + acc[i][j];
+            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f)
+                                               : C[(size_t)i * ldc + j] + acc[i][j];
 #endif
 }
 
@@ -216,21 +227,26 @@ static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int 
             int kc = gemm_imin(GEMM_KC, K - pc);
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
-                if (tB) gemm_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc);
-                else    gemm_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc);
+                if (tB) gemm_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
+                                       Bp + (size_t)jr * kc);
+                else    gemm_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
+                                       Bp + (size_t)jr * kc);
             }
             for (int ic = 0; ic < m; ic += GEMM_MC) {
                 int mc = gemm_imin(GEMM_MC, m - ic);
                 for (int ir = 0; ir < mc; ir += GEMM_MR) {
                     int h = gemm_imin(GEMM_MR, mc - ir);
-                    if (tA) gemm_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc);
-                    else    gemm_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc);
+                    if (tA) gemm_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
+                                           Ap + (size_t)ir * kc);
+                    else    gemm_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
+                                           Ap + (size_t)ir * kc);
                 }
                 for (int jr = 0; jr < nc; jr += GEMM_NR)
                     for (int ir = 0; ir < mc; ir += GEMM_MR)
-                        gemm_kernel(kc, Ap + (size_t)ir * kc, Bp + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr,
-                               ldc, gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr), !accumulate && pc == 0,
-                               bias ? bias + jc + jr : NULL);
+                        gemm_kernel(kc, Ap + (size_t)ir * kc, Bp + (size_t)jr * kc,
+                                    C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
+                                    gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr),
+                                    !accumulate && pc == 0, bias ? bias + jc + jr : NULL);
             }
         }
     }
@@ -252,6 +268,15 @@ static int team_size(void) {
 #endif
 }
 
+// the threads a parallel region gets (OMP_NUM_THREADS, or the number of cores; 1 without OpenMP)
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 // Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias).
 // C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
 // re-packs the whole operand along the other dimension, so split the dimension that makes
@@ -262,7 +287,8 @@ void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, cons
     if (K <= 0) {  // empty sum
         if (!accumulate && t == 0)
             for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+                for (int j = 0; j < N; j++)
+                    C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
         return;
     }
     int splitN = N > M;
@@ -303,7 +329,8 @@ void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int
         return;
     }
     #pragma omp parallel num_threads(nt)
-    sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+    sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate, bias);
 }
 
 void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,

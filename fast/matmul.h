@@ -1,9 +1,10 @@
 /*
 fast/matmul.h: the matmul layer as the model runs it, out = inp @ weight^T + bias and its
-backward, through the blocked sgemm. Part of the speed engine. Plain twins:
-matmul_forward_plain and matmul_backward_plain in train_gpt2.c, the three loops to read
-first; test_gpt2.c checks these against them on awkward shapes, and by finite
-differences. Shapes as there: inp is (BT,C), weight is (OC,C), bias is (OC) or NULL.
+backward, through the blocked sgemm. Part of the speed engine: a reader of the model may
+skip it. Plain twins: matmul_forward_plain and matmul_backward_plain in train_gpt2.c, the
+three loops to read first; test_gpt2.c checks these against them on awkward shapes, and
+by finite differences. Shapes as there: inp is (BT,C), weight is (OC,C), bias is (OC) or
+NULL.
 */
 #ifndef FAST_MATMUL_H
 #define FAST_MATMUL_H

@@ -1,8 +1,9 @@
 /*
 fast/rows.h: one output row from many input rows: add_weighted_rows (a weighted sum of
 rows, summed in registers) and matvec_forward (one position through a linear layer).
-Part of the speed engine. Plain twins: the double loop in test_weighted_rows
-(test_gpt2.c), and matmul_forward_plain with one row (train_gpt2.c).
+Part of the speed engine: a reader of the model may skip it. Plain twins: the double
+loop in test_weighted_rows (test_gpt2.c), and matmul_forward_plain with one row
+(train_gpt2.c); test_gpt2.c checks both against them.
 */
 #ifndef FAST_ROWS_H
 #define FAST_ROWS_H
@@ -12,14 +13,6 @@ Part of the speed engine. Plain twins: the double loop in test_weighted_rows
 #include <immintrin.h>
 #endif
 
-
-// add_weighted_rows (below): one output row += a weighted sum of many rows, summed in
-// vector registers. The bias gradient uses it, with every weight 1 (the column sums).
-// The kernel: 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats, in 4 partial
-// sums (rows t2 = 0,4,8.. / 1,5,9.. / ...) so that 4*NV independent FMA chains hide the
-// adder's latency. One body, instantiated below for the three widths with NV a constant,
-// because fixed-size accumulators are what stay in vector registers. (Plain C arrays of
-// this size were spilled to memory by GCC, so the AVX-512 build uses intrinsics.)
 #if defined(__GNUC__)
 #define NOINLINE __attribute__((noinline))
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -27,6 +20,15 @@ Part of the speed engine. Plain twins: the double loop in test_weighted_rows
 #define NOINLINE
 #define ALWAYS_INLINE inline
 #endif
+
+// add_weighted_rows (below): one output row += a weighted sum of many rows, summed in
+// vector registers. The bias gradient uses it, with every weight 1 (the column sums).
+// The kernel: 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats,
+// in 4 partial sums (rows t2 = 0,4,8.. / 1,5,9.. / ...) so that 4*NV independent FMA
+// chains hide the adder's latency. One body, instantiated below for the three widths
+// with NV a constant, because fixed-size accumulators are what stay in vector registers.
+// (Plain C arrays of this size were spilled to memory by GCC, so the AVX-512 build uses
+// intrinsics.)
 static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float* w, size_t w_stride,
                                                const float* rows, size_t stride, int count, const int NV) {
 #ifdef __AVX512F__
@@ -34,7 +36,8 @@ static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float*
 #pragma GCC unroll 4
     for (int u = 0; u < 4; u++)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_setzero_ps();
+        for (int j = 0; j < NV; j++)
+            acc[u][j] = _mm512_setzero_ps();
     int t2 = 0;
     for (; t2 + 4 <= count; t2 += 4)
 #pragma GCC unroll 4
@@ -42,7 +45,8 @@ static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float*
             __m512 wt = _mm512_set1_ps(w[(t2 + u) * w_stride]);
             const float* r = rows + (t2 + u) * stride;
 #pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
+            for (int j = 0; j < NV; j++)
+                acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
         }
 #pragma GCC unroll 3
     for (int u = 0; u < 3; u++) {  // the last count % 4 rows
@@ -50,7 +54,8 @@ static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float*
         __m512 wt = _mm512_set1_ps(w[(t2 + u) * w_stride]);
         const float* r = rows + (t2 + u) * stride;
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
+        for (int j = 0; j < NV; j++)
+            acc[u][j] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(r + 16 * j), acc[u][j]);
     }
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++) {
@@ -62,9 +67,11 @@ static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float*
     for (int t2 = 0; t2 < count; t2++) {
         const float* r = rows + t2 * stride;
         float wt = w[t2 * w_stride];
-        for (int j = 0; j < 16 * NV; j++) acc[t2 % 4][j] += wt * r[j];
+        for (int j = 0; j < 16 * NV; j++)
+            acc[t2 % 4][j] += wt * r[j];
     }
-    for (int j = 0; j < 16 * NV; j++) out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
+    for (int j = 0; j < 16 * NV; j++)
+        out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
 #endif
 }
 #define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
@@ -83,18 +90,19 @@ ADD_WEIGHTED_ROWS_BLOCK(16)
 static inline void add_weighted_rows(float* restrict out, const float* w, size_t w_stride,
                                      const float* rows, size_t stride, int count, int n) {
     int i = 0;
-    for (; i + 64 <= n; i += 64) add_weighted_rows_64(out + i, w, w_stride, rows + i, stride, count);
-    for (; i + 32 <= n; i += 32) add_weighted_rows_32(out + i, w, w_stride, rows + i, stride, count);
-    for (; i + 16 <= n; i += 16) add_weighted_rows_16(out + i, w, w_stride, rows + i, stride, count);
+    for (; i + 64 <= n; i += 64)
+        add_weighted_rows_64(out + i, w, w_stride, rows + i, stride, count);
+    for (; i + 32 <= n; i += 32)
+        add_weighted_rows_32(out + i, w, w_stride, rows + i, stride, count);
+    for (; i + 16 <= n; i += 16)
+        add_weighted_rows_16(out + i, w, w_stride, rows + i, stride, count);
     for (; i < n; i++) {
         float acc = 0.0f;
-        for (int t2 = 0; t2 < count; t2++) acc += w[t2 * w_stride] * rows[t2 * stride + i];
+        for (int t2 = 0; t2 < count; t2++)
+            acc += w[t2 * w_stride] * rows[t2 * stride + i];
         out[i] += acc;
     }
 }
-
-// dbias (OC) += the column sums of dout (BT,OC): a weighted sum of dout's rows with
-// every weight 1 (w_stride 0). Thread t of T takes its share of the 64-column blocks;
 
 // out (OC) = W (OC,IC) x (IC) + b: one position through a linear layer. It reads every
 // weight once, so its speed is the memory bandwidth: four rows at a time keep four
@@ -102,8 +110,10 @@ static inline void add_weighted_rows(float* restrict out, const float* w, size_t
 // use full vector registers while each row's order of summation stays fixed.
 static inline float dot16_finish(const float acc[16], const float* w, const float* x, int i, int IC) {
     float sum = 0.0f;
-    for (; i < IC; i++) sum += w[i] * x[i];
-    for (int j = 0; j < 16; j++) sum += acc[j];
+    for (; i < IC; i++)
+        sum += w[i] * x[i];
+    for (int j = 0; j < 16; j++)
+        sum += acc[j];
     return sum;
 }
 
@@ -112,13 +122,15 @@ void matvec_forward(float* out, const float* x, const float* weight, const float
     for (int o0 = 0; o0 < OC; o0 += 4) {
         int rows = OC - o0 < 4 ? OC - o0 : 4;
         const float* w[4];
-        for (int r = 0; r < 4; r++) w[r] = weight + (size_t)(o0 + (r < rows ? r : 0)) * IC;
+        for (int r = 0; r < 4; r++)
+            w[r] = weight + (size_t)(o0 + (r < rows ? r : 0)) * IC;
         float acc[4][16] = {{0}};
         int i = 0;
         for (; i + 16 <= IC; i += 16)
             for (int r = 0; r < 4; r++) {
                 #pragma omp simd
-                for (int j = 0; j < 16; j++) acc[r][j] += w[r][i + j] * x[i + j];
+                for (int j = 0; j < 16; j++)
+                    acc[r][j] += w[r][i + j] * x[i + j];
             }
         for (int r = 0; r < rows; r++)
             out[o0 + r] = dot16_finish(acc[r], w[r], x, i, IC) + (bias ? bias[o0 + r] : 0.0f);

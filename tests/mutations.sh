@@ -1,49 +1,76 @@
 #!/usr/bin/env bash
-# Mutation check: inside every *_backward function of train_gpt2.c (and add_weighted_rows,
-# which the bias gradients use), one line at a time,
-#   - flips the sign of each accumulation (+= to -=), and
+# Mutation check: the tests must catch every small error in the backward code, wherever it
+# lives: every *_backward function of train_gpt2.c and fast/matmul.h, and the kernels the
+# backward passes hand their sums to (add_weighted_rows and its register kernel in
+# fast/rows.h, bias_grad_share in fast/matmul.h). One line at a time, it
+#   - flips the sign of each accumulation (+= to -=),
 #   - negates the value of each assignment to a gradient (a variable whose name starts
 #     with d: "dinp[i] = e;" becomes "dinp[i] = -(e);"), except assignments of constants,
-# and requires test_gpt2 to fail on every mutant. Loop increments and comments are left
-# alone. Last line: "N passed, M failed" (passed = the tests caught it).
+#   - in the AVX-512 kernels, turns a fused multiply-add into a multiply-subtract
+#     (_mm512_fmadd_ps to _mm512_fnmadd_ps) and an addition into a subtraction,
+#   - flips the accumulate flag of an sgemm_share call (written <-> added),
+# and requires test_gpt2 to fail on every mutant. Only the code the compiler builds on this
+# machine is mutated (the AVX-512 branch or its plain-C fallback, not both). Loop headers
+# and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp test_gpt2.c "$work/"
-# prints "LINE<TAB>mutated line" for every accumulation in the functions of interest
+files=(train_gpt2.c fast/matmul.h fast/rows.h)
+cp -r train_gpt2.c test_gpt2.c fast util "$work/"
+CC=${CC:-cc}
+CFLAGS="-O1 -march=native -fopenmp -std=c11"
+avx512=$(echo | $CC -march=native -dM -E - | grep -c '__AVX512F__')
+
+# prints "LINE<TAB>mutated line" for every mutation of the functions of interest in file $1
 candidates() {
-    perl -ne '
-        $inside = 1 if /^(static )?(inline )?void ([a-z_]+_backward(_plain)?|add_weighted_rows)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
+    AVX512="$avx512" perl -ne '
+        BEGIN { $avx = $ENV{AVX512} > 0; $branch = ""; }
+        if (/^#\s*if(def)?\s.*__AVX512F__/) { $branch = "avx"; next; }
+        if ($branch && /^#\s*else/) { $branch = "plain"; next; }
+        if ($branch && /^#\s*endif/) { $branch = ""; next; }
+        next if ($branch eq "avx" && !$avx) || ($branch eq "plain" && $avx);
+        $inside = 1 if /^(static )?((inline|ALWAYS_INLINE|NOINLINE) )*(void|float) ([a-z_]+_backward(_plain)?|add_weighted_rows|weighted_rows_kernel|bias_grad_share)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
         if ($inside) {
             my ($code, $comment) = split(m{//}, $_, 2);
             my ($head, $body) = $code =~ /^(\s*for\s*\(.*?\)\s*)(.*)$/s ? ($1, $2) : ("", $code);
-            my $mutated = 0;
+            my $mutated = 1;
             if ($body =~ /\+=/) {
-                $body =~ s/(.*)\+=/$1-=/s; $mutated = 1;
+                $body =~ s/(.*)\+=/$1-=/s;
             } elsif ($body =~ /^(\s*)(d\w*(?:\[[^\]]*\])?)\s*=\s*(.+);\s*$/s && $3 !~ /^[-+0-9.ef]+$/) {
-                $body = "$1$2 = -($3);\n"; $mutated = 1;
+                $body = "$1$2 = -($3);\n";
+            } elsif ($body =~ /_mm512_fmadd_ps\(/) {
+                $body =~ s/_mm512_fmadd_ps\(/_mm512_fnmadd_ps(/;
+            } elsif ($body =~ /_mm512_add_ps\(_mm512_loadu_ps\(/) {
+                $body =~ s/_mm512_add_ps\(_mm512_loadu_ps\(/_mm512_sub_ps(_mm512_loadu_ps(/;
+            } elsif ($body =~ /sgemm_share\(.*, ([01]), NULL\);/) {
+                my $flip = $1 eq "1" ? "0" : "1";
+                $body =~ s/, [01], NULL\);/, $flip, NULL);/;
+            } else {
+                $mutated = 0;
             }
             if ($mutated) {
                 my $line = $head . $body . (defined $comment ? "//" . $comment : "");
                 chomp $line; print "$.\t$line\n";
             }
         }
-        $inside = 0 if /^}/;' train_gpt2.c
+        $inside = 0 if /^}/;' "$1"
 }
 pass=0; fail=0
-while IFS=$'\t' read -r n mutated; do
-    awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' train_gpt2.c > "$work/train_gpt2.c"
-    what=$(echo "$mutated" | sed 's/^ *//')
-    if ! ${CC:-cc} -O1 -march=native -fopenmp -std=c11 -o "$work/test_gpt2" "$work/test_gpt2.c" -lm 2> "$work/cc.log"; then
-        echo "FAIL line $n does not compile when mutated: $what"; fail=$((fail + 1)); continue
-    fi
-    if (cd "$root" && timeout 120 "$work/test_gpt2" > "$work/out.log" 2>&1); then
-        echo "FAIL line $n: sign flip not caught: $what"; fail=$((fail + 1))
-    else
-        echo "PASS line $n caught ($(grep -c '^FAIL' "$work/out.log") checks fail): $what"; pass=$((pass + 1))
-    fi
-done < <(candidates)
+for file in "${files[@]}"; do
+    while IFS=$'\t' read -r n mutated; do
+        awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' "$file" > "$work/$file"
+        what="$file:$n: $(echo "$mutated" | sed 's/^ *//')"
+        if ! $CC $CFLAGS -o "$work/test_gpt2" "$work/test_gpt2.c" -lm 2> "$work/cc.log"; then
+            echo "FAIL $what does not compile when mutated"; fail=$((fail + 1))
+        elif (cd "$root" && timeout 120 "$work/test_gpt2" > "$work/out.log" 2>&1); then
+            echo "FAIL $what: mutant not caught"; fail=$((fail + 1))
+        else
+            echo "PASS $what caught ($(grep -c '^FAIL' "$work/out.log") checks fail)"; pass=$((pass + 1))
+        fi
+        cp "$file" "$work/$file"
+    done < <(candidates "$file")
+done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,18 +1,18 @@
 /*
-util/cli.h: the command line: every flag, its default and its check. Plumbing.
+util/cli.h: the command line: every flag, its default and its check. Plumbing. The letters
+are those of llm.c's train_gpt2.cu, plus flags for the model shape and more.
 */
 #ifndef UTIL_CLI_H
 #define UTIL_CLI_H
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io.h"
-
-// command line: llm.c's train_gpt2.cu letters, plus flags for the model shape and more
 
 typedef struct {
     const char* train_path;      // -i
@@ -49,7 +49,8 @@ static const Flag FLAGS[] = {
     {"-i", 's', OPT(train_path), "training tokens (llm.c token file)"},
     {"-j", 's', OPT(val_path), "validation tokens"},
     {"-tok", 's', OPT(tokenizer_path), "tokenizer (llm.c tokenizer file)"},
-    {"-e", 's', OPT(init), "start from this llm.c checkpoint, or a fresh d12/d24/d36/d48; default: a fresh model shaped by -nl -nh -nc -mt"},
+    {"-e", 's', OPT(init), "start from this llm.c checkpoint, or a fresh d12/d24/d36/d48; "
+                           "default: a fresh model shaped by -nl -nh -nc -mt"},
     {"-o", 's', OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
     {"-b", 'i', OPT(B), "batch size B"},
     {"-t", 'i', OPT(T), "sequence length T"},
@@ -77,8 +78,10 @@ static const Flag FLAGS[] = {
     {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
     {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
     {"-pr", 's', OPT(prompt), "prompt to continue (character-level tokenizers)"},
-    {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; 0 = llm.c's sequential batches"},
-    {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; 0 = stop"},
+    {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; "
+                               "0 = llm.c's sequential batches"},
+    {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; "
+                             "0 = stop"},
     {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this PGM file and exit"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
@@ -126,7 +129,8 @@ Options parse_args(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage(stdout); exit(0); }
         const Flag* fl = NULL;
-        for (int k = 0; k < NUM_FLAGS; k++) if (strcmp(argv[i], FLAGS[k].name) == 0) fl = &FLAGS[k];
+        for (int k = 0; k < NUM_FLAGS; k++)
+            if (strcmp(argv[i], FLAGS[k].name) == 0) fl = &FLAGS[k];
         if (!fl) usage_error("unknown flag '%s'", argv[i]);
         if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
         const char* v = argv[++i];
@@ -136,12 +140,15 @@ Options parse_args(int argc, char** argv) {
         if (fl->type == 's') { *(const char**)field = v; continue; }
         if (fl->type == 'f') {
             float x = strtof(v, &end);
-            if (end == v || *end || errno || !isfinite(x)) usage_error("flag %s expects a number, got '%s'", fl->name, v);
+            if (end == v || *end || errno || !isfinite(x))
+                usage_error("flag %s expects a number, got '%s'", fl->name, v);
             *(float*)field = x;
         } else {
             long long x = strtoll(v, &end, 10);
-            if (end == v || *end || errno) usage_error("flag %s expects an integer, got '%s'", fl->name, v);
-            if (fl->type == 'i' && (x < -2147483647LL || x > 2147483647LL)) usage_error("flag %s: %s is out of range", fl->name, v);
+            if (end == v || *end || errno)
+                usage_error("flag %s expects an integer, got '%s'", fl->name, v);
+            if (fl->type == 'i' && (x < -2147483647LL || x > 2147483647LL))
+                usage_error("flag %s: %s is out of range", fl->name, v);
             if (fl->type == 'i') *(int*)field = (int)x; else *(long long*)field = x;
         }
     }
@@ -158,13 +165,37 @@ Options parse_args(int argc, char** argv) {
         {o.channels <= 0, "-nc (channels) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
         {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
         {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
-        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"}, {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
-        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"}, {o.temperature < 0, "-tp (temperature) must be >= 0"},
-        {o.top_k < 0, "-tk (top-k) must be >= 0"}, {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"}, {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
+        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},
+        {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
+        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
+        {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
+        {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"},
+        {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
         {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"}};
     for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
         if (checks[k].bad) { fprintf(stderr, "train_gpt2: error: %s\n", checks[k].msg); exit(EXIT_USAGE); }
     return o;
+}
+
+// -e d12, d24, d36, d48: llm.c's descriptors of fresh models, GPT-2 124M's shape and up.
+// Returns 0 if s is not a descriptor (then it names a checkpoint file), 1 after setting
+// the shape (maxT 1024), and stops with an error for an unknown depth.
+int parse_model_descriptor(const char* s, int* layers, int* heads, int* channels, int* max_seq_len) {
+    int depth;
+    char extra;
+    if (sscanf(s, "d%d%c", &depth, &extra) != 1) return 0;
+    int all_channels[] = {768, 1024, 1280, 1600}, all_heads[] = {12, 16, 20, 25}, depths[] = {12, 24, 36, 48};
+    for (int i = 0; i < 4; i++) {
+        if (depth == depths[i]) {
+            *layers = depth;
+            *heads = all_heads[i];
+            *channels = all_channels[i];
+            *max_seq_len = 1024;
+            return 1;
+        }
+    }
+    die("-e %s: unknown model descriptor (llm.c's are d12, d24, d36, d48)", s);
+    return 0;
 }
 
 #endif

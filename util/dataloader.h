@@ -1,22 +1,23 @@
 /*
-util/dataloader.h: batches of tokens from an llm.c token file (doc/formats.md). Plumbing.
+util/dataloader.h: batches of tokens from an llm.c token file (magic 20240520, uint16
+tokens after the header; doc/formats.md). Plumbing.
+
+Sequential (llm.c's way, -sh 0): a batch is B*T+1 consecutive tokens, inputs the first
+B*T and targets the same shifted by one; batches follow each other through the file and
+wrap around. Shuffled (-sh 1, the default): the file is cut into windows of T+1 tokens,
+at an offset drawn anew each epoch, and each batch takes B windows in a random order, so
+consecutive steps see unrelated text (as nanoGPT's random windows do) while every epoch
+still covers the file once. Validation is always sequential.
 */
 #ifndef UTIL_DATALOADER_H
 #define UTIL_DATALOADER_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io.h"
 #include "random.h"
-
-// data loader for llm.c token files (magic 20240520): uint16 tokens after the header.
-// Sequential (llm.c's way, -sh 0): a batch is B*T+1 consecutive tokens, inputs the
-// first B*T and targets the same shifted by one; batches follow each other through the
-// file and wrap around. Shuffled (-sh 1, the default): the file is cut into windows of
-// T+1 tokens, at an offset drawn anew each epoch, and each batch takes B windows in a
-// random order, so consecutive steps see unrelated text (as nanoGPT's random windows
-// do) while every epoch still covers the file once. Validation is always sequential.
 
 typedef struct {
     const char* path;
@@ -43,14 +44,17 @@ static void load_token_file(DataLoader* d, const char* path, int V) {
     size_t n = (size_t)h[2];
     long expected = 1024L + 2L * (long)n, actual = file_size(f);
     if (actual < expected)
-        die("'%s' is truncated: its header promises %zu tokens (%ld bytes), the file has %ld bytes", path, n, expected, actual);
-    if (actual > expected) die("'%s' is longer than its header says (%ld bytes, expected %ld)", path, actual, expected);
+        die("'%s' is truncated: its header promises %zu tokens (%ld bytes), the file has %ld bytes",
+            path, n, expected, actual);
+    if (actual > expected)
+        die("'%s' is longer than its header says (%ld bytes, expected %ld)", path, actual, expected);
     d->tokens = mallocCheck(n * sizeof(uint16_t) + 1);
     fread_check(d->tokens, sizeof(uint16_t), n, f, path, "tokens");
     fclose(f);
     for (size_t i = 0; i < n; i++)
         if (d->tokens[i] >= V)
-            die("'%s': token %d at position %zu is outside the model's vocabulary (0..%d)", path, d->tokens[i], i, V - 1);
+            die("'%s': token %d at position %zu is outside the model's vocabulary (0..%d)",
+                path, d->tokens[i], i, V - 1);
     d->num_tokens = n;
 }
 
@@ -62,7 +66,8 @@ static size_t dataloader_num_windows(const DataLoader* d) { return (d->num_token
 // resumed run continues exactly
 static void dataloader_shuffle(DataLoader* d) {
     size_t n = d->shuffle ? dataloader_num_windows(d) : d->num_batches;
-    for (size_t i = 0; i < n; i++) d->order[i] = i;
+    for (size_t i = 0; i < n; i++)
+        d->order[i] = i;
     if (!d->shuffle) return;
     uint64_t rng = d->seed ^ splitmix64((uint64_t)d->epoch);
     d->offset = random_u64(&rng) % d->T;
@@ -79,10 +84,12 @@ void dataloader_init(DataLoader* d, const char* path, int B, int T, int V, int s
     load_token_file(d, path, V);
     size_t need = (size_t)B * T + 1;
     if (d->num_tokens < need)
-        die("'%s' has %zu tokens, fewer than one batch of B*T+1 = %zu (%s)", path, d->num_tokens, need, flags);
+        die("'%s' has %zu tokens, fewer than one batch of B*T+1 = %zu (%s)",
+            path, d->num_tokens, need, flags);
     d->num_batches = shuffle ? dataloader_num_windows(d) / B : (d->num_tokens - 1) / ((size_t)B * T);
     if (d->num_batches == 0)  // shuffled windows can need up to T-1 more tokens
-        die("'%s' has %zu tokens, too few for one shuffled batch of %d windows of %d (%s, or -sh 0)", path, d->num_tokens, B, T + 1, flags);
+        die("'%s' has %zu tokens, too few for one shuffled batch of %d windows of %d (%s, or -sh 0)",
+            path, d->num_tokens, B, T + 1, flags);
     d->order = mallocCheck((shuffle ? dataloader_num_windows(d) : d->num_batches) * sizeof(size_t));
     d->inputs = mallocCheck((size_t)B * T * sizeof(int));
     d->targets = mallocCheck((size_t)B * T * sizeof(int));
@@ -99,7 +106,8 @@ static void dataloader_fill_row(DataLoader* d, int r, const uint16_t* src) {
 
 // loads sequential batch number k of the file (k < (num_tokens-1) / (B*T))
 void dataloader_load_batch(DataLoader* d, size_t k) {
-    for (int r = 0; r < d->B; r++) dataloader_fill_row(d, r, d->tokens + (k * d->B + r) * d->T);
+    for (int r = 0; r < d->B; r++)
+        dataloader_fill_row(d, r, d->tokens + (k * d->B + r) * d->T);
 }
 
 void dataloader_next_batch(DataLoader* d) {
@@ -113,7 +121,8 @@ void dataloader_next_batch(DataLoader* d) {
 }
 
 void dataloader_seek(DataLoader* d, long epoch, size_t batch_index) {
-    if (batch_index >= d->num_batches) die("'%s': saved data position %zu is past its %zu batches", d->path, batch_index, d->num_batches);
+    if (batch_index >= d->num_batches)
+        die("'%s': saved data position %zu is past its %zu batches", d->path, batch_index, d->num_batches);
     d->epoch = epoch;
     d->batch_index = batch_index;
     dataloader_shuffle(d);

@@ -6,6 +6,7 @@ util/pgm.h: attention maps as a grayscale PGM picture. Plumbing.
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "io.h"
 
@@ -28,7 +29,8 @@ void write_attention_pgm(const char* path, const float* probs, int L, int NH, in
                 }
     char tmp[4096];
     FILE* f = atomic_open(path, tmp, sizeof tmp);
-    fprintf(f, "P5\n# attention probabilities (sqrt scale): rows = layers, columns = heads\n%d %d\n255\n", W, H);
+    fprintf(f, "P5\n# attention probabilities (sqrt scale): rows = layers, columns = heads\n"
+               "%d %d\n255\n", W, H);
     fwrite_check(img, 1, (size_t)W * H, f, tmp);
     atomic_commit(f, tmp, path);
     free(img);

@@ -6,11 +6,10 @@ separate from the model, as in llama2.c.
 #define UTIL_SAMPLER_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "io.h"
 #include "random.h"
-
-// sampler: turns logits into the next token; separate from the model
 
 typedef struct {
     float temperature;  // 0 = always the most likely token
@@ -40,12 +39,17 @@ int sampler_sample(Sampler* s, const float* logits) {
     int V = s->V;
     if (s->temperature <= 0.0f) {
         int best = 0;
-        for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
+        for (int i = 1; i < V; i++)
+            if (logits[i] > logits[best]) best = i;
         return best;
     }
     float maxval = -INFINITY;
-    for (int i = 0; i < V; i++) if (logits[i] > maxval) maxval = logits[i];
-    for (int i = 0; i < V; i++) { s->probs[i] = expf((logits[i] - maxval) / s->temperature); s->order[i] = i; }
+    for (int i = 0; i < V; i++)
+        if (logits[i] > maxval) maxval = logits[i];
+    for (int i = 0; i < V; i++) {
+        s->probs[i] = expf((logits[i] - maxval) / s->temperature);
+        s->order[i] = i;
+    }
     int n = V;
     if (s->top_k > 0 && s->top_k < V) {
         sort_probs = s->probs;
@@ -53,7 +57,8 @@ int sampler_sample(Sampler* s, const float* logits) {
         n = s->top_k;
     }
     double total = 0.0;
-    for (int i = 0; i < n; i++) total += s->probs[s->order[i]];
+    for (int i = 0; i < n; i++)
+        total += s->probs[s->order[i]];
     double r = random_f32(&s->rng) * total, cdf = 0.0;
     for (int i = 0; i < n; i++) {
         cdf += s->probs[s->order[i]];

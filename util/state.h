@@ -1,7 +1,11 @@
 /*
-util/state.h: the training-state file beside each checkpoint (AdamW's moments, the step,
-the data position, the sampler's random stream), and finding the newest checkpoint.
-Plumbing; the model's own checkpoint is written by train_gpt2.c.
+util/state.h: the training-state file beside each checkpoint, and finding the newest
+checkpoint. Plumbing; the model's own checkpoint is written by train_gpt2.c.
+
+The training state is everything besides the weights that a resumed run needs to continue
+exactly: AdamW's moments, the step, the data position, the sampler's random stream. Our
+own format (magic 20241124, version 1; doc/formats.md): a header of 256 int32, then m and
+v as float32 in parameter order.
 */
 #ifndef UTIL_STATE_H
 #define UTIL_STATE_H
@@ -12,11 +16,6 @@ Plumbing; the model's own checkpoint is written by train_gpt2.c.
 #include <string.h>
 #include <sys/stat.h>
 #include "io.h"
-
-// training state: everything besides the weights that a resumed run needs to continue
-// exactly: AdamW's moments, the step, the data position, the sampler's random stream.
-// Our own format (magic 20241124, version 1): header of 256 int32, then m and v as
-// float32 in parameter order.
 
 #define STATE_MAGIC 20241124
 
