@@ -708,7 +708,7 @@ static void bench_summary(const char* path) {
         if (have(k)) printf(" %11.2f %9.2f\n", get(k), ms / get(k));
         else printf(" %11s %9s\n", "n/a", "n/a");
     }
-    printf("  (ours/PT < 1: ours is faster; PyTorch with the tuned settings of /work/shared/machine.md)\n");
+    printf("  (ours/PT < 1: ours is faster; PyTorch with the tuned settings of bench/README.md)\n");
     if (have("torch.blas_optimised") && get("torch.blas_optimised") == 0)
         printf("  !! PyTorch ran on the unoptimised reference BLAS here: its times are no baseline\n");
     if (have("cpu_share") && get("cpu_share") < 0.9)

@@ -10,7 +10,7 @@ zero_grad, backward, clip the gradient norm to 1, AdamW step: train_gpt2.c's ste
   124m:    L=12 NH=12 C=768 maxT=1024 V=50257 Vp=50304, B=4 T=64
   default: L=4 NH=4 C=128 maxT=64 V=65 Vp=128, B=12 T=64 (nanoGPT's baby Shakespeare
            CPU config, whose head has 65 outputs instead of 128)
-Run it with the tuned settings of /work/shared/machine.md (run_bench.sh does):
+Run it with the tuned settings of bench/README.md (run_bench.sh does):
 OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=100000000000
 MALLOC_TOP_PAD_=1073741824, OPENBLAS_CORETYPE unset; 2 threads.
 Prints the median ms per step after warm-up, and "@ torch.<shape>.ms <value>" for

@@ -7,7 +7,8 @@
 #   5. PyTorch's training step of the same models, when /usr/bin/python3 imports torch
 #   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
-# exit status is non-zero only if a part crashed. Takes about 3 minutes on 2 cores.
+# exit status is non-zero only if a part crashed. Takes 2-3 minutes on 2 cores. bench/README.md
+# describes each part, the machine and the results.
 # Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
 # every part with a few steps only (to check the script, not to measure); BENCH_WAIT=S waits
 # up to S seconds (default 60) for busy CPUs to become idle before starting.
@@ -25,7 +26,7 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
     SHAPE_ARGS=(--warmup 1 --steps 2 --kernel-ms 5) GEN_ARGS=(--gen-tokens 16) PT_ARGS=(--warmup 1 --steps 2)
 fi
 
-# PyTorch runs with the tuned settings of /work/shared/machine.md
+# PyTorch runs with the tuned settings of bench/README.md ("The PyTorch baseline's settings")
 TUNED=(env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0
        MALLOC_TRIM_THRESHOLD_=100000000000 MALLOC_TOP_PAD_=1073741824)
 
@@ -78,7 +79,7 @@ bench() {
     section "4. generation with the KV cache vs recomputation"
     run "$BIN" --gen "${GEN_ARGS[@]}"
 
-    section "5. PyTorch (the same models; tuned settings of /work/shared/machine.md)"
+    section "5. PyTorch (the same models; tuned settings of bench/README.md)"
     if "$PY" -c 'import torch' 2>/dev/null; then
         local blas
         blas=$("${TUNED[@]}" "$PY" bench/pytorch_step.py --blas 2>&1)

@@ -28,7 +28,7 @@ Files written (X in {a, b}); all little-endian, every file starts with 256 int32
 ---------------------------------------------------------------------------------
 ref_X_model.bin   llm.c checkpoint, header [0]=20240326 [1]=3 [2]=maxT [3]=V [4]=L
                   [5]=NH [6]=C [7]=Vp, then all 16 parameter tensors as float32 in
-                  checkpoint order (see /work/shared/formats.md).
+                  checkpoint order (see doc/formats.md).
 ref_X_state.bin   llm.c reference state version 2: header [0]=20240327 [1]=2 [2]=B [3]=T;
                   x (B*T int32), y (B*T int32), logits (B*T*V float32, NOT padded),
                   mean loss (1 float32), gradients of the mean loss w.r.t. every

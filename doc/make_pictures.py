@@ -3,10 +3,12 @@
 
     /usr/bin/python3 doc/make_pictures.py [--model CKPT] [--log LOG] [--prompt TEXT]
 
-Defaults: the checkpoint /tmp/runs/default/model_00002000.bin and the log
-/tmp/runs/default.log of `./train_gpt2 -o /tmp/runs/default > /tmp/runs/default.log`
-(the default model: L=4, NH=4, C=128, T=64, 2000 steps). Run it from anywhere; it
-uses ./train_gpt2 of the repository, which must be built (make).
+Defaults: the checkpoint out/model_00002000.bin and the log out/default.log of a
+default run, made in the repository's root with
+    mkdir -p out && ./train_gpt2 > out/default.log
+(the default model: L=4, NH=4, C=128, T=64, 2000 steps). The defaults are found from
+the repository's root, so the script runs from anywhere; it uses ./train_gpt2 of the
+repository, which must be built (make).
 
 doc/attention_maps.png  the attention probabilities of every layer (rows) and head
                         (columns) on the prompt, written by the program itself with
@@ -16,7 +18,7 @@ doc/loss_curve.png      train loss per step and validation loss every 250 steps,
                         parsed from the log.
 
 It also prints, per head, where the attention goes on average (previous character,
-itself, the first character, the newline, the last space), which is what README.md's
+itself, the first character, the newline, the last space), which is what doc/README.md's
 description of the maps is based on.
 
 Needs numpy; matplotlib (Debian: apt-get install python3-matplotlib) for labelled
@@ -210,8 +212,8 @@ def loss_picture_by_hand(train, val, out, w=800, h=450, pad=40):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="/tmp/runs/default/model_00002000.bin")
-    ap.add_argument("--log", default="/tmp/runs/default.log")
+    ap.add_argument("--model", default=os.path.join(ROOT, "out", "model_00002000.bin"))
+    ap.add_argument("--log", default=os.path.join(ROOT, "out", "default.log"))
     ap.add_argument("--prompt", default=PROMPT)
     args = ap.parse_args()
     if len(args.prompt) > 64:
