@@ -1,6 +1,7 @@
 # make            build train_gpt2 and test_gpt2, prepare the bundled data
 # make test       reference tests, finite differences, command-line and bad-input checks
-# make bench      speed benchmark (see bench/)
+# make bench      speed benchmark (see bench/README.md); make bench BASE=REV also times
+#                 commit REV's build against this one, alternating, in the same run
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
 # make asan       the tests under AddressSanitizer and UBSan
 # Override the compiler or flags as usual: make CC=clang CFLAGS="-O2"
@@ -55,7 +56,7 @@ asan:
 
 bench: train_gpt2
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o bench/bench_gpt2 bench/bench_gpt2.c $(LDLIBS)
-	bash bench/run_bench.sh
+	CC="$(CC)" BENCH_CFLAGS="$(CFLAGS) $(FP) $(OMP_FLAGS)" BASE="$(BASE)" bash bench/run_bench.sh
 
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref

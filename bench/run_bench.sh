@@ -9,6 +9,10 @@
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
 # exit status is non-zero only if a part crashed. Takes 2-3 minutes on 2 cores. bench/README.md
 # describes each part, the machine and the results.
+# A/B: with BASE=REV (make bench BASE=REV; a commit, branch or tag), part 7 builds the
+# benchmark of REV from git beside this one and times the training steps of both, alternating
+# (BASE, this, BASE, this, ...), in this same run: the ratios compare builds, not runs of a
+# different day. AB_ROUNDS (default 3) rounds per shape.
 # Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
 # every part with a few steps only (to check the script, not to measure); BENCH_WAIT=S waits
 # up to S seconds (default 60) for busy CPUs to become idle before starting.
@@ -101,7 +105,50 @@ bench() {
 
     section "6. summary"
     run "$BIN" --summary "$RES"
+    [ -n "${BASE:-}" ] && ab_against_base
     [ "$crashed" -eq 0 ]
+}
+
+# part 7: this build against the benchmark of commit $BASE, built with the same compiler and
+# flags, alternating on both training-step shapes; the median step of each run, then the
+# median and minimum over the rounds, and the ratio this / BASE (< 1: this build is faster)
+ab_against_base() {
+    section "7. A/B: this build against $BASE, the same shapes, alternating in this run"
+    local src; src=$(mktemp -d)
+    if ! git archive "$BASE" | tar -x -C "$src" || [ ! -f "$src/bench/bench_gpt2.c" ]; then
+        echo "!! cannot take bench/bench_gpt2.c from '$BASE' (git archive failed)"; crashed=1; rm -rf "$src"; return
+    fi
+    if ! ${CC:-cc} ${BENCH_CFLAGS:--O3 -march=native -fopenmp} -o "$OUT/bench_base" "$src/bench/bench_gpt2.c" -lm; then
+        echo "!! the benchmark of '$BASE' does not build"; crashed=1; rm -rf "$src"; return
+    fi
+    rm -rf "$src"
+    echo "BASE $BASE = $(git rev-parse --short "$BASE"); this build: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/out' || echo ' + uncommitted changes')"
+    local rounds=${AB_ROUNDS:-3} steps=(--steps 20) shape which i
+    [ "${BENCH_QUICK:-0}" = 1 ] && { rounds=1; steps=(--warmup 1 --steps 2); }
+    for shape in default 124m; do
+        [ "$shape" = 124m ] && [ "${BENCH_QUICK:-0}" != 1 ] && steps=(--steps 5)
+        : > "$OUT/ab_$shape.txt"
+        for i in $(seq 1 "$rounds"); do
+            for which in base this; do
+                local bin=$BIN; [ $which = base ] && bin=$OUT/bench_base
+                local ms; ms=$("$bin" --shape "$shape" "${steps[@]}" --kernel-ms 1 2>&1 | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
+                if [ -z "$ms" ]; then echo "!! $which $shape round $i did not report a time"; crashed=1; continue; fi
+                echo "$which $ms" >> "$OUT/ab_$shape.txt"
+                printf '  %-7s round %d  %-4s %9.2f ms/step (median of the run)\n' "$shape" "$i" "$which" "$ms"
+            done
+        done
+        awk -v shape="$shape" '
+            { v[$1, ++n[$1]] = $2 }
+            function sort(w,   i, j, t) { for (i = 1; i <= n[w]; i++) for (j = i + 1; j <= n[w]; j++)
+                                              if (v[w, j] < v[w, i]) { t = v[w, i]; v[w, i] = v[w, j]; v[w, j] = t } }
+            function med(w) { return n[w] % 2 ? v[w, (n[w] + 1) / 2] : (v[w, n[w] / 2] + v[w, n[w] / 2 + 1]) / 2 }
+            END {
+                if (!n["base"] || !n["this"]) exit
+                sort("base"); sort("this")
+                printf "  %-7s base: median %.2f ms, min %.2f | this: median %.2f ms, min %.2f | this/base: median %.3f, min %.3f\n",
+                       shape, med("base"), v["base", 1], med("this"), v["this", 1], med("this") / med("base"), v["this", 1] / v["base", 1]
+            }' "$OUT/ab_$shape.txt"
+    done
 }
 
 bench 2>&1 | tee "$REPORT"
