@@ -1102,7 +1102,7 @@ typedef struct {
     float* atty;     // (C) attention output of the new position
     float* proj;     // (C) output of a projection (attention or MLP)
     float* fch;      // (4C) MLP hidden
-    float* att;      // (NH,maxT) the new query's scores, then probabilities
+    float* att;      // (NH,maxT) the new query's scores, then e^(score - max) (softmax unnormalised)
     float* logits;   // (Vp)
     float* buffers;  // the memory of x .. logits, one allocation
     float mean, rstd;// layernorm statistics (written by layernorm_forward, not needed)

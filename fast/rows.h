@@ -22,7 +22,8 @@ loop in test_weighted_rows (test_gpt2.c), and matmul_forward_plain with one row
 #endif
 
 // add_weighted_rows (below): one output row += a weighted sum of many rows, summed in
-// vector registers. The bias gradient uses it, with every weight 1 (the column sums).
+// vector registers. The bias gradient uses it with every weight 1 (the column sums), and
+// the KV cache's attention for the weighted sum of the cached values (step 8).
 // The kernel: 16*NV outputs summed in registers, NV = 1, 2 or 4 vectors of 16 floats,
 // in 4 partial sums (rows t2 = 0,4,8.. / 1,5,9.. / ...) so that 4*NV independent FMA
 // chains hide the adder's latency. One body, instantiated below for the three widths
