@@ -80,16 +80,19 @@ static void read_state(RefState* s, const char* path, const GPT2* model) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, 20240327, "llm.c reference state");
-    if (h[1] != 2 && h[1] != 3) die("'%s': state version %d is not supported (expected 2, or 3 with dropout)", path, h[1]);
+    if (h[1] != 2 && h[1] != 3)
+        die("'%s': state version %d is not supported (expected 2, or 3 with dropout)", path, h[1]);
     s->version = h[1]; s->B = h[2]; s->T = h[3];
     s->seed = (uint64_t)h[4]; s->step = (uint64_t)h[5];
     s->dropout_p = h[1] == 3 ? h[6] / 1e6f : 0.0f;
     if (s->B <= 0 || s->T <= 0) die("'%s': B %d and T %d must be positive", path, s->B, s->T);
-    if (s->T > model->config.max_seq_len) die("'%s': T %d is larger than the model's maxT %d", path, s->T, model->config.max_seq_len);
+    if (s->T > model->config.max_seq_len)
+        die("'%s': T %d is larger than the model's maxT %d", path, s->T, model->config.max_seq_len);
     size_t BT = (size_t)s->B * s->T, V = model->config.vocab_size, P = model->num_parameters;
     long expected = 1024L + (long)(4 * (2 * BT + BT * V + 1 + P));
     if (file_size(f) != expected)
-        die("'%s' has %ld bytes; a state for B=%d T=%d and this model needs %ld", path, file_size(f), s->B, s->T, expected);
+        die("'%s' has %ld bytes; a state for B=%d T=%d and this model needs %ld",
+            path, file_size(f), s->B, s->T, expected);
     s->x = mallocCheck(BT * sizeof(int)); s->y = mallocCheck(BT * sizeof(int));
     s->logits = mallocCheck(BT * V * sizeof(float)); s->grads = mallocCheck(P * sizeof(float));
     fread_check(s->x, sizeof(int), BT, f, path, "inputs");
@@ -112,19 +115,23 @@ static void check_state(const char* model_path, const char* state_path) {
     model.dropout_p = s.dropout_p;
     model.dropout_seed = s.seed;
     printf("-- %s + %s: B=%d T=%d L=%d NH=%d C=%d V=%d Vp=%d%s\n", model_path, state_path, s.B, s.T,
-           c.num_layers, c.num_heads, c.channels, c.vocab_size, c.padded_vocab_size, s.dropout_p > 0 ? " (dropout)" : "");
+           c.num_layers, c.num_heads, c.channels, c.vocab_size, c.padded_vocab_size,
+           s.dropout_p > 0 ? " (dropout)" : "");
     float loss = gpt2_forward(&model, s.x, s.y, s.B, s.T, s.dropout_p > 0 ? (long)s.step : -1);
     Error e = compare(model.acts.logits, s.logits, (size_t)s.B * s.T, c.vocab_size, c.padded_vocab_size);
-    check(e.max_abs <= TOL_LOGITS_ABS, "logits: max abs error %.2e (tolerance %.0e)", e.max_abs, TOL_LOGITS_ABS);
+    check(e.max_abs <= TOL_LOGITS_ABS, "logits: max abs error %.2e (tolerance %.0e)", e.max_abs,
+          TOL_LOGITS_ABS);
     float loss_rel = fabsf(loss - s.loss) / fabsf(s.loss);
-    check(loss_rel <= TOL_LOSS_REL, "loss %.7f vs reference %.7f: relative error %.2e (tolerance %.0e)", loss, s.loss, loss_rel, TOL_LOSS_REL);
+    check(loss_rel <= TOL_LOSS_REL, "loss %.7f vs reference %.7f: relative error %.2e (tolerance %.0e)", loss,
+          s.loss, loss_rel, TOL_LOSS_REL);
     gpt2_zero_grad(&model);
     gpt2_backward(&model);
     size_t offset = 0;
     for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
         size_t n = model.param_sizes[k];
         Error g = compare(model.grads_memory + offset, s.grads + offset, 1, n, n);
-        check(rel(g) <= TOL_GRAD_REL, "grad %-8s max abs error %.2e, max |ref| %.2e, relative to max %.2e (tolerance %.0e)",
+        check(rel(g) <= TOL_GRAD_REL,
+              "grad %-8s max abs error %.2e, max |ref| %.2e, relative to max %.2e (tolerance %.0e)",
               PARAMETER_NAMES[k], g.max_abs, g.max_ref, rel(g), TOL_GRAD_REL);
         offset += n;
     }
@@ -152,25 +159,31 @@ static void check_training(const char* model_path, const char* train_path) {
     fread_check(y, sizeof(int), BT, f, train_path, "targets");
     fread_check(ref, sizeof(float), 3 * (size_t)n, f, train_path, "trajectory");
     fclose(f);
-    float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3], wd = hyper[4], clip = hyper[5], final_frac = hyper[6];
-    printf("-- %s: %d AdamW steps, lr %g warmup %d, clip %g, weight decay %g\n", train_path, n, lr, warmup, clip, wd);
+    float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3], wd = hyper[4], clip = hyper[5],
+          final_frac = hyper[6];
+    printf("-- %s: %d AdamW steps, lr %g warmup %d, clip %g, weight decay %g\n",
+           train_path, n, lr, warmup, clip, wd);
     float worst_loss = 0.0f, worst_norm = 0.0f, worst_lr = 0.0f;
     int clipped = 0;
-    AdamWConfig opt = {.lr = lr, .warmup = warmup, .max_steps = n, .final_lr_frac = final_frac, .beta1 = beta1,
-                       .beta2 = beta2, .eps = eps, .weight_decay = wd, .grad_clip = clip};
+    AdamWConfig opt = {.lr = lr, .warmup = warmup, .max_steps = n, .final_lr_frac = final_frac,
+                       .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = wd, .grad_clip = clip};
     for (int s = 0; s < n; s++) {
         StepStats st = gpt2_train_step(&model, x, y, B, T, s, &opt);  // no dropout: as step -1
         float loss = st.loss, norm = st.norm, step_lr = st.lr;
         clipped += norm > clip;
         float el = fabsf(loss - ref[s]) / ref[s], en = fabsf(norm - ref[n + s]) / ref[n + s];
         float elr = fabsf(step_lr - ref[2 * n + s]) / ref[2 * n + s];
-        printf("   step %2d loss %.6f (ref %.6f, rel err %.1e) norm %.5f (ref %.5f, rel err %.1e)\n", s, loss, ref[s], el, norm, ref[n + s], en);
+        printf("   step %2d loss %.6f (ref %.6f, rel err %.1e) norm %.5f (ref %.5f, rel err %.1e)\n", s, loss,
+               ref[s], el, norm, ref[n + s], en);
         if (!(el <= worst_loss)) worst_loss = el;
         if (!(en <= worst_norm)) worst_norm = en;
         if (!(elr <= worst_lr)) worst_lr = elr;
     }
-    check(worst_loss <= TOL_TRAIN_LOSS_REL, "trajectory losses: worst relative error %.2e (tolerance %.0e)", worst_loss, TOL_TRAIN_LOSS_REL);
-    check(worst_norm <= TOL_TRAIN_NORM_REL, "trajectory gradient norms: worst relative error %.2e (tolerance %.0e)", worst_norm, TOL_TRAIN_NORM_REL);
+    check(worst_loss <= TOL_TRAIN_LOSS_REL, "trajectory losses: worst relative error %.2e (tolerance %.0e)",
+          worst_loss, TOL_TRAIN_LOSS_REL);
+    check(worst_norm <= TOL_TRAIN_NORM_REL,
+          "trajectory gradient norms: worst relative error %.2e (tolerance %.0e)", worst_norm,
+          TOL_TRAIN_NORM_REL);
     check(worst_lr <= 1e-6f, "learning-rate schedule: worst relative error %.2e", worst_lr);
     check(clipped > 0, "clipping was exercised (%d of %d steps clipped)", clipped, n);
     free(x); free(y); free(ref);
@@ -198,11 +211,13 @@ typedef void (*ForwardFn)(FDCase* k);
 static double objective(FDCase* k, ForwardFn forward, size_t n_out) {
     forward(k);
     double f = 0.0;
-    for (size_t i = 0; i < n_out; i++) f += (double)k->out[i] * k->R[i];
+    for (size_t i = 0; i < n_out; i++)
+        f += (double)k->out[i] * k->R[i];
     return f;
 }
 
-static void fd_check(const char* name, FDCase* k, ForwardFn forward, size_t n_out, float* x, size_t n, const float* analytic) {
+static void fd_check(const char* name, FDCase* k, ForwardFn forward, size_t n_out, float* x, size_t n,
+                     const float* analytic) {
     const float eps = 1e-2f;
     float max_err = 0.0f, max_ana = 0.0f;
     for (size_t i = 0; i < n; i++) {
@@ -217,12 +232,14 @@ static void fd_check(const char* name, FDCase* k, ForwardFn forward, size_t n_ou
     }
     forward(k);  // leave the forward's caches as they were for the unperturbed input
     float r = max_ana > 0 ? max_err / max_ana : max_err;
-    check(r <= TOL_FD_REL && max_ana > 0, "finite differences %-28s max error %.2e, relative to max %.2e", name, max_err, r);
+    check(r <= TOL_FD_REL && max_ana > 0, "finite differences %-28s max error %.2e, relative to max %.2e",
+          name, max_err, r);
 }
 
 static float* random_floats(uint64_t* rng, size_t n, float mean, float std) {
     float* p = mallocCheck(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) p[i] = mean + std * random_normal(rng);
+    for (size_t i = 0; i < n; i++)
+        p[i] = mean + std * random_normal(rng);
     return p;
 }
 
@@ -231,7 +248,9 @@ static float* zeros(size_t n) { return callocCheck(n, sizeof(float)); }
 static float* garbage(uint64_t* rng, size_t n) { return random_floats(rng, n, 0.0f, 1.0f); }
 
 static void fwd_encoder(FDCase* k) { encoder_forward(k->out, k->tokens, k->w, k->b, k->B, k->T, k->C); }
-static void fwd_layernorm(FDCase* k) { layernorm_forward(k->out, k->mean, k->rstd, k->x, k->w, k->b, k->B * k->T, k->C); }
+static void fwd_layernorm(FDCase* k) {
+    layernorm_forward(k->out, k->mean, k->rstd, k->x, k->w, k->b, k->B * k->T, k->C);
+}
 static void fwd_matmul(FDCase* k) {
     if (k->fast) matmul_forward(k->out, k->x, k->w, k->b, k->B * k->T, k->C, k->OC);
     else matmul_forward_plain(k->out, k->x, k->w, k->b, k->B * k->T, k->C, k->OC);
@@ -260,7 +279,8 @@ static void test_finite_differences(void) {
     k.out = zeros(BT * 3 * k.C + BT * k.Vp);
     k.R = random_floats(&rng, BT * 3 * k.C + BT * k.Vp, 0.0f, 1.0f);
     k.tokens = mallocCheck(BT * sizeof(int));
-    for (size_t i = 0; i < BT; i++) k.tokens[i] = (int)(random_u64(&rng) % 4);  // repeats: rows of dwte add up
+    for (size_t i = 0; i < BT; i++)
+        k.tokens[i] = (int)(random_u64(&rng) % 4);  // repeats: rows of dwte add up
     k.mean = zeros(BT); k.rstd = zeros(BT);
     k.scores = zeros(att); k.probs = zeros(att + BT * k.Vp); k.dropped = zeros(att);
 
@@ -273,7 +293,9 @@ static void test_finite_differences(void) {
     free(k.w); free(k.b); free(dw); free(db);
 
     // layernorm: x (BT,C), weight and bias (C)
-    k.x = random_floats(&rng, BTC, 0.5f, 2.0f); k.w = random_floats(&rng, k.C, 1.0f, 0.5f); k.b = random_floats(&rng, k.C, 0, 0.5f);
+    k.x = random_floats(&rng, BTC, 0.5f, 2.0f);
+    k.w = random_floats(&rng, k.C, 1.0f, 0.5f);
+    k.b = random_floats(&rng, k.C, 0, 0.5f);
     float* dx = zeros(BTC); dw = zeros(k.C); db = zeros(k.C);
     fwd_layernorm(&k);
     layernorm_backward(dx, dw, db, k.R, k.x, k.w, k.mean, k.rstd, (int)BT, k.C);
@@ -284,13 +306,18 @@ static void test_finite_differences(void) {
 
     // matmul, plain and fast: x (BT,C), weight (OC,C), bias (OC)
     for (k.fast = 0; k.fast <= 1; k.fast++) {
-        k.x = random_floats(&rng, BTC, 0, 1); k.w = random_floats(&rng, (size_t)k.OC * k.C, 0, 1); k.b = random_floats(&rng, k.OC, 0, 1);
+        k.x = random_floats(&rng, BTC, 0, 1);
+        k.w = random_floats(&rng, (size_t)k.OC * k.C, 0, 1);
+        k.b = random_floats(&rng, k.OC, 0, 1);
         dx = garbage(&rng, BTC); dw = zeros((size_t)k.OC * k.C); db = zeros(k.OC);
         if (k.fast) matmul_backward(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
         else matmul_backward_plain(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
-        fd_check(k.fast ? "matmul (fast) dinp" : "matmul (plain) dinp", &k, fwd_matmul, BT * k.OC, k.x, BTC, dx);
-        fd_check(k.fast ? "matmul (fast) dweight" : "matmul (plain) dweight", &k, fwd_matmul, BT * k.OC, k.w, (size_t)k.OC * k.C, dw);
-        fd_check(k.fast ? "matmul (fast) dbias" : "matmul (plain) dbias", &k, fwd_matmul, BT * k.OC, k.b, k.OC, db);
+        fd_check(k.fast ? "matmul (fast) dinp" : "matmul (plain) dinp", &k, fwd_matmul, BT * k.OC, k.x, BTC,
+                 dx);
+        fd_check(k.fast ? "matmul (fast) dweight" : "matmul (plain) dweight", &k, fwd_matmul, BT * k.OC, k.w,
+                 (size_t)k.OC * k.C, dw);
+        fd_check(k.fast ? "matmul (fast) dbias" : "matmul (plain) dbias", &k, fwd_matmul, BT * k.OC, k.b,
+                 k.OC, db);
         free(k.x); free(k.w); free(k.b); free(dx); free(dw); free(db);
     }
 
@@ -301,7 +328,8 @@ static void test_finite_differences(void) {
         dx = garbage(&rng, 3 * BTC);
         fwd_attention(&k);
         attention_backward(dx, k.R, k.x, k.probs, k.dropped, k.B, k.T, k.C, k.NH, &k.drop);
-        fd_check(dropping ? "attention dqkv (dropout 0.3)" : "attention dqkv", &k, fwd_attention, BTC, k.x, 3 * BTC, dx);
+        fd_check(dropping ? "attention dqkv (dropout 0.3)" : "attention dqkv", &k, fwd_attention, BTC, k.x,
+                 3 * BTC, dx);
         free(k.x); free(dx);
     }
 
@@ -332,20 +360,24 @@ static void test_finite_differences(void) {
 
     // softmax + cross-entropy: logits (BT,Vp) with V < Vp; padding must get gradient 0
     k.x = random_floats(&rng, BT * k.Vp, 0, 2.0f); dx = garbage(&rng, BT * k.Vp);
-    for (size_t i = 0; i < BT; i++) k.tokens[i] = (int)(random_u64(&rng) % k.V);
+    for (size_t i = 0; i < BT; i++)
+        k.tokens[i] = (int)(random_u64(&rng) % k.V);
     float* saved_R = k.R;
     k.R = zeros(BT);
-    for (size_t i = 0; i < BT; i++) k.R[i] = 1.0f / BT;
+    for (size_t i = 0; i < BT; i++)
+        k.R[i] = 1.0f / BT;
     fwd_crossentropy(&k);
     crossentropy_softmax_backward(dx, k.R, k.probs, k.tokens, (int)BT, k.V, k.Vp);
     fd_check("softmax+crossentropy dlogits", &k, fwd_crossentropy, BT, k.x, BT * k.Vp, dx);
     int padding_zero = 1;
     for (size_t i = 0; i < BT; i++)
-        for (int v = k.V; v < k.Vp; v++) padding_zero &= dx[i * k.Vp + v] == 0.0f && k.probs[i * k.Vp + v] == 0.0f;
+        for (int v = k.V; v < k.Vp; v++)
+            padding_zero &= dx[i * k.Vp + v] == 0.0f && k.probs[i * k.Vp + v] == 0.0f;
     check(padding_zero, "padded vocabulary entries get probability 0 and gradient 0");
     free(k.R); k.R = saved_R;
     free(k.x); free(dx);
-    free(k.out); free(k.R); free(k.tokens); free(k.mean); free(k.rstd); free(k.scores); free(k.probs); free(k.dropped);
+    free(k.out); free(k.R); free(k.tokens); free(k.mean); free(k.rstd);
+    free(k.scores); free(k.probs); free(k.dropped);
 }
 
 // ----------------------------------------------------------------------------
@@ -353,26 +385,33 @@ static void test_finite_differences(void) {
 
 static void test_fast_matmul(void) {
     printf("-- fast matmul (sgemm) against the plain loops\n");
-    int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 47, 101}, {64, 128, 384}, {130, 96, 200}, {768, 128, 512}, {5, 300, 17}};
+    int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 47, 101}, {64, 128, 384}, {130, 96, 200}, {768, 128, 512},
+                       {5, 300, 17}};
     uint64_t rng = 99;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int BT = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
         float *x = random_floats(&rng, (size_t)BT * C, 0, 1), *w = random_floats(&rng, (size_t)OC * C, 0, 1);
         float *b = random_floats(&rng, OC, 0, 1), *dy = random_floats(&rng, (size_t)BT * OC, 0, 1);
         float *y1 = zeros((size_t)BT * OC), *y2 = zeros((size_t)BT * OC);
-        float *dx1 = random_floats(&rng, (size_t)BT * C, 0, 1), *dw1 = random_floats(&rng, (size_t)OC * C, 0, 1);
-        float *dx2 = mallocCheck((size_t)BT * C * 4), *dw2 = mallocCheck((size_t)OC * C * 4), *db1 = zeros(OC), *db2 = zeros(OC);
-        memcpy(dx2, dx1, (size_t)BT * C * 4); memcpy(dw2, dw1, (size_t)OC * C * 4);  // dweight accumulates, dinp is overwritten
+        float *dx1 = random_floats(&rng, (size_t)BT * C, 0, 1);
+        float *dw1 = random_floats(&rng, (size_t)OC * C, 0, 1);
+        float *dx2 = mallocCheck((size_t)BT * C * 4), *dw2 = mallocCheck((size_t)OC * C * 4);
+        float *db1 = zeros(OC), *db2 = zeros(OC);
+        // dweight accumulates, dinp is overwritten
+        memcpy(dx2, dx1, (size_t)BT * C * 4); memcpy(dw2, dw1, (size_t)OC * C * 4);
         matmul_forward_plain(y1, x, w, b, BT, C, OC);
         matmul_forward(y2, x, w, b, BT, C, OC);
         matmul_backward_plain(dx1, dw1, db1, dy, x, w, BT, C, OC);
         matmul_backward(dx2, dw2, db2, dy, x, w, BT, C, OC);
-        float ey = rel(compare(y2, y1, 1, (size_t)BT * OC, 0)), ex = rel(compare(dx2, dx1, 1, (size_t)BT * C, 0));
+        float ey = rel(compare(y2, y1, 1, (size_t)BT * OC, 0));
+        float ex = rel(compare(dx2, dx1, 1, (size_t)BT * C, 0));
         float ew = rel(compare(dw2, dw1, 1, (size_t)OC * C, 0)), eb = rel(compare(db2, db1, 1, OC, 0));
         float worst = fmaxf(fmaxf(ey, ex), fmaxf(ew, eb));
-        check(worst <= TOL_FAST_REL, "matmul BT=%d C=%d OC=%d: out %.1e dinp %.1e dweight %.1e dbias %.1e (relative to max)",
+        check(worst <= TOL_FAST_REL,
+              "matmul BT=%d C=%d OC=%d: out %.1e dinp %.1e dweight %.1e dbias %.1e (relative to max)",
               BT, C, OC, ey, ex, ew, eb);
-        free(x); free(w); free(b); free(dy); free(y1); free(y2); free(dx1); free(dw1); free(dx2); free(dw2); free(db1); free(db2);
+        free(x); free(w); free(b); free(dy); free(y1); free(y2);
+        free(dx1); free(dw1); free(dx2); free(dw2); free(db1); free(db2);
     }
 }
 
@@ -412,7 +451,8 @@ static void test_weighted_rows(void) {
                 cases++;
                 free(w); free(rows); free(out); free(expect);
             }
-    check(worst <= 1e-6f, "add_weighted_rows on %d shapes: worst error %.1e relative to the sum of magnitudes", cases, worst);
+    check(worst <= 1e-6f,
+          "add_weighted_rows on %d shapes: worst error %.1e relative to the sum of magnitudes", cases, worst);
 }
 
 // ----------------------------------------------------------------------------
@@ -460,7 +500,8 @@ static float view_error(const float* ours, const float* ref, size_t n, size_t of
 // n floats uniform in [-1, 1): cheaper than random_floats' normals for big matrices
 static float* uniform_floats(uint64_t* rng, size_t n) {
     float* p = mallocCheck(n * sizeof(float) + 1);
-    for (size_t i = 0; i < n; i++) p[i] = 2.0f * random_f32(rng) - 1.0f;
+    for (size_t i = 0; i < n; i++)
+        p[i] = 2.0f * random_f32(rng) - 1.0f;
     return p;
 }
 
@@ -728,7 +769,8 @@ static void test_aligned_alloc(void) {
         aligned &= malloc_aligned_dirty(n, align);  // dirty memory for the calloc to reuse
         unsigned char* z = alignedCallocCheck(n, 1);
         aligned &= (uintptr_t)z % align == 0;
-        for (size_t i = 0; i < n; i++) zeroed &= z[i] == 0;
+        for (size_t i = 0; i < n; i++)
+            zeroed &= z[i] == 0;
         free(z);
     }
     check(aligned, "alignedMallocCheck and alignedCallocCheck: 64-byte aligned below 2 MiB, 2 MiB aligned "
@@ -757,20 +799,26 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                 for (int t2 = 0; t2 < T; t2++) {
                     const float* k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;  // key t2
                     float dot = 0.0f;
-                    for (int i = 0; i < hs; i++) dot += q[i] * k[i];
+                    for (int i = 0; i < hs; i++)
+                        dot += q[i] * k[i];
                     s[t2] = dot;
                 }
                 // step 2 (注意力分数缩放): times 1/sqrt(hs)
-                for (int t2 = 0; t2 < T; t2++) s[t2] *= scale;
+                for (int t2 = 0; t2 < T; t2++)
+                    s[t2] *= scale;
                 // step 3 (因果掩码): keys after t are the future: -inf
-                for (int t2 = t + 1; t2 < T; t2++) s[t2] = -INFINITY;
+                for (int t2 = t + 1; t2 < T; t2++)
+                    s[t2] = -INFINITY;
                 // step 4 (计算 att Softmax): exp(s - max) / sum over the keys up to t; the future gets 0
                 // step 5: att_probs is the cache of this step's result
                 float maxval = s[0];
-                for (int t2 = 1; t2 <= t; t2++) if (s[t2] > maxval) maxval = s[t2];
+                for (int t2 = 1; t2 <= t; t2++)
+                    if (s[t2] > maxval) maxval = s[t2];
                 float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) sum += expf(s[t2] - maxval);
-                for (int t2 = 0; t2 < T; t2++) p[t2] = t2 <= t ? expf(s[t2] - maxval) / sum : 0.0f;
+                for (int t2 = 0; t2 <= t; t2++)
+                    sum += expf(s[t2] - maxval);
+                for (int t2 = 0; t2 < T; t2++)
+                    p[t2] = t2 <= t ? expf(s[t2] - maxval) / sum : 0.0f;
                 // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result (without dropout: att_probs)
                 const float* a = p;
@@ -801,7 +849,8 @@ void attention_backward_plain(float* dinp, const float* dout, const float* inp,
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     float* grad_att = mallocCheck((size_t)T * T * sizeof(float));  // one head's (T,T) gradient
-    for (size_t i = 0; i < (size_t)B * T * C3; i++) dinp[i] = 0.0f;  // written, not added to
+    for (size_t i = 0; i < (size_t)B * T * C3; i++)
+        dinp[i] = 0.0f;  // written, not added to
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t head = ((size_t)b * NH + h) * T * T;
@@ -811,7 +860,8 @@ void attention_backward_plain(float* dinp, const float* dout, const float* inp,
                     const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
                     const float* v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
                     float dot = 0.0f;
-                    for (int i = 0; i < hs; i++) dot += dy[i] * v[i];
+                    for (int i = 0; i < hs; i++)
+                        dot += dy[i] * v[i];
                     grad_att[t * T + t2] = dot;
                 }
             // step 2 (计算输入梯度对 V_h 的梯度): dv_t2 += att_dropped[t][t2] dout_t
@@ -819,7 +869,8 @@ void attention_backward_plain(float* dinp, const float* dout, const float* inp,
                 for (int t2 = 0; t2 < T; t2++) {
                     const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
                     float* dv = dinp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++) dv[i] += att_dropped[head + t * T + t2] * dy[i];
+                    for (int i = 0; i < hs; i++)
+                        dv[i] += att_dropped[head + t * T + t2] * dy[i];
                 }
             for (int t = 0; t < T; t++) {
                 float* g = grad_att + t * T;
@@ -830,12 +881,16 @@ void attention_backward_plain(float* dinp, const float* dout, const float* inp,
                         g[t2] = dropout_keep(drop, head + t * T + t2) ? g[t2] * drop->scale : 0.0f;
                 // step 4 (Softmax 层反向传播): dS = P * (dP - sum_j P_j dP_j)
                 float dot = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) dot += p[t2] * g[t2];
-                for (int t2 = 0; t2 <= t; t2++) g[t2] = p[t2] * (g[t2] - dot);
+                for (int t2 = 0; t2 <= t; t2++)
+                    dot += p[t2] * g[t2];
+                for (int t2 = 0; t2 <= t; t2++)
+                    g[t2] = p[t2] * (g[t2] - dot);
                 // step 5 (因果掩码反向传播): masked scores were constants (-inf): gradient 0
-                for (int t2 = t + 1; t2 < T; t2++) g[t2] = 0.0f;
+                for (int t2 = t + 1; t2 < T; t2++)
+                    g[t2] = 0.0f;
                 // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
-                for (int t2 = 0; t2 < T; t2++) g[t2] *= scale;
+                for (int t2 = 0; t2 < T; t2++)
+                    g[t2] *= scale;
             }
             // step 7 (计算对 Q_h 的梯度): dq_t += grad_att[t][t2] k_t2
             // step 8 (计算对 K_h 的梯度): dk_t2 += grad_att[t][t2] q_t
@@ -899,7 +954,8 @@ static void test_fast_attention(void) {
                 if (dropping) e[3] = rel(compare(dr, dr_p, 1, att, 0));
                 else dropped_wrong += memcmp(dr, dr0, att * sizeof(float)) != 0;  // not written when off
                 float* worst[5] = {&e_out, &e_sc, &e_pr, &e_dr, &e_dx};
-                for (int j = 0; j < 5; j++) if (!(e[j] <= *worst[j])) *worst[j] = e[j];
+                for (int j = 0; j < 5; j++)
+                    if (!(e[j] <= *worst[j])) *worst[j] = e[j];
                 free(inp); free(dout); free(out); free(sc); free(pr); free(dr); free(dx);
                 free(out_p); free(sc_p); free(pr_p); free(dr_p); free(dx_p); free(dr0);
             }
@@ -927,16 +983,19 @@ static void test_kv_cache(const char* model_path) {
     int* tokens = mallocCheck((size_t)c.max_seq_len * sizeof(int));
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
         int T = lengths[li];
-        for (int t = 0; t < T; t++) tokens[t] = (int)(random_u64(&rng) % c.vocab_size);
+        for (int t = 0; t < T; t++)
+            tokens[t] = (int)(random_u64(&rng) % c.vocab_size);
         gpt2_forward(&model, tokens, NULL, 1, T, -1);
         kv.pos = 0;
         float worst = 0.0f;
         for (int t = 0; t < T; t++) {
             const float* logits = gpt2_forward_token(&model, &kv, tokens[t]);
-            Error e = compare(logits, model.acts.logits + (size_t)t * c.padded_vocab_size, 1, c.vocab_size, 0);
+            Error e = compare(logits, model.acts.logits + (size_t)t * c.padded_vocab_size, 1,
+                              c.vocab_size, 0);
             if (!(e.max_abs <= worst)) worst = e.max_abs;
         }
-        check(worst <= TOL_KV_ABS, "KV cache, %2d positions: max |logit difference| %.2e (tolerance %.0e)", T, worst, TOL_KV_ABS);
+        check(worst <= TOL_KV_ABS, "KV cache, %2d positions: max |logit difference| %.2e (tolerance %.0e)",
+              T, worst, TOL_KV_ABS);
     }
     free(tokens);
     kvcache_free(&kv);
@@ -961,7 +1020,10 @@ static void test_determinism(const char* model_path) {
     GPT2 models[RUNS];
     int B = 4, T = 16;
     int x[64], y[64];
-    for (int i = 0; i < B * T; i++) { x[i] = (i * 7) % 65; y[i] = (i * 11 + 3) % 65; }
+    for (int i = 0; i < B * T; i++) {
+        x[i] = (i * 7) % 65;
+        y[i] = (i * 11 + 3) % 65;
+    }
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
 #endif
@@ -978,9 +1040,11 @@ static void test_determinism(const char* model_path) {
     omp_set_num_threads(threads);
 #endif
     size_t bytes = models[0].num_parameters * sizeof(float);
-    check(memcmp(losses[0], losses[1], sizeof losses[0]) == 0 && memcmp(models[0].params_memory, models[1].params_memory, bytes) == 0,
+    check(memcmp(losses[0], losses[1], sizeof losses[0]) == 0
+          && memcmp(models[0].params_memory, models[1].params_memory, bytes) == 0,
           "two identical runs (dropout 0.1) give bit-identical losses and weights");
-    check(memcmp(losses[0], losses[2], sizeof losses[0]) == 0 && memcmp(models[0].params_memory, models[2].params_memory, bytes) == 0,
+    check(memcmp(losses[0], losses[2], sizeof losses[0]) == 0
+          && memcmp(models[0].params_memory, models[2].params_memory, bytes) == 0,
           "one thread and all threads give bit-identical losses and weights");
 
     // evaluation ignores dropout: same weights, p = 0.2 vs p = 0, forward with step -1
@@ -991,9 +1055,12 @@ static void test_determinism(const char* model_path) {
     models[0].dropout_p = 0.2f;
     float eval_drop = gpt2_forward(&models[0], x, y, B, T, -1);
     float train_drop = gpt2_forward(&models[0], x, y, B, T, 5);
-    check(eval_plain == eval_drop, "evaluation with dropout 0.2 equals evaluation without (%.7f)", eval_plain);
-    check(train_drop != eval_drop, "a training forward with dropout 0.2 differs (%.7f vs %.7f)", train_drop, eval_drop);
-    for (int r = 0; r < RUNS; r++) gpt2_free(&models[r]);
+    check(eval_plain == eval_drop, "evaluation with dropout 0.2 equals evaluation without (%.7f)",
+          eval_plain);
+    check(train_drop != eval_drop, "a training forward with dropout 0.2 differs (%.7f vs %.7f)",
+          train_drop, eval_drop);
+    for (int r = 0; r < RUNS; r++)
+        gpt2_free(&models[r]);
     gpt2_free(&plain);
 }
 
@@ -1012,7 +1079,8 @@ static float* read_matrix(const char* path, const char* name, int rows, int cols
     float* m = NULL;
     while (fgets(line, sizeof line, f)) {
         if (sscanf(line, "%63s %d %d", word, &r, &c) == 3 && strcmp(word, name) == 0) {
-            if (r != rows || c != cols) die("'%s': matrix %s is %dx%d, expected %dx%d", path, name, r, c, rows, cols);
+            if (r != rows || c != cols)
+                die("'%s': matrix %s is %dx%d, expected %dx%d", path, name, r, c, rows, cols);
             m = mallocCheck((size_t)rows * cols * sizeof(float));
             for (int i = 0; i < rows * cols; i++) {
                 char tok[64];
@@ -1037,27 +1105,38 @@ static void test_article_example(const char* path) {
     const float* W[3] = {Wq, Wk, Wv};
     for (int m = 0; m < 3; m++)
         for (int o = 0; o < 2; o++)
-            for (int i = 0; i < 2; i++) qkvw[(m * 2 + o) * 2 + i] = W[m][i * 2 + o];
+            for (int i = 0; i < 2; i++)
+                qkvw[(m * 2 + o) * 2 + i] = W[m][i * 2 + o];
     float qkv[3 * 6], out[3 * 2], scores[9], probs[9];
     matmul_forward(qkv, X, qkvw, NULL, 3, 2, 6);
     attention_forward(out, scores, probs, NULL, qkv, 1, 3, 2, 1, NULL);
-    float *ref_scaled = read_matrix(path, "scaled_causal", 3, 3), *ref_w = read_matrix(path, "weights_causal", 3, 3);
+    float *ref_scaled = read_matrix(path, "scaled_causal", 3, 3),
+          *ref_w = read_matrix(path, "weights_causal", 3, 3);
     float *ref_out = read_matrix(path, "out_causal", 3, 2), *ref_w_full = read_matrix(path, "weights", 3, 3);
     float *ref_out_full = read_matrix(path, "out", 3, 2);
     float e_scores = 0.0f;
     for (int i = 0; i < 9; i++)
-        e_scores = fmaxf(e_scores, isinf(ref_scaled[i]) ? (isinf(scores[i]) && scores[i] < 0 ? 0.0f : INFINITY) : fabsf(scores[i] - ref_scaled[i]));
+        e_scores = fmaxf(e_scores, isinf(ref_scaled[i])
+                                       ? (isinf(scores[i]) && scores[i] < 0 ? 0.0f : INFINITY)
+                                       : fabsf(scores[i] - ref_scaled[i]));
     float e_w = compare(probs, ref_w, 1, 9, 0).max_abs, e_out = compare(out, ref_out, 1, 6, 0).max_abs;
-    float e_last = fmaxf(compare(probs + 6, ref_w_full + 6, 1, 3, 0).max_abs, compare(out + 4, ref_out_full + 4, 1, 2, 0).max_abs);
-    check(e_scores <= 1e-6f, "article example: scaled, masked scores match PyTorch (max error %.1e), e.g. %.7f", e_scores, scores[0]);
+    float e_last = fmaxf(compare(probs + 6, ref_w_full + 6, 1, 3, 0).max_abs,
+                         compare(out + 4, ref_out_full + 4, 1, 2, 0).max_abs);
+    check(e_scores <= 1e-6f,
+          "article example: scaled, masked scores match PyTorch (max error %.1e), e.g. %.7f", e_scores,
+          scores[0]);
     check(e_w <= 1e-6f, "article example: causal attention weights match PyTorch (max error %.1e)", e_w);
-    check(e_out <= 1e-6f, "article example: causal outputs match PyTorch (max error %.1e): last row %.6f %.6f", e_out, out[4], out[5]);
-    check(e_last <= 1e-6f, "article example: the last row equals the unmasked result (max error %.1e)", e_last);
+    check(e_out <= 1e-6f,
+          "article example: causal outputs match PyTorch (max error %.1e): last row %.6f %.6f", e_out, out[4],
+          out[5]);
+    check(e_last <= 1e-6f, "article example: the last row equals the unmasked result (max error %.1e)",
+          e_last);
     // the article prints 0.031 for the first score q1.k1 and 0.705 for the first output;
     // both are wrong: q1 = (0.07, 0.10), k1 = (0.19, 0.22), q1.k1 = 0.0353
     check(fabsf(scores[0] * sqrtf(2.0f) - 0.0353f) < 1e-6f && fabsf(scores[0] * sqrtf(2.0f) - 0.031f) > 1e-3f,
           "article erratum: q1.k1 is %.4f, not the printed 0.031", scores[0] * sqrtf(2.0f));
-    free(X); free(Wq); free(Wk); free(Wv); free(ref_scaled); free(ref_w); free(ref_out); free(ref_w_full); free(ref_out_full);
+    free(X); free(Wq); free(Wk); free(Wv);
+    free(ref_scaled); free(ref_w); free(ref_out); free(ref_w_full); free(ref_out_full);
 }
 
 // ----------------------------------------------------------------------------
@@ -1071,34 +1150,44 @@ static void test_errata(void) {
     printf("-- errata of the articles (doc/errata.md)\n");
     // ---- article 002's worked example ("I love coding", d = 2), as the article gives it
     const float X[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
-    const float Wq[4] = {0.1f, 0.2f, 0.3f, 0.4f}, Wk[4] = {0.5f, 0.6f, 0.7f, 0.8f}, Wv[4] = {0.9f, 1.0f, 1.1f, 1.2f};
+    const float Wq[4] = {0.1f, 0.2f, 0.3f, 0.4f}, Wk[4] = {0.5f, 0.6f, 0.7f, 0.8f},
+                Wv[4] = {0.9f, 1.0f, 1.1f, 1.2f};
     const float* W3[3] = {Wq, Wk, Wv};
     float qkvw[12], qkv[18], Q[6], K[6], V[6], S[9];
     for (int m = 0; m < 3; m++)  // the article computes X @ W; our matmul X @ W^T, so store W^T
         for (int o = 0; o < 2; o++)
-            for (int i = 0; i < 2; i++) qkvw[(m * 2 + o) * 2 + i] = W3[m][i * 2 + o];
+            for (int i = 0; i < 2; i++)
+                qkvw[(m * 2 + o) * 2 + i] = W3[m][i * 2 + o];
     matmul_forward(qkv, X, qkvw, NULL, 3, 2, 6);
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 2; i++) {
-            Q[t * 2 + i] = qkv[t * 6 + i]; K[t * 2 + i] = qkv[t * 6 + 2 + i]; V[t * 2 + i] = qkv[t * 6 + 4 + i];
+            Q[t * 2 + i] = qkv[t * 6 + i];
+            K[t * 2 + i] = qkv[t * 6 + 2 + i];
+            V[t * 2 + i] = qkv[t * 6 + 4 + i];
         }
     matmul_forward(S, Q, K, NULL, 3, 2, 3);  // S = Q K^T, with the same matmul
     // unmasked weights and outputs: the KV-cache path attends one query to every cached key, no mask
     float Wfull[9], Ofull[6], e3[3];
     for (int i = 0; i < 3; i++) {
         attention_forward_cached(Ofull + i * 2, e3, Q + i * 2, K, V, 2, 2, 1, 3);  // e3 = exp(score - max)
-        for (int j = 0; j < 3; j++) Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
+        for (int j = 0; j < 3; j++)
+            Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
     }
     // causal: the training path
     float Oc[6], Sc[9], Pc[9];
     attention_forward(Oc, Sc, Pc, NULL, qkv, 1, 3, 2, 1, NULL);
-    const float pt_scores[9] = {0.0353f, 0.0801f, 0.1249f, 0.0769f, 0.1745f, 0.2721f, 0.1185f, 0.2689f, 0.4193f};  // PyTorch
+    // PyTorch:
+    const float pt_scores[9] = {0.0353f, 0.0801f, 0.1249f, 0.0769f, 0.1745f, 0.2721f, 0.1185f, 0.2689f,
+                                0.4193f};
     const float pt_w[9] = {0.322831375f, 0.333221859f, 0.343946766f, 0.310611325f, 0.332804754f, 0.356583921f,
-                           0.298576939f, 0.332080202f, 0.369342859f};                                            // PyTorch
-    const float pt_out[6] = {0.718446156f, 0.789290772f, 0.728389039f, 0.800227942f, 0.738306368f, 0.811137005f};  // PyTorch
-    const float pt_out_causal[6] = {0.31f, 0.34f, 0.516898624f, 0.567588487f, 0.738306368f, 0.811137005f};       // PyTorch
+                           0.298576939f, 0.332080202f, 0.369342859f};
+    const float pt_out[6] = {0.718446156f, 0.789290772f, 0.728389039f, 0.800227942f, 0.738306368f,
+                             0.811137005f};
+    const float pt_out_causal[6] = {0.31f, 0.34f, 0.516898624f, 0.567588487f, 0.738306368f, 0.811137005f};
+    // the article's:
     const float printed_scores[9] = {0.031f, 0.071f, 0.111f, 0.077f, 0.177f, 0.277f, 0.123f, 0.283f, 0.443f};
-    const float printed_scaled[9] = {0.0219f, 0.0502f, 0.0785f, 0.0545f, 0.1253f, 0.1960f, 0.0870f, 0.2003f, 0.3136f};
+    const float printed_scaled[9] = {0.0219f, 0.0502f, 0.0785f, 0.0545f, 0.1253f, 0.1960f, 0.0870f, 0.2003f,
+                                     0.3136f};
     const float printed_w[9] = {0.298f, 0.401f, 0.301f, 0.288f, 0.423f, 0.289f, 0.280f, 0.440f, 0.280f};
     const float printed_out[6] = {0.705f, 0.787f, 0.706f, 0.788f, 0.707f, 0.790f};
     float e_s = 0, e_w = 0, e_o = 0, e_oc = 0, e_sc = 0;
@@ -1107,14 +1196,16 @@ static void test_errata(void) {
         float scaled = S[k] / sqrtf(2.0f);
         e_s = fmaxf(e_s, fabsf(S[k] - pt_scores[k]));
         e_w = fmaxf(e_w, fabsf(Wfull[k] - pt_w[k]));
-        if (k % 3 <= k / 3) e_sc = fmaxf(e_sc, fabsf(Sc[k] - scaled));  // causal scores = S / sqrt(hs) where unmasked
+        // causal scores = S / sqrt(hs) where unmasked
+        if (k % 3 <= k / 3) e_sc = fmaxf(e_sc, fabsf(Sc[k] - scaled));
         wrong_s += fabsf(S[k] - printed_scores[k]) > 5e-4f;        // more than the rounding of 3 decimals
         wrong_sc += fabsf(scaled - printed_scaled[k]) > 5e-5f;     // of 4 decimals
         wrong_w += fabsf(Wfull[k] - printed_w[k]) > 5e-4f;
     }
     for (int i = 0; i < 3; i++) {
         rows_increase &= Wfull[i * 3] < Wfull[i * 3 + 1] && Wfull[i * 3 + 1] < Wfull[i * 3 + 2];
-        printed_middle_max &= printed_w[i * 3 + 1] > printed_w[i * 3] && printed_w[i * 3 + 1] > printed_w[i * 3 + 2];
+        printed_middle_max &= printed_w[i * 3 + 1] > printed_w[i * 3]
+                              && printed_w[i * 3 + 1] > printed_w[i * 3 + 2];
     }
     for (int k = 0; k < 6; k++) {
         e_o = fmaxf(e_o, fabsf(Ofull[k] - pt_out[k]));
@@ -1122,26 +1213,36 @@ static void test_errata(void) {
         wrong_o += fabsf(Ofull[k] - printed_out[k]) > 5e-4f;
     }
     check(e_s < 1e-6f && wrong_s == 8 && fabsf(S[3] - printed_scores[3]) < 5e-4f,
-          "E1 article 002 scores: QK^T = %.4f %.4f %.4f / %.4f %.4f %.4f / %.4f %.4f %.4f as PyTorch (error %.1e); "
-          "8 of the 9 printed (0.031 ...) are wrong, only 0.077 is right",
+          "E1 article 002 scores: QK^T = %.4f %.4f %.4f / %.4f %.4f %.4f / %.4f %.4f %.4f as PyTorch "
+          "(error %.1e); 8 of the 9 printed (0.031 ...) are wrong, only 0.077 is right",
           S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[7], S[8], e_s);
     float e_article_scaled = 0.0f;  // the article's scaled scores are its own wrong scores / sqrt(2)
-    for (int k = 0; k < 9; k++) e_article_scaled = fmaxf(e_article_scaled, fabsf(printed_scaled[k] - printed_scores[k] / sqrtf(2.0f)));
+    for (int k = 0; k < 9; k++)
+        e_article_scaled = fmaxf(e_article_scaled,
+                                 fabsf(printed_scaled[k] - printed_scores[k] / sqrtf(2.0f)));
     check(e_sc < 1e-6f && wrong_sc == 9 && e_article_scaled < 4e-4f,
-          "E2 article 002 scaled scores: %.4f %.4f %.4f / ... (our attention's 1/sqrt(2) agrees, %.1e); all 9 printed "
-          "differ, being the wrong scores / sqrt(2)", S[0] / sqrtf(2.0f), S[1] / sqrtf(2.0f), S[2] / sqrtf(2.0f), e_sc);
+          "E2 article 002 scaled scores: %.4f %.4f %.4f / ... (our attention's 1/sqrt(2) agrees, %.1e); "
+          "all 9 printed differ, being the wrong scores / sqrt(2)",
+          S[0] / sqrtf(2.0f), S[1] / sqrtf(2.0f), S[2] / sqrtf(2.0f), e_sc);
     float row0_from_printed[3], m0 = 0.0f;  // softmax of the article's own first row of scaled scores
-    for (int j = 0; j < 3; j++) { row0_from_printed[j] = expf(printed_scaled[j]); m0 += row0_from_printed[j]; }
-    for (int j = 0; j < 3; j++) row0_from_printed[j] /= m0;
-    check(e_w < 1e-6f && wrong_w == 9 && rows_increase && printed_middle_max && fabsf(row0_from_printed[1] - printed_w[1]) > 0.05f,
-          "E3 article 002 weights (no mask): %.4f %.4f %.4f / %.4f %.4f %.4f / %.4f %.4f %.4f as PyTorch (error %.1e); "
-          "all 9 printed differ; each row must increase (the scores do), the printed rows peak in the middle; "
-          "even softmax of the printed scaled row 0 gives %.3f %.3f %.3f", Wfull[0], Wfull[1], Wfull[2], Wfull[3], Wfull[4],
-          Wfull[5], Wfull[6], Wfull[7], Wfull[8], e_w, row0_from_printed[0], row0_from_printed[1], row0_from_printed[2]);
+    for (int j = 0; j < 3; j++) {
+        row0_from_printed[j] = expf(printed_scaled[j]);
+        m0 += row0_from_printed[j];
+    }
+    for (int j = 0; j < 3; j++)
+        row0_from_printed[j] /= m0;
+    check(e_w < 1e-6f && wrong_w == 9 && rows_increase && printed_middle_max
+          && fabsf(row0_from_printed[1] - printed_w[1]) > 0.05f,
+          "E3 article 002 weights (no mask): %.4f %.4f %.4f / %.4f %.4f %.4f / %.4f %.4f %.4f as PyTorch "
+          "(error %.1e); all 9 printed differ; each row must increase (the scores do), the printed rows "
+          "peak in the middle; even softmax of the printed scaled row 0 gives %.3f %.3f %.3f",
+          Wfull[0], Wfull[1], Wfull[2], Wfull[3], Wfull[4], Wfull[5], Wfull[6], Wfull[7], Wfull[8], e_w,
+          row0_from_printed[0], row0_from_printed[1], row0_from_printed[2]);
     check(e_o < 1e-6f && wrong_o == 6 && e_oc < 1e-6f,
-          "E4 article 002 outputs (no mask): %.4f %.4f / %.4f %.4f / %.4f %.4f as PyTorch (error %.1e), all 6 printed "
-          "(0.705 ...) differ; with the causal mask: %.4f %.4f / %.4f %.4f / %.4f %.4f", Ofull[0], Ofull[1], Ofull[2],
-          Ofull[3], Ofull[4], Ofull[5], e_o, Oc[0], Oc[1], Oc[2], Oc[3], Oc[4], Oc[5]);
+          "E4 article 002 outputs (no mask): %.4f %.4f / %.4f %.4f / %.4f %.4f as PyTorch (error %.1e), "
+          "all 6 printed (0.705 ...) differ; with the causal mask: %.4f %.4f / %.4f %.4f / %.4f %.4f",
+          Ofull[0], Ofull[1], Ofull[2], Ofull[3], Ofull[4], Ofull[5], e_o,
+          Oc[0], Oc[1], Oc[2], Oc[3], Oc[4], Oc[5]);
 
     // ---- article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,
     // an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.
@@ -1152,25 +1253,35 @@ static void test_errata(void) {
     for (int j = 0; j < 3; j++)
         for (int c = 0; c < 2; c++) {
             float atG = 0.0f, aG = 0.0f;
-            for (int i = 0; i < 3; i++) { atG += Pc[i * 3 + j] * G[i * 2 + c]; aG += Pc[j * 3 + i] * G[i * 2 + c]; }
+            for (int i = 0; i < 3; i++) {
+                atG += Pc[i * 3 + j] * G[i * 2 + c];
+                aG += Pc[j * 3 + i] * G[i * 2 + c];
+            }
             e_vt = fmaxf(e_vt, fabsf(dqkv[j * 6 + 4 + c] - atG));
             d_v = fmaxf(d_v, fabsf(dqkv[j * 6 + 4 + c] - aG));
         }
     float dS[9];  // step 1: dP = G V^T; step 4: dS = P (dP - rowsum(P dP)); step 6: times 1/sqrt(hs)
     for (int i = 0; i < 3; i++) {
         float dP[3], dot = 0.0f;
-        for (int j = 0; j < 3; j++) { dP[j] = G[i * 2] * V[j * 2] + G[i * 2 + 1] * V[j * 2 + 1]; dot += Pc[i * 3 + j] * dP[j]; }
-        for (int j = 0; j < 3; j++) dS[i * 3 + j] = Pc[i * 3 + j] * (dP[j] - dot) / sqrtf(2.0f);
+        for (int j = 0; j < 3; j++) {
+            dP[j] = G[i * 2] * V[j * 2] + G[i * 2 + 1] * V[j * 2 + 1];
+            dot += Pc[i * 3 + j] * dP[j];
+        }
+        for (int j = 0; j < 3; j++)
+            dS[i * 3 + j] = Pc[i * 3 + j] * (dP[j] - dot) / sqrtf(2.0f);
     }
     for (int i = 0; i < 3; i++)  // step 7: dQ = dS K; step 8: dK = dS^T Q
         for (int c = 0; c < 2; c++) {
             float dq = 0.0f, dk = 0.0f;
-            for (int j = 0; j < 3; j++) { dq += dS[i * 3 + j] * K[j * 2 + c]; dk += dS[j * 3 + i] * Q[j * 2 + c]; }
+            for (int j = 0; j < 3; j++) {
+                dq += dS[i * 3 + j] * K[j * 2 + c];
+                dk += dS[j * 3 + i] * Q[j * 2 + c];
+            }
             e_qk = fmaxf(e_qk, fmaxf(fabsf(dqkv[i * 6 + c] - dq), fabsf(dqkv[i * 6 + 2 + c] - dk)));
         }
     check(e_vt < 1e-6f && d_v > 0.1f && e_qk < 1e-6f,
-          "E5 article 000 backward step 2: attention_backward's dV equals att^T.G (error %.1e) and not att.G (off by %.2f); "
-          "steps 1, 4, 6, 7, 8 as written agree with it (error %.1e)", e_vt, d_v, e_qk);
+          "E5 article 000 backward step 2: attention_backward's dV equals att^T.G (error %.1e) and not att.G "
+          "(off by %.2f); steps 1, 4, 6, 7, 8 as written agree with it (error %.1e)", e_vt, d_v, e_qk);
 
     // ---- article 000's formula softmax((QK^T + M)/sqrt(D)) with M the 0/1 lower-triangular matrix
     // masks nothing; an additive mask must be 0 (allowed) / -inf (future), which is what step 3 does
@@ -1188,10 +1299,12 @@ static void test_errata(void) {
         }
     }
     check(exact_zero && future01 > 0.2f && e_inf < 1e-6f,
-          "E6 article 000 mask: our causal weights of future keys are exactly 0; the formula with the 0/1 matrix added gives "
-          "them up to %.3f; with 0/-inf added it equals our attention (error %.1e)", future01, e_inf);
+          "E6 article 000 mask: our causal weights of future keys are exactly 0; the formula with the 0/1 "
+          "matrix added gives them up to %.3f; with 0/-inf added it equals our attention (error %.1e)",
+          future01, e_inf);
 
-    // ---- the scale is 1/sqrt(head size), not 1/sqrt(model width) (articles 001, 003) nor 1/dim (004's comment)
+    // ---- the scale is 1/sqrt(head size), not 1/sqrt(model width) (articles 001, 003)
+    // nor 1/dim (004's comment)
     {
         int C = 4, NH = 2, T = 2;  // hs = 2
         float x[2 * 12] = {0}, o[2 * 4], sc[2 * 2 * 2], pr[2 * 2 * 2];
@@ -1201,10 +1314,10 @@ static void test_errata(void) {
         x[1 * 12 + 2] = 0.5f; x[1 * 12 + 3] = -1.0f;   // query of position 1, head 1: q.k = 3.5
         attention_forward(o, sc, pr, NULL, x, 1, T, C, NH, NULL);
         float s0 = sc[(0 * T + 1) * T + 0], s1 = sc[(1 * T + 1) * T + 0];
-        check(fabsf(s0 - 4.0f / sqrtf(2.0f)) < 1e-6f && fabsf(s1 - 3.5f / sqrtf(2.0f)) < 1e-6f && fabsf(s0 - 4.0f / sqrtf(4.0f)) > 0.5f
-              && fabsf(s0 - 4.0f / 4.0f) > 0.5f,
-              "E7 scale: with C=4, NH=2 the scores are q.k/sqrt(hs=2) = %.4f, %.4f, not q.k/sqrt(C) = %.1f nor q.k/C = %.1f",
-              s0, s1, 4.0f / sqrtf(4.0f), 1.0f);
+        check(fabsf(s0 - 4.0f / sqrtf(2.0f)) < 1e-6f && fabsf(s1 - 3.5f / sqrtf(2.0f)) < 1e-6f
+              && fabsf(s0 - 4.0f / sqrtf(4.0f)) > 0.5f && fabsf(s0 - 4.0f / 4.0f) > 0.5f,
+              "E7 scale: with C=4, NH=2 the scores are q.k/sqrt(hs=2) = %.4f, %.4f, not q.k/sqrt(C) = %.1f "
+              "nor q.k/C = %.1f", s0, s1, 4.0f / sqrtf(4.0f), 1.0f);
     }
 
     // ---- article 001: the 1/sqrt(d) is there to keep the scores' spread near 1 (softmax not
@@ -1213,22 +1326,33 @@ static void test_errata(void) {
         int T = 32, C = 64;
         uint64_t rng = 2024;
         float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
-        float *o = zeros((size_t)T * C), *sc = zeros((size_t)T * T), *p1 = zeros((size_t)T * T), *p8 = zeros((size_t)T * T);
+        float *o = zeros((size_t)T * C), *sc = zeros((size_t)T * T), *p1 = zeros((size_t)T * T),
+              *p8 = zeros((size_t)T * T);
         attention_forward(o, sc, p1, NULL, x, 1, T, C, 1, NULL);
         double s2 = 0.0; int n = 0;
-        for (int t = 0; t < T; t++) for (int j = 0; j <= t; j++) { s2 += (double)sc[t * T + j] * sc[t * T + j]; n++; }
-        for (int t = 0; t < T; t++) for (int i = 0; i < C; i++) x[(size_t)t * 3 * C + i] *= 8.0f;  // undo the scale
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j <= t; j++) {
+                s2 += (double)sc[t * T + j] * sc[t * T + j];
+                n++;
+            }
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < C; i++)
+                x[(size_t)t * 3 * C + i] *= 8.0f;  // undo the scale
         attention_forward(o, sc, p8, NULL, x, 1, T, C, 1, NULL);
         double max1 = 0.0, max8 = 0.0;
         for (int t = T / 2; t < T; t++) {
             float a = 0.0f, b = 0.0f;
-            for (int j = 0; j <= t; j++) { a = fmaxf(a, p1[t * T + j]); b = fmaxf(b, p8[t * T + j]); }
+            for (int j = 0; j <= t; j++) {
+                a = fmaxf(a, p1[t * T + j]);
+                b = fmaxf(b, p8[t * T + j]);
+            }
             max1 += a / (T / 2); max8 += b / (T / 2);
         }
         float sd = (float)sqrt(s2 / n);
         check(sd > 0.8f && sd < 1.25f && max8 > 0.7 && max1 < 0.3,
-              "E8 article 001 scale: scaled scores have std %.2f (unscaled: 8x that); over 16-32 keys the largest weight "
-              "averages %.2f scaled but %.2f unscaled (saturated softmax, vanishing gradient)", sd, max1, max8);
+              "E8 article 001 scale: scaled scores have std %.2f (unscaled: 8x that); over 16-32 keys the "
+              "largest weight averages %.2f scaled but %.2f unscaled (saturated softmax, vanishing gradient)",
+              sd, max1, max8);
         free(x); free(o); free(sc); free(p1); free(p8);
     }
 
@@ -1237,45 +1361,69 @@ static void test_errata(void) {
     {
         enum { C = 16 };
         float x[C], w1[C], b0[C], w2[C], b2[C], y[C], y2[C], mean, rstd;
-        for (int i = 0; i < C; i++) { x[i] = 0.5f * i - 3.0f + (float)(i % 3); w1[i] = 1.0f; b0[i] = 0.0f; w2[i] = 2.0f; b2[i] = 0.5f; }
+        for (int i = 0; i < C; i++) {
+            x[i] = 0.5f * i - 3.0f + (float)(i % 3);
+            w1[i] = 1.0f;
+            b0[i] = 0.0f;
+            w2[i] = 2.0f;
+            b2[i] = 0.5f;
+        }
         layernorm_forward(y, &mean, &rstd, x, w1, b0, 1, C);
         layernorm_forward(y2, &mean, &rstd, x, w2, b2, 1, C);
         double m1 = 0, v1 = 0, n1 = 0, m2 = 0, v2 = 0;
-        for (int i = 0; i < C; i++) { m1 += y[i] / C; m2 += y2[i] / C; n1 += (double)y[i] * y[i]; }
-        for (int i = 0; i < C; i++) { v1 += (y[i] - m1) * (y[i] - m1) / C; v2 += (y2[i] - m2) * (y2[i] - m2) / C; }
-        check(fabs(m1) < 1e-6 && fabs(v1 - 1.0) < 1e-4 && fabs(sqrt(n1) - 4.0) < 1e-3 && fabs(m2 - 0.5) < 1e-6 && fabs(v2 - 4.0) < 1e-3,
-              "E9 article 001 layernorm: weight 1, bias 0 gives mean %.1e, variance %.5f, length %.4f = sqrt(16), not 1; "
-              "weight 2, bias 0.5 gives mean %.3f, variance %.3f", m1, v1, sqrt(n1), m2, v2);
+        for (int i = 0; i < C; i++) {
+            m1 += y[i] / C;
+            m2 += y2[i] / C;
+            n1 += (double)y[i] * y[i];
+        }
+        for (int i = 0; i < C; i++) {
+            v1 += (y[i] - m1) * (y[i] - m1) / C;
+            v2 += (y2[i] - m2) * (y2[i] - m2) / C;
+        }
+        check(fabs(m1) < 1e-6 && fabs(v1 - 1.0) < 1e-4 && fabs(sqrt(n1) - 4.0) < 1e-3 && fabs(m2 - 0.5) < 1e-6
+              && fabs(v2 - 4.0) < 1e-3,
+              "E9 article 001 layernorm: weight 1, bias 0 gives mean %.1e, variance %.5f, length %.4f = "
+              "sqrt(16), not 1; weight 2, bias 0.5 gives mean %.3f, variance %.3f", m1, v1, sqrt(n1), m2, v2);
     }
 
     // ---- article 001: cos = -1 at an angle of pi (opposite vectors), 0 at pi/2 (orthogonal)
     {
         float a[3] = {1, 2, 3}, b[3] = {-1, -2, -3}, c[3] = {2, -1, 0}, ab = 0, ac = 0, aa = 0, cc = 0;
-        for (int i = 0; i < 3; i++) { ab += a[i] * b[i]; ac += a[i] * c[i]; aa += a[i] * a[i]; cc += c[i] * c[i]; }
+        for (int i = 0; i < 3; i++) {
+            ab += a[i] * b[i];
+            ac += a[i] * c[i];
+            aa += a[i] * a[i];
+            cc += c[i] * c[i];
+        }
         float cos_pi = ab / (sqrtf(aa) * sqrtf(aa)), cos_half = ac / (sqrtf(aa) * sqrtf(cc));
-        check(fabsf(cos_pi + 1.0f) < 1e-6f && fabsf(cos_half) < 1e-6f && fabsf(cosf((float)M_PI) + 1.0f) < 1e-6f,
-              "E10 article 001 cosine: opposite vectors (angle pi) have cos %.3f, not 0; orthogonal ones (pi/2) %.3f", cos_pi, cos_half);
+        check(fabsf(cos_pi + 1.0f) < 1e-6f && fabsf(cos_half) < 1e-6f
+              && fabsf(cosf((float)M_PI) + 1.0f) < 1e-6f,
+              "E10 article 001 cosine: opposite vectors (angle pi) have cos %.3f, not 0; orthogonal ones "
+              "(pi/2) %.3f", cos_pi, cos_half);
     }
 
     // ---- article 002: the loss is the mean over positions (as PyTorch's F.cross_entropy), not the sum;
     // and each position's prediction depends on the whole prefix, never on later tokens
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1, .num_heads = 2, .channels = 8};
+        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
+                          .num_heads = 2, .channels = 8};
         gpt2_init_random(&m, cfg, 7);
         int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
         float loss = gpt2_forward(&m, in, tg, 1, 4, -1), sum = 0.0f, probs[4 * 8];
-        for (int t = 0; t < 4; t++) sum += m.scratch.losses[t];
+        for (int t = 0; t < 4; t++)
+            sum += m.scratch.losses[t];
         memcpy(probs, m.acts.probs, sizeof probs);
         gpt2_zero_grad(&m);
         gpt2_backward(&m);
         float e_grad = 0.0f;  // dlogits (written over the logits) = (p - onehot) / (B*T)
         for (int t = 0; t < 4; t++)
             for (int v = 0; v < 5; v++)
-                e_grad = fmaxf(e_grad, fabsf(m.acts.logits[t * 8 + v] - (probs[t * 8 + v] - (v == tg[t])) / 4.0f));
+                e_grad = fmaxf(e_grad,
+                               fabsf(m.acts.logits[t * 8 + v] - (probs[t * 8 + v] - (v == tg[t])) / 4.0f));
         check(fabsf(loss - sum / 4.0f) < 1e-6f && fabsf(loss - sum) > 1.0f && e_grad < 1e-7f,
-              "E11 article 002 loss: gpt2_forward returns the mean %.4f of the 4 positions' losses, not their sum %.4f; "
-              "dlogits = (p - onehot)/(B*T) (error %.1e)", loss, sum, e_grad);
+              "E11 article 002 loss: gpt2_forward returns the mean %.4f of the 4 positions' losses, not "
+              "their sum %.4f; dlogits = (p - onehot)/(B*T) (error %.1e)", loss, sum, e_grad);
         float base[4 * 8], later[4 * 8], first[4 * 8];
         gpt2_forward(&m, in, NULL, 1, 4, -1); memcpy(base, m.acts.logits, sizeof base);
         int in_later[4] = {0, 1, 4, 3}, in_first[4] = {3, 1, 2, 3};
@@ -1283,19 +1431,24 @@ static void test_errata(void) {
         gpt2_forward(&m, in_first, NULL, 1, 4, -1); memcpy(first, m.acts.logits, sizeof first);
         int past_unchanged = memcmp(base, later, 2 * 8 * sizeof(float)) == 0;
         int prefix_matters = 1;
-        for (int t = 1; t < 4; t++) prefix_matters &= memcmp(base + t * 8, first + t * 8, 8 * sizeof(float)) != 0;
+        for (int t = 1; t < 4; t++)
+            prefix_matters &= memcmp(base + t * 8, first + t * 8, 8 * sizeof(float)) != 0;
         check(past_unchanged && memcmp(base + 16, later + 16, 8 * sizeof(float)) != 0 && prefix_matters,
-              "E12 article 002 decoding: changing token 2 leaves the predictions at positions 0-1 bit-identical; changing "
-              "token 0 changes the predictions at 1, 2 and 3 (each sees the whole prefix, not just the previous label)");
+              "E12 article 002 decoding: changing token 2 leaves the predictions at positions 0-1 "
+              "bit-identical; changing token 0 changes the predictions at 1, 2 and 3 (each sees the whole "
+              "prefix, not just the previous label)");
         gpt2_free(&m);
     }
 
     // ---- a number that is right: article 001's 768*64*3*144 = 21,233,664 Q/K/V weights of GPT-2 small
     {
-        GPT2Config d12 = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304, .num_layers = 12, .num_heads = 12, .channels = 768};
+        GPT2Config d12 = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
+                          .num_layers = 12, .num_heads = 12, .channels = 768};
         size_t sizes[NUM_PARAMETER_TENSORS];
         fill_in_parameter_sizes(sizes, d12);
-        check(sizes[4] == 21233664, "article 001's count is right: qkvw of d12 (GPT-2 small) has %zu weights (plus %zu biases)", sizes[4], sizes[5]);
+        check(sizes[4] == 21233664,
+              "article 001's count is right: qkvw of d12 (GPT-2 small) has %zu weights (plus %zu biases)",
+              sizes[4], sizes[5]);
     }
 }
 
@@ -1312,7 +1465,10 @@ int main(int argc, char** argv) {
             return EXIT_USAGE;
         }
     }
-    if (!model_path != !state_path) { fprintf(stderr, "test_gpt2: error: -e and -s go together\n"); return EXIT_USAGE; }
+    if (!model_path != !state_path) {
+        fprintf(stderr, "test_gpt2: error: -e and -s go together\n");
+        return EXIT_USAGE;
+    }
     if (model_path) {
         check_state(model_path, state_path);
     } else {

@@ -46,8 +46,19 @@ static double median(const double* v, int n) {
     return m;
 }
 
-static double vmin(const double* v, int n) { double m = v[0]; for (int i = 1; i < n; i++) if (v[i] < m) m = v[i]; return m; }
-static double vmax(const double* v, int n) { double m = v[0]; for (int i = 1; i < n; i++) if (v[i] > m) m = v[i]; return m; }
+static double vmin(const double* v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] < m) m = v[i];
+    return m;
+}
+
+static double vmax(const double* v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] > m) m = v[i];
+    return m;
+}
 
 // a result for run_bench.sh and --summary: "@ key value"
 static void result(const char* prefix, const char* key, double v) {
@@ -64,7 +75,8 @@ static double peak_rss_mib(void) {
 static uint64_t hash_floats(const float* p, size_t n) {
     uint64_t h = 1469598103934665603ULL;
     const uint32_t* w = (const uint32_t*)p;
-    for (size_t i = 0; i < n; i++) h = (h ^ w[i]) * 1099511628211ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ w[i]) * 1099511628211ULL;
     return h;
 }
 
@@ -87,7 +99,8 @@ static double chain_ghz(long iters, double* wall_ghz) {
     unsigned long x = 0;
     *wall_ghz = 0.0;
     double t0 = thread_seconds(), w0 = now_seconds();
-    for (long i = 0; i < iters; i++) __asm__ __volatile__(ADD20 : "+r"(x));
+    for (long i = 0; i < iters; i++)
+        __asm__ __volatile__(ADD20 : "+r"(x));
     double dt = thread_seconds() - t0, dw = now_seconds() - w0;
     if (x != (unsigned long)iters * 20) return 0.0;
     *wall_ghz = 20.0 * iters / dw / 1e9;
@@ -100,7 +113,8 @@ static double chain_ghz(long iters, double* wall_ghz) {
 
 static void fill_random(float* p, size_t n, uint64_t seed) {
     uint64_t s = seed;
-    for (size_t i = 0; i < n; i++) p[i] = random_f32(&s) - 0.5f;
+    for (size_t i = 0; i < n; i++)
+        p[i] = random_f32(&s) - 0.5f;
 }
 
 // reps timings (seconds) of C = A @ B^T on n x n matrices, after the caller's warm-up
@@ -169,7 +183,11 @@ static void bench_machine(void) {
     }
     double wall = 0.0;
     printf("clock (chain of dependent adds, 1 cycle each, thread CPU time, best of 5 per thread):");
-    for (int t = 0; t < threads && t < 256; t++) { printf(" %.3f", per_thread[t]); ghz += per_thread[t]; wall += wall_thread[t]; }
+    for (int t = 0; t < threads && t < 256; t++) {
+        printf(" %.3f", per_thread[t]);
+        ghz += per_thread[t];
+        wall += wall_thread[t];
+    }
     ghz /= threads;
     wall /= threads;
     printf(" GHz; mean %.3f GHz\n", ghz);
@@ -180,8 +198,8 @@ static void bench_machine(void) {
     printf("clock: not measured (the add chain is x86 assembly)\n");
 #endif
     double peak = threads * ghz * 2 * 16 * 2;
-    printf("theoretical fp32 peak = %d threads x %.3f GHz x 2 FMA units x 16 lanes x 2 flops = %.1f GFLOP/s\n",
-           threads, ghz, peak);
+    printf("theoretical fp32 peak = %d threads x %.3f GHz x 2 FMA units x 16 lanes x 2 flops "
+           "= %.1f GFLOP/s\n", threads, ghz, peak);
     printf("  (assumes each thread has its own core with two 512-bit FMA units, AVX-512, as Zen 5 has)\n");
 
     // 2. the best matmul: sgemm on 2048^3 (out = A @ B^T, the layout of matmul_forward)
@@ -197,8 +215,8 @@ static void bench_machine(void) {
     sgemm(0, 1, n, n, n, A, n, Bm, n, Cm, n, 0);  // warm-up
     time_square_sgemm(A, Bm, Cm, n, 6, times);
     double sg_best = flops / vmin(times, 6) / 1e9, sg_med = flops / median(times, 6) / 1e9;
-    printf("sgemm %dx%dx%d (A @ B^T), %d threads: best %.1f GFLOP/s, median %.1f (of 6 runs)", n, n, n, threads,
-           sg_best, sg_med);
+    printf("sgemm %dx%dx%d (A @ B^T), %d threads: best %.1f GFLOP/s, median %.1f (of 6 runs)",
+           n, n, n, threads, sg_best, sg_med);
     if (peak > 0) printf(" = %.0f%% of the theoretical peak", 100.0 * sg_best / peak);
     printf("\n");
     // the same product on one thread: two threads should be nearly twice as fast. Much less
@@ -216,8 +234,8 @@ static void bench_machine(void) {
     double sg1 = flops / vmin(times1, 3) / 1e9, scaling = sg_best / sg1;
     printf("sgemm on 1 thread: best %.1f GFLOP/s; %d threads are %.2fx faster\n", sg1, threads, scaling);
     if (threads >= 2 && scaling < 1.6)
-        printf("WARNING: %d threads are only %.2fx faster than one: the machine is not delivering %d full cores "
-               "now; the timings of this run are low for that reason\n", threads, scaling, threads);
+        printf("WARNING: %d threads are only %.2fx faster than one: the machine is not delivering %d full "
+               "cores now; the timings of this run are low for that reason\n", threads, scaling, threads);
     free(A); free(Bm); free(Cm);
 
     // 3. memory bandwidth: memcpy of 256 MiB, each thread copies its half (best of 5)
@@ -252,8 +270,10 @@ static void bench_machine(void) {
             const float* p = fp + blk * 4096;
             float acc[64] = {0};
             for (int j = 0; j < 4096; j += 64)
-                for (int u = 0; u < 64; u++) acc[u] += p[j + u];
-            for (int u = 0; u < 64; u++) s += acc[u];
+                for (int u = 0; u < 64; u++)
+                    acc[u] += p[j + u];
+            for (int u = 0; u < 64; u++)
+                s += acc[u];
         }
         sink = s;
         rt[r] = now_seconds() - t0;
@@ -310,7 +330,8 @@ static double step_flops(const Shape* s) {
 }
 
 // one training step, as the trainer runs it (gpt2_train_step with the default flags)
-static float bench_train_step(GPT2* m, const int* inputs, const int* targets, int B, int T, int step, float* norm_out) {
+static float bench_train_step(GPT2* m, const int* inputs, const int* targets, int B, int T, int step,
+                              float* norm_out) {
     Options o = default_options();
     AdamWConfig opt = adamw_config(&o);
     StepStats s = gpt2_train_step(m, inputs, targets, B, T, step, &opt);
@@ -378,23 +399,30 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     num_rows = 0;
 
     // forward (gpt2_forward, block_forward)
-    TIME_KERNEL("encoder", "forward", 1, 0, encoder_forward(a.encoded, m->inputs, m->params.wte, m->params.wpe, B, T, C));
+    TIME_KERNEL("encoder", "forward", 1, 0,
+                encoder_forward(a.encoded, m->inputs, m->params.wte, m->params.wpe, B, T, C));
     TIME_KERNEL("layernorm (ln1, ln2 x L, lnf)", "forward", 2 * fL + 1, 0,
-                layernorm_forward(A[l].ln1, A[l].ln1_mean, A[l].ln1_rstd, A[l].residual, W[l].ln1w, W[l].ln1b, BT, C));
+                layernorm_forward(A[l].ln1, A[l].ln1_mean, A[l].ln1_rstd, A[l].residual, W[l].ln1w, W[l].ln1b,
+                                  BT, C));
     TIME_KERNEL("matmul qkv", "forward", fL, mm * 3 * C,
                 matmul_forward(A[l].qkv, A[l].ln1, W[l].qkvw, W[l].qkvb, BT, C, 3 * C));
     TIME_KERNEL("attention", "forward", fL, 0,
-                attention_forward(A[l].atty, A[l].att_scores, A[l].att_probs, A[l].att_dropped, A[l].qkv, B, T, C, NH, &off));
+                attention_forward(A[l].atty, A[l].att_scores, A[l].att_probs, A[l].att_dropped, A[l].qkv,
+                                  B, T, C, NH, &off));
     TIME_KERNEL("matmul attproj", "forward", fL, mm * C,
                 matmul_forward(A[l].attproj, A[l].atty, W[l].attprojw, W[l].attprojb, BT, C, C));
-    TIME_KERNEL("residual (x 2L)", "forward", 2 * fL, 0, residual_forward(A[l].residual2, A[l].residual, A[l].attproj, BTC));
-    TIME_KERNEL("matmul fc", "forward", fL, mm * 4 * C, matmul_forward(A[l].fch, A[l].ln2, W[l].fcw, W[l].fcb, BT, C, 4 * C));
+    TIME_KERNEL("residual (x 2L)", "forward", 2 * fL, 0,
+                residual_forward(A[l].residual2, A[l].residual, A[l].attproj, BTC));
+    TIME_KERNEL("matmul fc", "forward", fL, mm * 4 * C,
+                matmul_forward(A[l].fch, A[l].ln2, W[l].fcw, W[l].fcb, BT, C, 4 * C));
     TIME_KERNEL("gelu", "forward", fL, 0, gelu_forward(A[l].fch_gelu, A[l].fch, 4 * BTC));
     TIME_KERNEL("matmul fcproj", "forward", fL, mm * 4 * C,
                 matmul_forward(A[l].fcproj, A[l].fch_gelu, W[l].fcprojw, W[l].fcprojb, BT, 4 * C, C));
-    TIME_KERNEL("matmul lm head", "forward", 1, mm * Vp, matmul_forward(a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp));
+    TIME_KERNEL("matmul lm head", "forward", 1, mm * Vp,
+                matmul_forward(a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp));
     TIME_KERNEL("softmax + crossentropy", "forward", 1, 0,
-                softmax_forward(a.probs, a.logits, BT, V, Vp); crossentropy_forward(s->losses, a.probs, m->targets, BT, Vp));
+                softmax_forward(a.probs, a.logits, BT, V, Vp);
+                crossentropy_forward(s->losses, a.probs, m->targets, BT, Vp));
 
     // backward (gpt2_backward, block_backward)
     TIME_KERNEL("crossentropy + softmax", "backward", 1, 0,
@@ -402,36 +430,41 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     TIME_KERNEL("matmul lm head", "backward", 1, 2 * mm * Vp,
                 matmul_backward(s->dln, m->grads.wte, NULL, a.logits, a.lnf, m->params.wte, BT, C, Vp));
     TIME_KERNEL("layernorm (ln1, ln2 x L, lnf)", "backward", 2 * fL + 1, 0,
-                layernorm_backward(s->dres, (float*)DW[l].ln2w, (float*)DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
+                layernorm_backward(s->dres, DW[l].ln2w, DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
                                    A[l].ln2_mean, A[l].ln2_rstd, BT, C));
     TIME_KERNEL("matmul fcproj", "backward", fL, 2 * mm * 4 * C,
-                matmul_backward(s->dfch_gelu, (float*)DW[l].fcprojw, (float*)DW[l].fcprojb, s->dbranch, A[l].fch_gelu,
+                matmul_backward(s->dfch_gelu, DW[l].fcprojw, DW[l].fcprojb, s->dbranch, A[l].fch_gelu,
                                 W[l].fcprojw, BT, 4 * C, C));
     TIME_KERNEL("gelu", "backward", fL, 0, gelu_backward(s->dfch, A[l].fch, s->dfch_gelu, 4 * BTC));
     TIME_KERNEL("matmul fc", "backward", fL, 2 * mm * 4 * C,
-                matmul_backward(s->dln, (float*)DW[l].fcw, (float*)DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C));
+                matmul_backward(s->dln, DW[l].fcw, DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C));
     TIME_KERNEL("matmul attproj", "backward", fL, 2 * mm * C,
-                matmul_backward(s->datty, (float*)DW[l].attprojw, (float*)DW[l].attprojb, s->dbranch, A[l].atty,
+                matmul_backward(s->datty, DW[l].attprojw, DW[l].attprojb, s->dbranch, A[l].atty,
                                 W[l].attprojw, BT, C, C));
     TIME_KERNEL("attention", "backward", fL, 0,
-                attention_backward(s->dqkv, s->datty, A[l].qkv, A[l].att_probs, A[l].att_dropped, B, T, C, NH, &off));
+                attention_backward(s->dqkv, s->datty, A[l].qkv, A[l].att_probs, A[l].att_dropped,
+                                   B, T, C, NH, &off));
     TIME_KERNEL("matmul qkv", "backward", fL, 2 * mm * 3 * C,
-                matmul_backward(s->dln, (float*)DW[l].qkvw, (float*)DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C));
-    TIME_KERNEL("encoder", "backward", 1, 0, encoder_backward(m->grads.wte, m->grads.wpe, s->dbranch, m->inputs, B, T, C));
+                matmul_backward(s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C));
+    TIME_KERNEL("encoder", "backward", 1, 0,
+                encoder_backward(m->grads.wte, m->grads.wpe, s->dbranch, m->inputs, B, T, C));
 
     // the optimizer part of the step
     volatile float sink = 0.0f;
     TIME_KERNEL("zero_grad (memset of all gradients)", "optimizer", 1, 0, gpt2_zero_grad(m));
     TIME_KERNEL("grad norm", "optimizer", 1, 0, sink = gpt2_grad_norm(m));
     AdamWConfig adamw = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f};
-    TIME_KERNEL("AdamW update (with the clipping scale)", "optimizer", 1, 0, gpt2_update(m, &adamw, 1e-4f, 0.5f, 1000));
+    TIME_KERNEL("AdamW update (with the clipping scale)", "optimizer", 1, 0,
+                gpt2_update(m, &adamw, 1e-4f, 0.5f, 1000));
     (void)sink;
     free(W); free(DW); free(A);
 
     // the table
-    printf("\nper-kernel breakdown (%s, B=%d T=%d): each kernel timed alone on this step's shapes,\n", sh->title, B, T);
+    printf("\nper-kernel breakdown (%s, B=%d T=%d): each kernel timed alone on this step's shapes,\n",
+           sh->title, B, T);
     printf("median of repeated calls, times its calls per step (L = %d)\n", L);
-    printf("  %-9s %-36s %6s %10s %10s %7s %9s\n", "part", "kernel", "calls", "ms/call", "ms/step", "% step", "GFLOP/s");
+    printf("  %-9s %-36s %6s %10s %10s %7s %9s\n", "part", "kernel", "calls", "ms/call", "ms/step", "% step",
+           "GFLOP/s");
     double total = 0.0, part_total = 0.0;
     for (int i = 0; i < num_rows; i++) {
         Row* r = &rows[i];
@@ -441,19 +474,24 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
         char calls[32];
         if (r->calls == (int)r->calls) snprintf(calls, sizeof calls, "%d", (int)r->calls);
         else snprintf(calls, sizeof calls, "%.2f", r->calls);
-        printf("  %-9s %-36s %6s %10.4f %10.3f %6.1f%%", r->part, r->name, calls, r->ms, per_step, 100.0 * per_step / step_ms);
+        printf("  %-9s %-36s %6s %10.4f %10.3f %6.1f%%", r->part, r->name, calls, r->ms, per_step,
+               100.0 * per_step / step_ms);
         if (r->flops > 0) printf(" %9.1f", r->flops / (r->ms * 1e-3) / 1e9);
         printf("\n");
         if (i + 1 == num_rows || strcmp(rows[i + 1].part, r->part) != 0) {
-            printf("  %-9s %-36s %6s %10s %10.3f %6.1f%%\n", "", "subtotal", "", "", part_total, 100.0 * part_total / step_ms);
+            printf("  %-9s %-36s %6s %10s %10.3f %6.1f%%\n", "", "subtotal", "", "", part_total,
+                   100.0 * part_total / step_ms);
             part_total = 0.0;
         }
     }
     double matmul = 0.0;
-    for (int i = 0; i < num_rows; i++) if (rows[i].flops > 0) matmul += rows[i].ms * rows[i].calls;
-    printf("  sum of kernels %.3f ms = %.1f%% of the measured step (%.3f ms); matmuls alone %.3f ms (%.1f%%)\n",
-           total, 100.0 * total / step_ms, step_ms, matmul, 100.0 * matmul / step_ms);
-    printf("  difference %.3f ms (%.1f%%): mostly cache effects: in a real step each kernel finds its inputs\n"
+    for (int i = 0; i < num_rows; i++)
+        if (rows[i].flops > 0) matmul += rows[i].ms * rows[i].calls;
+    printf("  sum of kernels %.3f ms = %.1f%% of the measured step (%.3f ms); "
+           "matmuls alone %.3f ms (%.1f%%)\n", total, 100.0 * total / step_ms, step_ms, matmul,
+           100.0 * matmul / step_ms);
+    printf("  difference %.3f ms (%.1f%%): mostly cache effects: in a real step each kernel finds "
+           "its inputs\n"
            "  further out in the memory hierarchy than when it is timed alone; also a thread wake-up per\n"
            "  parallel region (~3 us each here, ~23 regions per layer), the loss sum, one buffer zeroed\n",
            step_ms - total, 100.0 * (step_ms - total) / step_ms);
@@ -471,25 +509,27 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     int det_steps = 3;
     if (total < det_steps) total = det_steps;
     double flops = step_flops(&sh);
-    printf("%s: L=%d NH=%d C=%d maxT=%d V=%d Vp=%d; B=%d T=%d; %d threads\n", sh.title, c.num_layers, c.num_heads,
-           c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, B, T, num_threads());
+    printf("%s: L=%d NH=%d C=%d maxT=%d V=%d Vp=%d; B=%d T=%d; %d threads\n", sh.title, c.num_layers,
+           c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, B, T, num_threads());
     printf("FLOPs per step = 6*B*T*(12*L*C^2 + Vp*C) + 6*L*B*T^2*C = %.2f GFLOP\n", flops / 1e9);
 
     // one batch of random tokens per step, made before any timing
     int* tokens = mallocCheck((size_t)total * (BT + 1) * sizeof(int));
     uint64_t rng = 42;
-    for (size_t i = 0; i < (size_t)total * (BT + 1); i++) tokens[i] = (int)(random_u64(&rng) % (uint64_t)c.vocab_size);
+    for (size_t i = 0; i < (size_t)total * (BT + 1); i++)
+        tokens[i] = (int)(random_u64(&rng) % (uint64_t)c.vocab_size);
 
     GPT2 model;
     double t0 = now_seconds();
     gpt2_init_random(&model, c, 1337);
-    printf("model: %.2fM parameters (random init in %.1f s)\n", model.num_parameters / 1e6, now_seconds() - t0);
+    printf("model: %.2fM parameters (random init in %.1f s)\n", model.num_parameters / 1e6,
+           now_seconds() - t0);
     double* ms = mallocCheck((size_t)total * sizeof(double));
     float losses[2][3], norms[2][3];
     uint64_t hashes[2] = {0, 0};
     double probe_before = machine_probe("before the steps");
-    printf("%d warm-up + %d timed steps (a step: forward, zero_grad, backward, grad norm, clip, lr, AdamW update)\n",
-           sh.warmup, total - sh.warmup);
+    printf("%d warm-up + %d timed steps (a step: forward, zero_grad, backward, grad norm, clip, lr, "
+           "AdamW update)\n", sh.warmup, total - sh.warmup);
     for (int step = 0; step < total; step++) {
         const int* batch = tokens + (size_t)step * (BT + 1);
         float norm;
@@ -501,7 +541,8 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
             if (step == det_steps - 1) hashes[0] = hash_floats(model.params_memory, model.num_parameters);
         }
         if (total <= 12 || step < 3 || step == total - 1)
-            printf("  step %3d%s: loss %.6f, norm %.4f, %.2f ms\n", step, step < sh.warmup ? " (warm-up)" : "", loss, norm, ms[step]);
+            printf("  step %3d%s: loss %.6f, norm %.4f, %.2f ms\n", step,
+                   step < sh.warmup ? " (warm-up)" : "", loss, norm, ms[step]);
         else if (step == 3)
             printf("  ...\n");
     }
@@ -511,8 +552,9 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     int n = total - sh.warmup;
     double med = median(timed, n);
     double rss = peak_rss_mib();
-    printf("step time over %d timed steps: median %.2f ms (min %.2f, max %.2f); %.0f tokens/s; %.1f GFLOP/s\n", n, med,
-           vmin(timed, n), vmax(timed, n), BT / (med * 1e-3), flops / (med * 1e-3) / 1e9);
+    printf("step time over %d timed steps: median %.2f ms (min %.2f, max %.2f); %.0f tokens/s; "
+           "%.1f GFLOP/s\n",
+           n, med, vmin(timed, n), vmax(timed, n), BT / (med * 1e-3), flops / (med * 1e-3) / 1e9);
     printf("peak RSS (getrusage ru_maxrss) after training: %.0f MiB\n", rss);
     result(sh.name, "ms", med);
     result(sh.name, "ms_min", vmin(timed, n));
@@ -538,10 +580,12 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     int same_weights = hashes[0] == hashes[1];
     printf("\ndeterminism: the first %d steps run twice from the same init\n", det_steps);
     for (int i = 0; i < det_steps; i++)
-        printf("  step %d: loss %.9g vs %.9g, norm %.9g vs %.9g\n", i, losses[0][i], losses[1][i], norms[0][i], norms[1][i]);
+        printf("  step %d: loss %.9g vs %.9g, norm %.9g vs %.9g\n", i, losses[0][i], losses[1][i],
+               norms[0][i], norms[1][i]);
     printf("  losses %s, gradient norms %s, weights after step %d %s (hash %016llx vs %016llx)\n",
            same_loss ? "bit-identical" : "DIFFER", same_norm ? "bit-identical" : "DIFFER", det_steps,
-           same_weights ? "bit-identical" : "DIFFER", (unsigned long long)hashes[0], (unsigned long long)hashes[1]);
+           same_weights ? "bit-identical" : "DIFFER", (unsigned long long)hashes[0],
+           (unsigned long long)hashes[1]);
     result(sh.name, "deterministic", same_loss && same_norm && same_weights);
     free(tokens);
     free(ms);
@@ -562,15 +606,18 @@ static void bench_gen(int N, int full) {
            c.max_seq_len, model.num_parameters / 1e6, num_threads(), N);
     int* tokens = mallocCheck((size_t)N * sizeof(int));
     uint64_t rng = 7;
-    for (int i = 0; i < N; i++) tokens[i] = (int)(random_u64(&rng) % (uint64_t)V);
+    for (int i = 0; i < N; i++)
+        tokens[i] = (int)(random_u64(&rng) % (uint64_t)V);
 
     // the lengths at which the recomputation is timed (and the logits compared)
     int cand[] = {1, 8, 32, 64, 128, 192, 256, 320, 384, 448, 512};
     int lens[1024], nl = 0;
     if (full) {
-        for (int t = 1; t <= N; t++) lens[nl++] = t;
+        for (int t = 1; t <= N; t++)
+            lens[nl++] = t;
     } else {
-        for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) if (cand[i] < N) lens[nl++] = cand[i];
+        for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+            if (cand[i] < N) lens[nl++] = cand[i];
         lens[nl++] = N;
     }
     float* kv_logits = mallocCheck((size_t)nl * V * sizeof(float));
@@ -578,16 +625,19 @@ static void bench_gen(int N, int full) {
     // 1. KV cache: one gpt2_forward_token per token
     KVCache kv;
     kvcache_init(&kv, c);
-    for (int i = 0; i < 8; i++) gpt2_forward_token(&model, &kv, tokens[i]);  // warm-up
+    for (int i = 0; i < 8; i++)
+        gpt2_forward_token(&model, &kv, tokens[i]);  // warm-up
     kv.pos = 0;
     int k = 0;
     double t0 = now_seconds();
     for (int i = 0; i < N; i++) {
         const float* logits = gpt2_forward_token(&model, &kv, tokens[i]);
-        if (k < nl && lens[k] == i + 1) memcpy(kv_logits + (size_t)k++ * V, logits, (size_t)V * sizeof(float));
+        if (k < nl && lens[k] == i + 1)
+            memcpy(kv_logits + (size_t)k++ * V, logits, (size_t)V * sizeof(float));
     }
     double kv_s = now_seconds() - t0;
-    printf("KV cache: %d tokens in %.2f s = %.1f tokens/s (%.2f ms/token)\n", N, kv_s, N / kv_s, 1e3 * kv_s / N);
+    printf("KV cache: %d tokens in %.2f s = %.1f tokens/s (%.2f ms/token)\n", N, kv_s, N / kv_s,
+           1e3 * kv_s / N);
 
     // 2. recomputation (llm.c's way): the whole forward on the sequence so far, for every
     //    new token, then the last position's logits. The activations are allocated once for
@@ -612,34 +662,41 @@ static void bench_gen(int N, int full) {
     }
     double re_s = 0.0;
     if (full) {
-        for (int i = 0; i < nl; i++) re_s += tl[i];
+        for (int i = 0; i < nl; i++)
+            re_s += tl[i];
         printf("recompute: timed at every length 1..%d: %.2f s = %.2f tokens/s\n", N, re_s, N / re_s);
     } else {
         // integrate over t = 1..N, linear between the timed lengths
         for (int t = 1; t <= N; t++) {
             int i = 0;
-            while (i + 1 < nl && lens[i + 1] < t) i++;
+            while (i + 1 < nl && lens[i + 1] < t)
+                i++;
             double f;
             if (t <= lens[0]) f = tl[0];
             else if (i + 1 >= nl) f = tl[nl - 1];
             else f = tl[i] + (tl[i + 1] - tl[i]) * (t - lens[i]) / (double)(lens[i + 1] - lens[i]);
             re_s += f;
         }
-        printf("recompute: a forward of the whole sequence per token would take too long for all %d lengths;\n"
-               "  timed at %d lengths (best of 2) and integrated over 1..%d (linear between them):\n  ", N, nl, N);
-        for (int i = 0; i < nl; i++) printf(" t=%d %.1f ms%s", lens[i], 1e3 * tl[i], i + 1 < nl ? "," : "\n");
+        printf("recompute: a forward of the whole sequence per token would take too long "
+               "for all %d lengths;\n"
+               "  timed at %d lengths (best of 2) and integrated over 1..%d (linear between them):\n  ",
+               N, nl, N);
+        for (int i = 0; i < nl; i++)
+            printf(" t=%d %.1f ms%s", lens[i], 1e3 * tl[i], i + 1 < nl ? "," : "\n");
         printf("  estimated %.1f s for %d tokens = %.2f tokens/s\n", re_s, N, N / re_s);
     }
-    printf("speedup of the KV cache: %.1fx; KV-cache logits vs recomputed: max |diff| %.2e at %d lengths\n", re_s / kv_s,
-           maxdiff, nl);
+    printf("speedup of the KV cache: %.1fx; KV-cache logits vs recomputed: max |diff| %.2e at %d lengths\n",
+           re_s / kv_s, maxdiff, nl);
 
     // 3. the memory-bandwidth bound of the KV cache: each token reads every weight once
     //    (all parameters but the padding rows of wte) and the cached keys and values so far
     double weights = 4.0 * ((double)model.num_parameters - (double)(Vp - V) * c.channels);
     double kvbytes = 0.0;
-    for (int pos = 0; pos < N; pos++) kvbytes += 2.0 * c.num_layers * (pos + 1) * c.channels * 4.0;
+    for (int pos = 0; pos < N; pos++)
+        kvbytes += 2.0 * c.num_layers * (pos + 1) * c.channels * 4.0;
     kvbytes /= N;
-    printf("bytes read per token: %.1f MB of weights + %.1f MB of KV cache (average over %d tokens) = %.1f MB\n",
+    printf("bytes read per token: %.1f MB of weights + %.1f MB of KV cache (average over %d tokens) "
+           "= %.1f MB\n",
            weights / 1e6, kvbytes / 1e6, N, (weights + kvbytes) / 1e6);
     result("gen", "tokens", N);
     result("gen", "kv_tok_s", N / kv_s);
@@ -662,12 +719,14 @@ static double vals[MAX_KEYS];
 static int num_keys;
 
 static int have(const char* key) {
-    for (int i = 0; i < num_keys; i++) if (strcmp(keys[i], key) == 0) return 1;
+    for (int i = 0; i < num_keys; i++)
+        if (strcmp(keys[i], key) == 0) return 1;
     return 0;
 }
 
 static double get(const char* key) {
-    for (int i = num_keys - 1; i >= 0; i--) if (strcmp(keys[i], key) == 0) return vals[i];
+    for (int i = num_keys - 1; i >= 0; i--)
+        if (strcmp(keys[i], key) == 0) return vals[i];
     return NAN;
 }
 
@@ -690,10 +749,10 @@ static void bench_summary(const char* path) {
     fclose(f);
     double peak = get("peak_gflops"), sg = get("sgemm_gflops");
     if (have("peak_gflops"))
-        printf("peaks: theoretical fp32 %.1f GFLOP/s (%.0f threads x %.3f GHz x 2 FMA x 16 lanes x 2); best sgemm %.1f GFLOP/s (%.0f%%)\n",
-               peak, get("threads"), get("ghz"), sg, 100.0 * sg / peak);
-    printf("\n  %-22s %9s %9s %8s %7s %7s %11s %9s\n", "training step", "ms/step", "tokens/s", "GFLOP/s", "% peak",
-           "% sgemm", "PyTorch ms", "ours/PT");
+        printf("peaks: theoretical fp32 %.1f GFLOP/s (%.0f threads x %.3f GHz x 2 FMA x 16 lanes x 2); "
+               "best sgemm %.1f GFLOP/s (%.0f%%)\n", peak, get("threads"), get("ghz"), sg, 100.0 * sg / peak);
+    printf("\n  %-22s %9s %9s %8s %7s %7s %11s %9s\n", "training step", "ms/step", "tokens/s", "GFLOP/s",
+           "% peak", "% sgemm", "PyTorch ms", "ours/PT");
     const char* shapes[2] = {"124m", "default"};
     const char* titles[2] = {"124M (B=4, T=64)", "default (B=12, T=64)"};
     char k[64];
@@ -703,7 +762,8 @@ static void bench_summary(const char* path) {
         double ms = get(k);
         snprintf(k, sizeof k, "%s.tok_s", shapes[i]); double tok = get(k);
         snprintf(k, sizeof k, "%s.gflops", shapes[i]); double gf = get(k);
-        printf("  %-22s %9.2f %9.0f %8.1f %6.1f%% %6.1f%%", titles[i], ms, tok, gf, 100 * gf / peak, 100 * gf / sg);
+        printf("  %-22s %9.2f %9.0f %8.1f %6.1f%% %6.1f%%", titles[i], ms, tok, gf, 100 * gf / peak,
+               100 * gf / sg);
         snprintf(k, sizeof k, "torch.%s.ms", shapes[i]);
         if (have(k)) printf(" %11.2f %9.2f\n", get(k), ms / get(k));
         else printf(" %11s %9s\n", "n/a", "n/a");
@@ -717,33 +777,41 @@ static void bench_summary(const char* path) {
     for (int i = 0; i < 2; i++) {
         snprintf(k, sizeof k, "%s.probe_gflops", shapes[i]);
         if (have(k) && have("probe_gflops") && get(k) < 0.9 * get("probe_gflops"))
-            printf("  !! while the %s steps ran, the machine probe (sgemm 768^3) was down to %.0f%% of its speed in the\n"
-                   "     machine part: this VM was giving less than before, and that row is slow for that reason\n",
+            printf("  !! while the %s steps ran, the machine probe (sgemm 768^3) was down to %.0f%% of its "
+                   "speed in the\n"
+                   "     machine part: this VM was giving less than before, and that row is slow for that "
+                   "reason\n",
                    titles[i], 100.0 * get(k) / get("probe_gflops"));
     }
     if (have("sgemm_scaling") && get("threads") >= 2 && get("sgemm_scaling") < 1.6)
-        printf("  !! in the machine part, %.0f threads ran sgemm only %.2fx faster than one thread: the machine did not\n"
-               "     deliver %.0f full cores then, and the times of this run are probably low for that reason\n",
+        printf("  !! in the machine part, %.0f threads ran sgemm only %.2fx faster than one thread: "
+               "the machine did not\n"
+               "     deliver %.0f full cores then, and the times of this run are probably low for that "
+               "reason\n",
                get("threads"), get("sgemm_scaling"), get("threads"));
     if (have("torch.default.ms"))
-        printf("  nanoGPT's baby Shakespeare CPU config was reported at 54-56 ms/iteration tuned; measured here %.2f ms\n",
-               get("torch.default.ms"));
+        printf("  nanoGPT's baby Shakespeare CPU config was reported at 54-56 ms/iteration tuned; "
+               "measured here %.2f ms\n", get("torch.default.ms"));
 
     double rss = get("124m.rss_mib");
     char ours[32], llmc[32];
     fmt_thousands(ours, sizeof ours, rss);
     fmt_thousands(llmc, sizeof llmc, 2463);
-    if (have("124m.rss_mib")) printf("\npeak RSS of the 124M training: %s MiB (llm.c's CPU trainer: %s MiB)\n", ours, llmc);
+    if (have("124m.rss_mib"))
+        printf("\npeak RSS of the 124M training: %s MiB (llm.c's CPU trainer: %s MiB)\n", ours, llmc);
 
     if (have("gen.kv_tok_s")) {
         double bpt = get("gen.bytes_per_token"), bw = get("copy_gbs"), rd = get("read_gbs");
         double bound = bw * 1e9 / bpt;
-        printf("\ngeneration (124M shape, %.0f tokens): KV cache %.1f tokens/s, recompute %.2f tokens/s%s: %.1fx\n",
+        printf("\ngeneration (124M shape, %.0f tokens): KV cache %.1f tokens/s, "
+               "recompute %.2f tokens/s%s: %.1fx\n",
                get("gen.tokens"), get("gen.kv_tok_s"), get("gen.re_tok_s"),
                get("gen.sampled") > 0 ? " (sampled lengths, integrated)" : "", get("gen.speedup"));
         if (have("copy_gbs")) {
-            printf("  bandwidth bound: %.1f MB read per token / %.1f GB/s (memcpy, read + write counted) = %.1f tokens/s;\n"
-                   "  the KV cache reaches %.0f%% of it", bpt / 1e6, bw, bound, 100.0 * get("gen.kv_tok_s") / bound);
+            printf("  bandwidth bound: %.1f MB read per token / %.1f GB/s (memcpy, read + write counted) "
+                   "= %.1f tokens/s;\n"
+                   "  the KV cache reaches %.0f%% of it",
+                   bpt / 1e6, bw, bound, 100.0 * get("gen.kv_tok_s") / bound);
             if (have("read_gbs"))
                 printf(" (against the read-only %.1f GB/s: bound %.1f tokens/s, %.0f%%)", rd, rd * 1e9 / bpt,
                        100.0 * get("gen.kv_tok_s") / (rd * 1e9 / bpt));
@@ -759,8 +827,8 @@ static void bench_summary(const char* path) {
     if (have("default.ms")) printf("  %s default step <= 18 ms: %.2f ms\n", mark(msdef <= 18), msdef);
     else printf("  [ ] default step <= 18 ms: not measured\n");
     if (have("124m.ms") && have("peak_gflops"))
-        printf("  %s 124M step >= 55%% of the theoretical peak: %.1f%% (%.1f of %.1f GFLOP/s)\n", mark(frac >= 0.55),
-               100 * frac, get("124m.gflops"), peak);
+        printf("  %s 124M step >= 55%% of the theoretical peak: %.1f%% (%.1f of %.1f GFLOP/s)\n",
+               mark(frac >= 0.55), 100 * frac, get("124m.gflops"), peak);
     else printf("  [ ] 124M step >= 55%% of the theoretical peak: not measured\n");
     if (have("124m.rss_mib")) printf("  %s 124M peak RSS <= 2,463 MiB: %s MiB\n", mark(rss <= 2463), ours);
     else printf("  [ ] 124M peak RSS <= 2,463 MiB: not measured\n");
@@ -779,8 +847,9 @@ static void bench_summary(const char* path) {
 // ----------------------------------------------------------------------------
 
 static void usage(void) {
-    fprintf(stderr, "usage: bench_gpt2 --machine | --shape 124m|default [--warmup N] [--steps N] [--kernel-ms MS]\n"
-                    "                  | --gen [--gen-tokens N] [--gen-full 1] | --summary FILE\n");
+    fprintf(stderr,
+            "usage: bench_gpt2 --machine | --shape 124m|default [--warmup N] [--steps N] [--kernel-ms MS]\n"
+            "                  | --gen [--gen-tokens N] [--gen-full 1] | --summary FILE\n");
     exit(EXIT_USAGE);
 }
 
