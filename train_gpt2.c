@@ -740,6 +740,7 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
         p.lnfw[i] = 1.0f;
 }
 
+// llm.c's checkpoint (doc/formats.md): a 256-int header with the shape, then every parameter
 void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
