@@ -1390,9 +1390,8 @@ static void sample(const Options* o, Run* r) {
 
 static void stop_if_not_finite(const char* what, float value, int step, const Run* r) {
     if (isfinite(value)) return;
-    fprintf(stderr, "train_gpt2: error: the %s became %f at step %d; stopping. Last good checkpoint: %s\n",
-            what, value, step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
-    exit(EXIT_BAD_INPUT);
+    die("the %s became %f at step %d; stopping. Last good checkpoint: %s", what, value, step,
+        r->last_checkpoint[0] ? r->last_checkpoint : "none");
 }
 
 // One optimisation step on the next batch; prints its line. It is gpt2_train_step in

@@ -116,9 +116,7 @@ static void print_usage(FILE* f) {
 static void usage_error(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "train_gpt2: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    print_error(fmt, ap);
     va_end(ap);
     print_usage(stderr);
     exit(EXIT_USAGE);

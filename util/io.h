@@ -21,12 +21,17 @@ crash leaves the old file or the new one, never half of one.
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
 
-static void die(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+// "train_gpt2: error: " and the message, one line on stderr
+static void print_error(const char* fmt, va_list ap) {
     fprintf(stderr, "train_gpt2: error: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+}
+
+static void die(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    print_error(fmt, ap);
     va_end(ap);
     exit(EXIT_BAD_INPUT);
 }
