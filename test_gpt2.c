@@ -1453,6 +1453,278 @@ static void test_errata(void) {
 }
 
 // ----------------------------------------------------------------------------
+// GPT-2's byte-pair encoding (util/bpe.h) against tiktoken, and tokenizer_encode for both
+// kinds of vocabulary. data/ref/gpt2_bpe_cases.txt holds tiktoken's ids for each line of
+// tests/bpe_stress.txt and for the whole file (tests/make_bpe_cases.js wrote it).
+
+typedef struct { unsigned char* text; size_t len; int* ids; size_t count; } BPECase;
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// the cases: lines "text <hex of the UTF-8 bytes>", then "ids <id> <id> ..."; returns how many
+static int read_bpe_cases(const char* path, BPECase* cases, int max_cases) {
+    FILE* f = fopenCheck(path, "r");
+    char* line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "text ", 5) == 0 && n < max_cases) {
+            BPECase* c = &cases[n];
+            c->text = mallocCheck(strlen(line) / 2 + 1);
+            c->len = 0;
+            for (const char* h = line + 5; hex_digit(h[0]) >= 0 && hex_digit(h[1]) >= 0; h += 2)
+                c->text[c->len++] = (unsigned char)(16 * hex_digit(h[0]) + hex_digit(h[1]));
+        } else if (strncmp(line, "ids", 3) == 0 && n < max_cases) {
+            BPECase* c = &cases[n++];
+            c->ids = mallocCheck(strlen(line) * sizeof(int));
+            c->count = 0;
+            for (char *p = line + 3, *end; (c->ids[c->count] = (int)strtol(p, &end, 10)), end != p; p = end)
+                c->count++;
+        }
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+// the tokens' bytes, concatenated, equal text[0..n)
+static int decodes_to(const Tokenizer* tk, const int* ids, size_t count, const unsigned char* text,
+                      size_t n) {
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t len = (size_t)tk->token_length[ids[i]];
+        if (at + len > n || memcmp(text + at, tk->token_table[ids[i]], len) != 0) return 0;
+        at += len;
+    }
+    return at == n;
+}
+
+// encodes text[0..n) in parts cut at every place bpe_next_cut allows; returns the number of ids
+static size_t encode_in_parts(const BPE* bpe, const unsigned char* text, size_t n, int* ids, int* parts) {
+    size_t count = 0, start = 0;
+    *parts = 0;
+    while (start < n) {
+        size_t cut = bpe_next_cut(text, n, start + 1);
+        count += bpe_encode(bpe, text + start, cut - start, ids + count);
+        start = cut;
+        (*parts)++;
+    }
+    return count;
+}
+
+// the pieces of the pre-tokenizer, joined by '|'
+static void pieces_of(const char* text, char* out) {
+    size_t n = strlen(text), k = 0;
+    for (size_t p = 0, end; p < n; p = end) {
+        end = bpe_piece_end((const unsigned char*)text, n, p);
+        if (p > 0) out[k++] = '|';
+        memcpy(out + k, text + p, end - p);
+        k += end - p;
+    }
+    out[k] = '\0';
+}
+
+static void test_bpe(void) {
+    Tokenizer tk;
+    tokenizer_init(&tk, "data/gpt2_tokenizer.bin");
+    BPE bpe;
+    bpe_init(&bpe, tk.vocab_size, tk.token_table, tk.token_length);
+    static BPECase cases[64];
+    int n_cases = read_bpe_cases("data/ref/gpt2_bpe_cases.txt", cases, 64);
+
+    // B1, B2: tiktoken's ids, with the merges as they run (a scan for short pieces, the heap for
+    // long ones), then with every piece through the heap
+    const size_t heap_from[2] = {bpe.heap_from, 0};
+    for (int h = 0; h < 2; h++) {
+        bpe.heap_from = heap_from[h];
+        int same = 0;
+        char first_bad[64] = "";
+        for (int i = 0; i < n_cases; i++) {
+            int* ids = mallocCheck((cases[i].len + 1) * sizeof(int));
+            size_t count = bpe_encode(&bpe, cases[i].text, cases[i].len, ids);
+            size_t k = 0;
+            while (k < count && k < cases[i].count && ids[k] == cases[i].ids[k])
+                k++;
+            if (k == count && count == cases[i].count) same++;
+            else if (!first_bad[0])
+                snprintf(first_bad, sizeof first_bad, "; case %d differs at id %zu", i, k);
+            free(ids);
+        }
+        check(n_cases >= 40 && same == n_cases, "B%d GPT-2 BPE%s: %d of %d texts (each line of "
+              "tests/bpe_stress.txt and the whole file) give tiktoken's ids exactly%s", h + 1,
+              h ? ", every piece merged with the heap" : "", same, n_cases, first_bad);
+    }
+    bpe.heap_from = heap_from[0];
+
+    // B3: decode(encode(x)) == x, byte for byte: the cases, and random bytes (invalid UTF-8, 0 bytes)
+    uint64_t rng = 99;
+    int round_trips = 0, trials = 0;
+    unsigned char random_text[300];
+    int ids[300 * 2];
+    for (int i = 0; i < n_cases; i++, trials++) {
+        int* out = mallocCheck((cases[i].len + 1) * sizeof(int));
+        size_t count = bpe_encode(&bpe, cases[i].text, cases[i].len, out);
+        round_trips += decodes_to(&tk, out, count, cases[i].text, cases[i].len);
+        free(out);
+    }
+    for (int t = 0; t < 500; t++, trials++) {
+        size_t n = 1 + random_u64(&rng) % 300;
+        for (size_t i = 0; i < n; i++)  // any bytes, or bytes that make awkward UTF-8
+            random_text[i] = t % 2 ? (unsigned char)random_u64(&rng)
+                                   : (unsigned char)"a \n'\xe5\x9b\xa0\xff\x80\0"[random_u64(&rng) % 10];
+        round_trips += decodes_to(&tk, ids, bpe_encode(&bpe, random_text, n, ids), random_text, n);
+    }
+    check(round_trips == trials, "B3 GPT-2 BPE: decode(encode(x)) == x byte for byte in %d of %d texts (the "
+          "cases, and random bytes with invalid UTF-8 and 0 bytes)", round_trips, trials);
+
+    // B4: the pre-tokenizer's pieces, as the pattern's alternatives make them
+    const char* pieces[][2] = {
+        {"a   b", "a|  | b"}, {"a\n\nb", "a|\n|\n|b"}, {"x  ", "x|  "},
+        {"it's we'll I'M", "it|'s| we|'ll| I|'|M"},
+        {"1234 abc?! \xe5\x9b\xa0\xe6\x9e\x9c", "1234| abc|?!| \xe5\x9b\xa0\xe6\x9e\x9c"},
+        {" \t\n  x", " \t\n | x"}, {"''s", "''|s"}, {"\xe3\x80\x80x", "\xe3\x80\x80|x"},
+        {"IT'S it's", "IT|'|S| it|'s"}};
+    int pieces_ok = 0, n_pieces = (int)(sizeof pieces / sizeof pieces[0]);
+    char got[64];
+    for (int i = 0; i < n_pieces; i++) {
+        pieces_of(pieces[i][0], got);
+        pieces_ok += strcmp(got, pieces[i][1]) == 0;
+    }
+    check(pieces_ok == n_pieces, "B4 the pre-tokenizer cuts %d of %d examples as tiktoken's pattern does "
+          "(\"a   b\" is a|  | b: \\s+(?!\\S) leaves the last space to the word)", pieces_ok, n_pieces);
+
+    // B5: encoding the parts between bpe_next_cut's cuts gives the ids of the whole text
+    // (prepare's parallel chunks), on the whole stress text and on random texts of awkward
+    // characters; and the cut is before the '\n', not after it
+    BPECase* whole = &cases[n_cases - 1];
+    int* chunked = mallocCheck((whole->len + 1) * sizeof(int));
+    int parts = 0, same_chunked = 0, chunk_trials = 0, most_parts = 0;
+    size_t count = encode_in_parts(&bpe, whole->text, whole->len, chunked, &parts);
+    same_chunked += count == whole->count && memcmp(chunked, whole->ids, count * sizeof(int)) == 0;
+    chunk_trials++;
+    free(chunked);
+    const char* units[] = {"a", "b", " ", " ", "\n", "\n", "\t", "'", "s", "1", ".", "\xc3\xa9",
+                           "\xe3\x80\x80", "\xe5\x9b\xa0", "\xc2\xa0", "\xff", "\r"};
+    for (int t = 0; t < 2000; t++, chunk_trials++) {
+        size_t n = 0;
+        while (n < 200)
+            for (const char* u = units[random_u64(&rng) % (sizeof units / sizeof units[0])]; *u; u++)
+                random_text[n++] = (unsigned char)*u;
+        int direct[300];
+        size_t want = bpe_encode(&bpe, random_text, n, direct);
+        size_t got_count = encode_in_parts(&bpe, random_text, n, ids, &parts);
+        most_parts = parts > most_parts ? parts : most_parts;
+        same_chunked += got_count == want && memcmp(direct, ids, want * sizeof(int)) == 0;
+    }
+    size_t cut = bpe_next_cut((const unsigned char*)"a\n\nb", 4, 0);
+    check(same_chunked == chunk_trials && most_parts > 5 && cut == 2,
+          "B5 cut at every bpe_next_cut (before a '\\n' that a non-space follows), %d of %d texts encode "
+          "part by part to the ids of the whole (up to %d parts); \"a\\n\\nb\" is cut at %zu, before the "
+          "second '\\n'", same_chunked, chunk_trials, most_parts, cut);
+
+    // B6: the ASCII shortcut of char_class agrees with the tables
+    int classes_ok = 1;
+    for (uint32_t cp = 0; cp < 0x80; cp++) {
+        int table = in_ranges(UNICODE_LETTER, UNICODE_LETTER_RANGES, cp) ? CHAR_LETTER
+                    : in_ranges(UNICODE_NUMBER, UNICODE_NUMBER_RANGES, cp) ? CHAR_NUMBER
+                    : in_ranges(UNICODE_SPACE, UNICODE_SPACE_RANGES, cp) ? CHAR_SPACE : CHAR_OTHER;
+        classes_ok &= char_class(cp) == table;
+    }
+    // and utf8_decode takes well-formed UTF-8 only: anything else is one byte of its own
+    struct { const char* bytes; int len; uint32_t cp; } utf8[] = {
+        {"A", 1, 'A'}, {"\xc3\xa9", 2, 0xE9}, {"\xe5\x9b\xa0", 3, 0x56E0}, {"\xf0\x9f\x98\x80", 4, 0x1F600},
+        {"\xc0\x80", 1, UTF8_INVALID}, {"\xe0\x80\x80", 1, UTF8_INVALID},            // overlong
+        {"\xed\xa0\x80", 1, UTF8_INVALID}, {"\xf4\x90\x80\x80", 1, UTF8_INVALID},  // surrogate, > U+10FFFF
+        {"\xf5\x80\x80\x80", 1, UTF8_INVALID}, {"\x80", 1, UTF8_INVALID},             // no lead byte
+        {"\xe5\x9b", 1, UTF8_INVALID}, {"\xe5\x9b" "A", 1, UTF8_INVALID}};                // cut short
+    int n_utf8 = (int)(sizeof utf8 / sizeof utf8[0]), utf8_ok = 0;
+    for (int i = 0; i < n_utf8; i++) {
+        uint32_t cp;
+        int len = utf8_decode((const unsigned char*)utf8[i].bytes, strlen(utf8[i].bytes), &cp);
+        utf8_ok += len == utf8[i].len && cp == utf8[i].cp;
+    }
+    check(classes_ok && utf8_ok == n_utf8, "B6 char_class: the ASCII shortcut gives the classes of "
+          "util/unicode_tables.h; utf8_decode: %d of %d sequences (1-4 bytes; overlong, surrogate, too "
+          "large, cut short: one invalid byte)", utf8_ok, n_utf8);
+
+    // B7: tokenizer_encode: GPT-2's vocabulary by BPE, a character-level one (Chinese, multi-byte
+    // characters) character by character
+    int prompt[16];
+    int n_prompt = tokenizer_encode(&tk, "Hello world", prompt, 16);
+    int bpe_ok = !tk.char_level && n_prompt == 2 && prompt[0] == 15496 && prompt[1] == 995;
+    const char* chars[] = {"\n", " ", "A", "\xe5\x9b\xa0", "\xe6\x9e\x9c", "\xe6\xb3\xa8", "\xe6\x84\x8f",
+                           "\xe5\x8a\x9b"};  // then 因 果 注 意 力 (ids 3..7)
+    char tok_path[] = "/tmp/test_gpt2_tokenizer_XXXXXX";
+    int fd = mkstemp(tok_path);
+    FILE* f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) die("cannot create a temporary file '%s'", tok_path);
+    int32_t header[256] = {20240328, 2, 8, 0};
+    fwrite_check(header, sizeof(int32_t), 256, f, tok_path);
+    for (int i = 0; i < 8; i++) {
+        unsigned char len = (unsigned char)strlen(chars[i]);
+        fwrite_check(&len, 1, 1, f, tok_path);
+        fwrite_check(chars[i], 1, len, f, tok_path);
+    }
+    fclose(f);
+    Tokenizer zh;
+    tokenizer_init(&zh, tok_path);
+    remove(tok_path);
+    // 因果 A\n注意力
+    const char* text = "\xe5\x9b\xa0\xe6\x9e\x9c A\n\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b";
+    int want_ids[] = {3, 4, 1, 2, 0, 5, 6, 7};
+    n_prompt = tokenizer_encode(&zh, text, prompt, 16);
+    int zh_ok = zh.char_level && n_prompt == 8 && memcmp(prompt, want_ids, sizeof want_ids) == 0
+                && decodes_to(&zh, prompt, 8, (const unsigned char*)text, strlen(text));
+    // print_token writes a token's bytes, a 0 byte included
+    char* printed = NULL;
+    size_t printed_size = 0;
+    FILE* mem = open_memstream(&printed, &printed_size);
+    print_token(&tk, bpe.byte_token[0], mem);
+    print_token(&tk, 15496, mem);
+    fclose(mem);
+    int print_ok = printed_size == 6 && memcmp(printed, "\0Hello", 6) == 0;
+    free(printed);
+    check(bpe_ok && zh_ok && print_ok, "B7 tokenizer_encode: GPT-2's vocabulary by BPE (\"Hello world\" is "
+          "15496 995), a character-level one by character (\"%s\": 8 ids, 3-byte characters included, "
+          "decoding back); print_token prints a 0 byte", "\xe5\x9b\xa0\xe6\x9e\x9c A "
+          "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b");
+    tokenizer_free(&zh);
+
+    // B8: a piece that is a token is that token, even where no merges lead to it (tiktoken's
+    // encode_ordinary looks the piece up first). A toy vocabulary: the 256 bytes, then "ab", "abc"
+    // and "bcd" (ranks 256..258): "abcd" merges to "abc" "d", but "bcd" alone is one token.
+    char* toy[259];
+    int toy_length[259];
+    char toy_bytes[256];
+    for (int b = 0; b < 256; b++) {
+        toy_bytes[b] = (char)b;
+        toy[b] = &toy_bytes[b];
+        toy_length[b] = 1;
+    }
+    toy[256] = "ab", toy[257] = "abc", toy[258] = "bcd";
+    toy_length[256] = 2, toy_length[257] = 3, toy_length[258] = 3;
+    BPE toy_bpe;
+    bpe_init(&toy_bpe, 259, toy, toy_length);
+    int toy_ids[4];
+    size_t n_abcd = bpe_encode(&toy_bpe, (const unsigned char*)"abcd", 4, toy_ids);
+    int abcd_ok = n_abcd == 2 && toy_ids[0] == 257 && toy_ids[1] == 'd';
+    size_t n_bcd = bpe_encode(&toy_bpe, (const unsigned char*)"bcd", 3, toy_ids);
+    check(abcd_ok && n_bcd == 1 && toy_ids[0] == 258, "B8 a piece that is a token is that token, as in "
+          "tiktoken, even if no merge leads to it (a toy vocabulary: \"bcd\" is 1 token, \"abcd\" is "
+          "\"abc\" \"d\")");
+    bpe_free(&toy_bpe);
+
+    for (int i = 0; i < n_cases; i++) {
+        free(cases[i].text);
+        free(cases[i].ids);
+    }
+    bpe_free(&bpe);
+    tokenizer_free(&tk);
+}
+
+// ----------------------------------------------------------------------------
 
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
@@ -1502,6 +1774,7 @@ int main(int argc, char** argv) {
         snprintf(a, sizeof a, "%s/ref_article002.txt", dir);
         test_article_example(a);
         test_errata();
+        test_bpe();
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1355,7 +1355,7 @@ void setup_generation(const Options* o, Run* r) {
     r->prompt[0] = r->have_tokenizer ? r->tokenizer.eot_token : 0;
     if (o->prompt[0]) {
         if (!r->have_tokenizer) die("-pr needs a tokenizer that matches the model (-tok)");
-        r->prompt_len = tokenizer_encode_chars(&r->tokenizer, o->prompt, r->prompt, c.max_seq_len);
+        r->prompt_len = tokenizer_encode(&r->tokenizer, o->prompt, r->prompt, c.max_seq_len);
     }
 }
 

@@ -107,14 +107,15 @@ else
     bad "resume from step '$from' does not reproduce the uninterrupted losses"
 fi
 
-# ---- 6. bad input: one error line naming the file or flag, non-zero exit, no crash
+# ---- 6. bad input: one error line naming the file or flag ("train_gpt2: error: ..." or "prepare: error:
+# ..."), non-zero exit, no crash
 # expect_error NAME EXPECTED_TEXT COMMAND...
 expect_error() {
     local name="$1" want="$2"; shift 2
     "$@" > "$TMP/out" 2> "$TMP/err"
     local rc=$?
     local line; line=$(head -n 1 "$TMP/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] && [[ "$line" == train_gpt2:* ]] \
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] && [[ "$line" == train_gpt2:* || "$line" == prepare:* ]] \
           && ! grep -qiE 'sanitizer|runtime error|segmentation|core dumped' "$TMP/err"; then
         ok "bad input: $name -> exit $rc: $line"
     else
@@ -169,6 +170,123 @@ if [ "$good" == "$TMP/nan/model_00000003.bin" ] && ./train_gpt2 -e "$good" -x 0 
 else
     bad "last good checkpoint after nan: '$good'"; tail -n 3 "$TMP/nan_eval.log" 2> /dev/null
 fi
+
+# ---- 7. data/prepare: any UTF-8 text, by characters or with GPT-2's BPE
+echo "-- data/prepare"
+# token_ids FILE...: the ids of llm.c token files, one line; decode_tokens TOKENIZER FILE...: their bytes
+token_ids() {
+    perl -e 'for (@ARGV) { open(my $f, "<:raw", $_) or die; local $/; my $d = <$f>;
+                 push @ids, unpack("v*", substr($d, 1024, 2 * unpack("l<", substr($d, 8, 4)))) } print "@ids"' "$@"
+}
+decode_tokens() {
+    perl -e 'open(my $f, "<:raw", shift) or die; local $/; my $d = <$f>; my $p = 1024; my @tok;
+             for (1 .. unpack("l<", substr($d, 8, 4))) { my $n = ord(substr($d, $p, 1)); push @tok, substr($d, $p + 1, $n); $p += 1 + $n }
+             for (@ARGV) { open(my $g, "<:raw", $_) or die; my $t = <$g>;
+                 print map { $tok[$_] } unpack("v*", substr($t, 1024, 2 * unpack("l<", substr($t, 8, 4)))) }' "$@"
+}
+
+# character level on Chinese: the vocabulary is the text's distinct characters by code point, slot 3 the id of
+# '\n' (1: a tab comes first), and the tokens decode to the text
+printf '因果自注意力\t\n\n这是 Transformer Block 中比较关键的一个部分，其中包含两个线性层。\n注意力：Q·K^T / √d 😀 ∑\n' > "$TMP/zh.txt"
+./data/prepare -i "$TMP/zh.txt" -o "$TMP/zh" > "$TMP/zh.log" 2>&1
+vocab=$(perl -e 'open(my $f, "<:raw", shift) or die; local $/; my $d = <$f>; my ($V, $eot) = unpack("l<l<", substr($d, 8, 8));
+                 my $p = 1024; my @t; for (1 .. $V) { my $n = ord(substr($d, $p, 1)); push @t, substr($d, $p + 1, $n); $p += 1 + $n }
+                 print join("|", @t), " eot=", $t[$eot] eq "\n" ? "newline" : "other"' "$TMP/zh_tokenizer.bin" 2> /dev/null)
+want=$(perl -e 'open(my $f, "<:encoding(UTF-8)", shift) or die; local $/; my %seen = map { $_ => 1 } split //, <$f>;
+                binmode STDOUT, ":encoding(UTF-8)"; print join("|", sort { ord($a) <=> ord($b) } keys %seen), " eot=newline"' "$TMP/zh.txt")
+if [ -n "$vocab" ] && [ "$vocab" == "$want" ] && cmp -s <(decode_tokens "$TMP/zh_tokenizer.bin" "$TMP/zh_train.bin" "$TMP/zh_val.bin") "$TMP/zh.txt"; then
+    ok "prepare -m char on Chinese: $(grep -o 'vocabulary [0-9]*' "$TMP/zh.log") characters sorted by code point, slot 3 = '\\n', decode gives the text back"
+else
+    bad "prepare -m char on Chinese: vocabulary '$vocab', expected '$want', or the round trip differs"; cat "$TMP/zh.log"
+fi
+out=$(./train_gpt2 -tok "$TMP/zh_tokenizer.bin" -nl 1 -nh 1 -nc 8 -x 0 -g 5 -o "" -pr "注意力" 2>&1)
+if [ $? -eq 0 ] && [[ "$out" == *"注意力"* ]]; then ok "-pr \"注意力\" with that tokenizer: a fresh model continues the prompt"; else bad "-pr 注意力: $out"; fi
+out=$(./train_gpt2 -tok data/gpt2_tokenizer.bin -nl 1 -nh 1 -nc 8 -mt 16 -x 0 -g 4 -o "" -pr "Hello, world" 2>&1)
+if [ $? -eq 0 ] && [[ "$out" == *"Hello, world"* ]]; then ok "-pr \"Hello, world\" with GPT-2's tokenizer (BPE)"; else bad "-pr with GPT-2's tokenizer: $out"; fi
+
+# BPE on the stress text: the ids are tiktoken's (the whole-file case of data/ref/gpt2_bpe_cases.txt)
+./data/prepare -i tests/bpe_stress.txt -o "$TMP/stress" -m bpe > "$TMP/stress.log" 2>&1
+want=$(grep '^ids ' data/ref/gpt2_bpe_cases.txt | tail -n 1 | cut -c5-)
+if [ -n "$want" ] && [ "$(token_ids "$TMP/stress_train.bin" "$TMP/stress_val.bin" 2> /dev/null)" == "$want" ]; then
+    ok "prepare -m bpe on tests/bpe_stress.txt: its $(echo $want | wc -w) ids are tiktoken's"
+else
+    bad "prepare -m bpe on tests/bpe_stress.txt: the ids differ from tiktoken's"; cat "$TMP/stress.log"
+fi
+
+# the same files for any thread count and chunking: one chunk on one thread, 64 KB chunks (the default) on 1 and
+# 2 threads, 50-byte chunks on 2 threads; and the tokens decode to the text
+# (lines that end in " \n\n" before a word: a cut after the last '\n', not before it, would change the ids)
+{
+    cat data/tiny_shakespeare.txt
+    for i in $(seq 1 150); do
+        cat tests/bpe_stress.txt
+        for j in 1 2 3 4 5 6 7 8; do printf 'line %d.%d ends \n\n' $i $j; done
+    done
+} > "$TMP/big.txt"
+OMP_NUM_THREADS=1 ./data/prepare -i "$TMP/big.txt" -o "$TMP/big_1x" -m bpe -cs 1000000000 > "$TMP/big.log" 2>&1
+OMP_NUM_THREADS=1 ./data/prepare -i "$TMP/big.txt" -o "$TMP/big_1" -m bpe > "$TMP/big_1.log" 2>&1
+OMP_NUM_THREADS=2 ./data/prepare -i "$TMP/big.txt" -o "$TMP/big_2" -m bpe > /dev/null 2>&1
+OMP_NUM_THREADS=2 ./data/prepare -i "$TMP/big.txt" -o "$TMP/big_2s" -m bpe -cs 50 > "$TMP/big_2s.log" 2>&1
+same=1
+for run in big_1 big_2 big_2s; do
+    for part in train val; do cmp -s "$TMP/big_1x_$part.bin" "$TMP/${run}_$part.bin" || same=0; done
+done
+if [ $same -eq 1 ] && [ -s "$TMP/big_1x_train.bin" ] && grep -q '(1 chunks' "$TMP/big.log" \
+      && cmp -s <(decode_tokens data/gpt2_tokenizer.bin "$TMP/big_2s_train.bin" "$TMP/big_2s_val.bin") "$TMP/big.txt"; then
+    chunks() { grep -oP '\(\K[0-9]+(?= chunks)' "$1"; }
+    ok "prepare -m bpe on 1.3 MB: the same files on 1 and 2 threads (OMP_NUM_THREADS) and in 1, $(chunks "$TMP/big_1.log") or" \
+       "$(chunks "$TMP/big_2s.log") chunks; decode gives the text back"
+else
+    bad "prepare -m bpe: the files depend on the thread count or the chunks"
+fi
+
+# -eot 1: the end-of-text token before each document; separator lines (and an empty last document) dropped
+printf 'First doc.\n<|endoftext|>\nSecond doc.\n\n<|endoftext|>\n' > "$TMP/docs.txt"
+./data/prepare -i "$TMP/docs.txt" -o "$TMP/docs" -m bpe -eot 1 > /dev/null 2>&1
+printf 'a\n\nb c\n' > "$TMP/blank.txt"
+./data/prepare -i "$TMP/blank.txt" -o "$TMP/blank" -m bpe -eot 1 -sep "" > /dev/null 2>&1
+if [ "$(decode_tokens data/gpt2_tokenizer.bin "$TMP/docs_train.bin" "$TMP/docs_val.bin" 2> /dev/null)" \
+        == "$(printf '<|endoftext|>First doc.\n<|endoftext|>Second doc.\n\n')" ] \
+      && [ "$(token_ids "$TMP/docs_train.bin" "$TMP/docs_val.bin" | tr ' ' '\n' | grep -c '^50256$')" -eq 2 ] \
+      && [ "$(token_ids "$TMP/blank_train.bin" "$TMP/blank_val.bin" 2> /dev/null)" == "50256 64 198 50256 65 269 198" ]; then
+    ok "prepare -eot 1: <|endoftext|> (50256) before each document, separated by '<|endoftext|>' lines or, with -sep \"\", blank lines"
+else
+    bad "prepare -eot 1: $(token_ids "$TMP/docs_train.bin" "$TMP/docs_val.bin" 2>&1) / $(token_ids "$TMP/blank_train.bin" "$TMP/blank_val.bin" 2>&1)"
+fi
+
+# bad input: one line, non-zero exit, and no output file left behind (not even a .tmp)
+expect_prepare_error() {
+    local name="$1"; shift
+    rm -f "$TMP"/bad_*
+    expect_error "prepare: $name" "$@"
+    local left; left=$(ls "$TMP"/bad_* 2> /dev/null | tr '\n' ' ')
+    [ -z "$left" ] || bad "prepare: $name left files behind: $left"
+}
+: > "$TMP/empty.txt"
+printf 'abc\n\xe5\x9b\n' > "$TMP/not_utf8.txt"
+printf 'a' > "$TMP/one.txt"
+expect_prepare_error "missing text" "nope.txt" ./data/prepare -i "$TMP/nope.txt" -o "$TMP/bad"
+expect_prepare_error "empty text" "empty" ./data/prepare -i "$TMP/empty.txt" -o "$TMP/bad"
+expect_prepare_error "invalid UTF-8 (char mode)" "not valid UTF-8: byte 4" ./data/prepare -i "$TMP/not_utf8.txt" -o "$TMP/bad"
+expect_prepare_error "a character-level tokenizer for -m bpe" "character-level" \
+    ./data/prepare -i tests/bpe_stress.txt -o "$TMP/bad" -m bpe -tok data/tiny_shakespeare_tokenizer.bin
+expect_prepare_error "missing tokenizer" "nope_tok.bin" ./data/prepare -i tests/bpe_stress.txt -o "$TMP/bad" -m bpe -tok "$TMP/nope_tok.bin"
+expect_prepare_error "too short to split (char)" "too few" ./data/prepare -i "$TMP/one.txt" -o "$TMP/bad"
+expect_prepare_error "too short to split (bpe)" "too few" ./data/prepare -i "$TMP/one.txt" -o "$TMP/bad" -m bpe
+expect_prepare_error "unwritable output" "/proc/no/such/dir/x_train.bin" ./data/prepare -i "$TMP/zh.txt" -o /proc/no/such/dir/x
+expect_prepare_error "no -i" "-i is required" ./data/prepare -o "$TMP/bad"
+expect_prepare_error "-v 1.5" "-v" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -v 1.5
+expect_prepare_error "-m words" "-m must be char or bpe" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -m words
+expect_prepare_error "-eot 1 in char mode" "-eot 1 needs -m bpe" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -eot 1
+expect_prepare_error "unknown flag" "unknown flag '-zz'" ./data/prepare -i "$TMP/zh.txt" -zz 1
+expect_prepare_error "flag without value" "needs a value" ./data/prepare -i
+# the second output cannot be written: the first one's temporary must go too
+mkdir -p "$TMP/half_val.bin.tmp"
+expect_error "prepare: an output that fails after another was opened" "half_val.bin.tmp" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/half"
+if ls "$TMP"/half_train* > /dev/null 2>&1; then bad "prepare left $TMP/half_train* behind"; else ok "prepare: no half_train.bin(.tmp) left behind"; fi
+expect_error "-pr with a character outside the vocabulary" "'é' (U+00E9)" ./train_gpt2 -e data/ref/ref_a_model.bin -x 0 -g 5 -pr "ROMEO: é"
+expect_error "-pr longer than maxT" "more than the 4 that fit" \
+    ./train_gpt2 -tok data/gpt2_tokenizer.bin -nl 1 -nh 1 -nc 8 -mt 4 -x 0 -g 4 -o "" -pr "Hello, world and more"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -77,7 +77,7 @@ static const Flag FLAGS[] = {
     {"-ae", 'f', OPT(eps), "AdamW epsilon"},
     {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
     {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
-    {"-pr", 's', OPT(prompt), "prompt to continue (character-level tokenizers)"},
+    {"-pr", 's', OPT(prompt), "prompt to continue (encoded with the tokenizer, -tok)"},
     {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; "
                                "0 = llm.c's sequential batches"},
     {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; "

@@ -21,9 +21,12 @@ crash leaves the old file or the new one, never half of one.
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
 
+// the program that errors name (data/prepare sets its own)
+static const char* error_program = "train_gpt2";
+
 // "train_gpt2: error: " and the message, one line on stderr
 static void print_error(const char* fmt, va_list ap) {
-    fprintf(stderr, "train_gpt2: error: ");
+    fprintf(stderr, "%s: error: ", error_program);
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
 }

@@ -1,7 +1,9 @@
 /*
 util/tokenizer.h: token ids to text and back, from an llm.c tokenizer file (magic
-20240328; doc/formats.md). Plumbing. Decodes ids to bytes; for a vocabulary of single
-bytes (character level) it also encodes text.
+20240328; doc/formats.md). Plumbing. Decodes ids to bytes. Encodes text with either kind
+of vocabulary: a character-level one (every token one UTF-8 character, as data/prepare
+writes them) one token per character; any other with GPT-2's byte-pair encoding
+(util/bpe.h; a token's id is its merge rank, as in GPT-2's vocabulary).
 */
 #ifndef UTIL_TOKENIZER_H
 #define UTIL_TOKENIZER_H
@@ -9,13 +11,17 @@ bytes (character level) it also encodes text.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include "bpe.h"
 #include "io.h"
 
 typedef struct {
     int vocab_size;
-    char** token_table;   // NUL-terminated bytes of each token
+    char** token_table;   // the bytes of each token, NUL-terminated for printing as text
+    int* token_length;    // and how many they are (a token may hold a 0 byte)
     int eot_token;        // the first token of a generation
-    int byte_to_token[256]; // character-level encoding, -1 where no single-byte token
+    int byte_to_token[256]; // the token of each single byte, -1 where there is none
+    int char_level;       // every token but the end-of-text one is one UTF-8 character
 } Tokenizer;
 
 void tokenizer_init(Tokenizer* tk, const char* path) {
@@ -29,6 +35,8 @@ void tokenizer_init(Tokenizer* tk, const char* path) {
     tk->eot_token = h[1] == 1 ? 50256 : h[3];
     if (tk->eot_token < 0 || tk->eot_token >= tk->vocab_size) tk->eot_token = 0;
     tk->token_table = mallocCheck((size_t)tk->vocab_size * sizeof(char*));
+    tk->token_length = mallocCheck((size_t)tk->vocab_size * sizeof(int));
+    tk->char_level = 1;
     for (int b = 0; b < 256; b++)
         tk->byte_to_token[b] = -1;
     for (int i = 0; i < tk->vocab_size; i++) {
@@ -38,8 +46,12 @@ void tokenizer_init(Tokenizer* tk, const char* path) {
         tk->token_table[i] = mallocCheck(len + 1);
         fread_check(tk->token_table[i], 1, len, f, path, "token table");
         tk->token_table[i][len] = '\0';
-        if (len == 1 && tk->byte_to_token[(unsigned char)tk->token_table[i][0]] < 0)
-            tk->byte_to_token[(unsigned char)tk->token_table[i][0]] = i;
+        tk->token_length[i] = len;
+        unsigned char* bytes = (unsigned char*)tk->token_table[i];
+        if (len == 1 && tk->byte_to_token[bytes[0]] < 0) tk->byte_to_token[bytes[0]] = i;
+        uint32_t cp;
+        int one_char = utf8_decode(bytes, len, &cp) == len && cp != UTF8_INVALID;
+        if (i != tk->eot_token && !one_char) tk->char_level = 0;
     }
     fclose(f);
 }
@@ -48,26 +60,63 @@ const char* tokenizer_decode(const Tokenizer* tk, int id) {
     return (id >= 0 && id < tk->vocab_size) ? tk->token_table[id] : "?";
 }
 
-// character-level encoding; returns the number of tokens, or dies naming the character
-int tokenizer_encode_chars(const Tokenizer* tk, const char* text, int* out, int max_tokens) {
-    int n = 0;
-    for (const unsigned char* s = (const unsigned char*)text; *s; s++) {
-        int id = tk->byte_to_token[*s];
-        if (id < 0) die("-pr: character '%c' (byte %d) is not in the tokenizer's vocabulary", *s, *s);
-        if (n == max_tokens) die("-pr: the prompt is longer than the model's maxT %d", max_tokens);
-        out[n++] = id;
-    }
-    return n;
+// the lowest id whose bytes are s[0..n), or -1
+static int token_of_bytes(const Tokenizer* tk, const unsigned char* s, int n) {
+    if (n == 1) return tk->byte_to_token[s[0]];
+    for (int i = 0; i < tk->vocab_size; i++)
+        if (tk->token_length[i] == n && memcmp(tk->token_table[i], s, (size_t)n) == 0) return i;
+    return -1;
 }
 
-// prints token id as text, or as a number when there is no tokenizer (tk NULL)
-static void print_token(const Tokenizer* tk, int id, FILE* out) {
-    if (tk) fputs(tokenizer_decode(tk, id), out);
-    else fprintf(out, "%d ", id);
+// character level: one token per UTF-8 character of text[0..n)
+static size_t encode_chars(const Tokenizer* tk, const char* text, size_t n, int* ids) {
+    const unsigned char* s = (const unsigned char*)text;
+    size_t count = 0;
+    for (size_t p = 0; p < n;) {
+        uint32_t cp;
+        int len = utf8_decode(s + p, n - p, &cp);
+        if (cp == UTF8_INVALID) die("'%s' is not valid UTF-8 (byte %zu)", text, p);
+        int id = token_of_bytes(tk, s + p, len);
+        if (id < 0)
+            die("character '%.*s' (U+%04X) of '%s' is not in the tokenizer's vocabulary", len, text + p, cp,
+                text);
+        ids[count++] = id;
+        p += (size_t)len;
+    }
+    return count;
+}
+
+// Text to token ids: one per character for a character-level vocabulary, GPT-2's byte-pair
+// encoding for any other. Returns the number of tokens; stops with an error naming a
+// character the vocabulary lacks, or when the text needs more than max_tokens.
+int tokenizer_encode(const Tokenizer* tk, const char* text, int* out, int max_tokens) {
+    size_t n = strlen(text), count;
+    int* ids = mallocCheck(n * sizeof(int));  // never more tokens than bytes
+    if (tk->char_level) {
+        count = encode_chars(tk, text, n, ids);
+    } else {
+        BPE bpe;
+        bpe_init(&bpe, tk->vocab_size, tk->token_table, tk->token_length);
+        count = bpe_encode(&bpe, (const unsigned char*)text, n, ids);
+        bpe_free(&bpe);
+    }
+    if (count > (size_t)max_tokens)
+        die("'%s' is %zu tokens, more than the %d that fit (the model's maxT)", text, count, max_tokens);
+    memcpy(out, ids, count * sizeof(int));
+    free(ids);
+    return (int)count;
+}
+
+// prints token id as text (its bytes, a 0 byte included), or as a number when there is no
+// tokenizer (tk NULL)
+void print_token(const Tokenizer* tk, int id, FILE* out) {
+    if (!tk) fprintf(out, "%d ", id);
+    else if (id < 0 || id >= tk->vocab_size) fputs("?", out);
+    else fwrite(tk->token_table[id], 1, (size_t)tk->token_length[id], out);
 }
 
 // stops with an error naming `what` if a token id is outside the vocabulary 0..V-1
-static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
+void check_tokens(const int* tokens, size_t n, int V, const char* what) {
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
             die("%s: token %d at position %zu is outside the vocabulary (0..%d)", what, tokens[i], i, V - 1);
@@ -77,6 +126,7 @@ void tokenizer_free(Tokenizer* tk) {
     for (int i = 0; i < tk->vocab_size; i++)
         free(tk->token_table[i]);
     free(tk->token_table);
+    free(tk->token_length);
 }
 
 #endif

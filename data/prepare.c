@@ -1,0 +1,434 @@
+/*
+data/prepare.c: any UTF-8 text -> llm.c token files for train_gpt2 (-i, -j), and for a
+character-level model its tokenizer (-tok).
+
+  ./data/prepare -i book.txt                  characters: book_train.bin, book_val.bin, book_tokenizer.bin
+  ./data/prepare -i web.txt -m bpe -eot 1     GPT-2's tokens: web_train.bin, web_val.bin
+
+-m char (the default): one token per Unicode character that occurs in the text, the
+  vocabulary sorted by code point (nanoGPT's shakespeare_char/prepare.py, for any UTF-8
+  text: accents, Chinese, emoji; for Tiny Shakespeare its 65 bytes, which is how `make`
+  prepares it). The vocabulary goes to PREFIX_tokenizer.bin (llm.c tokenizer, version 2);
+  a character vocabulary has no end-of-text token, so its slot 3 holds the id of '\n' (0
+  when the text has none). A byte that is not well-formed UTF-8 is an error naming its
+  offset.
+-m bpe: GPT-2's byte-pair encoding (util/bpe.h) with the tokenizer of -tok, by default
+  data/gpt2_tokenizer.bin (GPT-2's 50257 tokens): the ids of tiktoken's "gpt2" encoding
+  (encode_ordinary), for any bytes. -tok is the tokenizer to train with; nothing else is
+  written for it. With -eot 1 the end-of-text token (<|endoftext|>, 50256) goes before
+  each document, and the documents are separated by lines that are exactly -sep (default
+  "<|endoftext|>"; "" makes blank lines the separators). A separator line and its line
+  break are not part of any document, and empty documents are dropped. Without -eot the
+  text is encoded as it is, separator lines included.
+
+The first (1 - v) of the tokens (rounded down) are PREFIX_train.bin, the rest
+PREFIX_val.bin (llm.c token files: magic 20240520, version 1; doc/formats.md). A large
+text is encoded in parallel (OpenMP), in chunks of about -cs bytes cut only where
+util/bpe.h's bpe_next_cut shows the pieces cannot change, so the files are the same for
+any thread count and any -cs. Every output is written as PATH.tmp and renamed only when
+all are complete: after an error none is left behind. Errors are one line, "prepare:
+error: ...", naming the file or flag; exit status 2 for a bad flag, 1 otherwise.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "../util/io.h"
+#include "../util/tokenizer.h"  // and util/bpe.h
+
+#define PROGRESS_BYTES (10 * 1000 * 1000)  // a progress line on stderr every ~10 MB
+#define MAX_CHARS 65536                    // a token file holds uint16 ids
+
+typedef struct {
+    const char* input;      // -i the text
+    const char* prefix;     // -o the output prefix (default: -i without its extension)
+    const char* mode;       // -m char | bpe
+    const char* tokenizer;  // -tok (bpe)
+    double val_fraction;    // -v
+    int eot;                // -eot 1: the end-of-text token before each document (bpe)
+    const char* separator;  // -sep the line between documents (with -eot 1)
+    long long chunk_bytes;  // -cs the size of the chunks encoded in parallel
+} Args;
+
+static void print_usage(FILE* f) {
+    fprintf(f, "usage: ./data/prepare -i TEXT [flags]   (every flag takes a value)\n"
+               "  -i    the text to prepare (UTF-8; required)\n"
+               "  -o    output prefix: PREFIX_train.bin, PREFIX_val.bin and, with -m char,\n"
+               "        PREFIX_tokenizer.bin (default: TEXT without its extension)\n"
+               "  -m    char: one token per character; bpe: GPT-2's tokens (default char)\n"
+               "  -tok  -m bpe: the BPE tokenizer (default data/gpt2_tokenizer.bin)\n"
+               "  -v    the fraction of the tokens for validation, at the end (default 0.1)\n"
+               "  -eot  -m bpe: 1 = the end-of-text token before each document (default 0)\n"
+               "  -sep  with -eot 1: the line that separates documents (default \"<|endoftext|>\";\n"
+               "        \"\" = blank lines)\n"
+               "  -cs   bytes per chunk encoded in parallel; the output does not depend on it\n"
+               "        (default 65536)\n");
+}
+
+static void usage_error(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    print_error(fmt, ap);
+    va_end(ap);
+    print_usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+static Args parse_args(int argc, char** argv) {
+    Args a = {.input = NULL, .prefix = NULL, .mode = "char", .tokenizer = NULL, .val_fraction = 0.1,
+              .eot = 0, .separator = "<|endoftext|>", .chunk_bytes = 1 << 16};
+    static const char* const flags[] = {"-i", "-o", "-m", "-tok", "-v", "-eot", "-sep", "-cs"};
+    for (int i = 1; i < argc; i += 2) {
+        const char* flag = argv[i];
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
+            print_usage(stdout);
+            exit(0);
+        }
+        int known = 0;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            known |= strcmp(flag, flags[k]) == 0;
+        if (!known) usage_error("unknown flag '%s'", flag);
+        if (i + 1 >= argc) usage_error("flag %s needs a value", flag);
+        const char* v = argv[i + 1];
+        char* end;
+        if (strcmp(flag, "-i") == 0) a.input = v;
+        else if (strcmp(flag, "-o") == 0) a.prefix = v;
+        else if (strcmp(flag, "-m") == 0) a.mode = v;
+        else if (strcmp(flag, "-tok") == 0) a.tokenizer = v;
+        else if (strcmp(flag, "-sep") == 0) a.separator = v;
+        else if (strcmp(flag, "-v") == 0) {
+            a.val_fraction = strtod(v, &end);
+            if (end == v || *end) usage_error("flag -v expects a number, got '%s'", v);
+        } else {
+            long long x = strtoll(v, &end, 10);
+            if (end == v || *end) usage_error("flag %s expects an integer, got '%s'", flag, v);
+            if (strcmp(flag, "-eot") == 0) a.eot = x == 0 ? 0 : x == 1 ? 1 : -1;
+            else a.chunk_bytes = x;
+        }
+    }
+    int bpe = strcmp(a.mode, "bpe") == 0;
+    if (!a.input) usage_error("-i is required: the text to prepare");
+    if (!bpe && strcmp(a.mode, "char") != 0) usage_error("-m must be char or bpe, not '%s'", a.mode);
+    if (!(a.val_fraction > 0 && a.val_fraction < 1))
+        usage_error("-v (validation fraction) must be > 0 and < 1");
+    if (a.eot < 0) usage_error("-eot must be 0 or 1");
+    if (a.eot && !bpe) usage_error("-eot 1 needs -m bpe: a character vocabulary has no end-of-text token");
+    if (a.tokenizer && !bpe) usage_error("-tok is for -m bpe; -m char writes its own tokenizer");
+    if (a.chunk_bytes < 1) usage_error("-cs (chunk size) must be >= 1");
+    if (bpe && !a.tokenizer) a.tokenizer = "data/gpt2_tokenizer.bin";
+    return a;
+}
+
+// the default output prefix: the input's path without its extension
+static char* prefix_of(const char* input) {
+    size_t n = strlen(input);
+    char* prefix = mallocCheck(n + 1);
+    memcpy(prefix, input, n + 1);
+    char *dot = strrchr(prefix, '.'), *slash = strrchr(prefix, '/');
+    if (dot && dot != prefix && (!slash || dot > slash + 1)) *dot = '\0';
+    return prefix;
+}
+
+static unsigned char* read_text(const char* path, size_t* n) {
+    FILE* f = fopenCheck(path, "rb");
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) die("'%s' is not a regular file", path);
+    long size = file_size(f);
+    if (size <= 0) die("'%s' is empty: there is no text to prepare", path);
+    unsigned char* text = mallocCheck((size_t)size);
+    fread_check(text, 1, (size_t)size, f, path, "text");
+    fclose(f);
+    *n = (size_t)size;
+    return text;
+}
+
+// ----------------------------------------------------------------------------
+// the character vocabulary
+
+static int utf8_encode(uint32_t cp, unsigned char* out) {
+    if (cp < 0x80) {
+        out[0] = (unsigned char)cp;
+        return 1;
+    }
+    int len = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    out[0] = (unsigned char)(len == 2 ? 0xC0 | cp >> 6 : len == 3 ? 0xE0 | cp >> 12 : 0xF0 | cp >> 18);
+    for (int i = 1; i < len; i++)
+        out[i] = (unsigned char)(0x80 | ((cp >> (6 * (len - 1 - i))) & 0x3F));
+    return len;
+}
+
+// The characters of the text in order of code point: chars[id] is a code point, id_of[cp]
+// its id; returns their number. Stops at the first byte that is not well-formed UTF-8.
+static int char_vocabulary(const unsigned char* text, size_t n, const char* path, uint32_t* chars,
+                           uint16_t* id_of) {
+    unsigned char* seen = callocCheck(0x110000, 1);
+    for (size_t p = 0; p < n;) {
+        uint32_t cp;
+        int len = utf8_decode(text + p, n - p, &cp);
+        if (cp == UTF8_INVALID)
+            die("'%s' is not valid UTF-8: byte %zu (0x%02X); -m bpe encodes any bytes", path, p, text[p]);
+        seen[cp] = 1;
+        p += (size_t)len;
+    }
+    int count = 0;
+    for (uint32_t cp = 0; cp < 0x110000; cp++) {
+        if (!seen[cp]) continue;
+        if (count == MAX_CHARS)
+            die("'%s' has more than %d distinct characters: too many for uint16 tokens", path, MAX_CHARS);
+        id_of[cp] = (uint16_t)count;
+        chars[count++] = cp;
+    }
+    free(seen);
+    return count;
+}
+
+// ----------------------------------------------------------------------------
+// chunks: the units of parallel encoding
+
+typedef struct {
+    size_t start, end;  // text[start..end)
+    int eot;            // the end-of-text token goes before it (the first chunk of a document)
+    size_t out;         // where its tokens go in the output: room for eot + end - start
+    size_t count;       // how many tokens it has, once encoded
+} Chunk;
+
+typedef struct { Chunk* items; size_t count, capacity; } Chunks;
+
+static void add_chunk(Chunks* c, size_t start, size_t end, int eot) {
+    if (c->count == c->capacity) {
+        c->capacity = c->capacity ? 2 * c->capacity : 64;
+        Chunk* grown = realloc(c->items, c->capacity * sizeof(Chunk));
+        if (!grown) die("out of memory for %zu chunks", c->capacity);
+        c->items = grown;
+    }
+    size_t out = c->count ? c->items[c->count - 1].out + (size_t)c->items[c->count - 1].eot
+                                + (c->items[c->count - 1].end - c->items[c->count - 1].start) : 0;
+    c->items[c->count++] = (Chunk){start, end, eot, out, 0};
+}
+
+// one document, text[start..end), in chunks of about chunk_bytes, cut only where the
+// pieces of the pre-tokenizer cannot change (bpe_next_cut; at a '\n', so also between
+// characters); nothing for an empty document
+static void add_document(Chunks* c, const unsigned char* text, size_t start, size_t end, int eot,
+                         size_t chunk_bytes) {
+    const unsigned char* doc = text + start;
+    for (size_t a = start; a < end;) {
+        size_t b = end;
+        if (end - a > chunk_bytes) b = start + bpe_next_cut(doc, end - start, a - start + chunk_bytes);
+        add_chunk(c, a, b, eot && a == start);
+        a = b;
+    }
+}
+
+// the chunks of the whole text: with -eot 1, document by document (the text between
+// separator lines), else the text as one document
+static Chunks make_chunks(const unsigned char* text, size_t n, const Args* a) {
+    Chunks c = {NULL, 0, 0};
+    size_t chunk_bytes = (size_t)a->chunk_bytes, sep_len = strlen(a->separator), doc = 0;
+    for (size_t line = 0; a->eot && line < n;) {
+        const unsigned char* nl = memchr(text + line, '\n', n - line);
+        size_t line_end = nl ? (size_t)(nl - text) : n, next = nl ? line_end + 1 : n;
+        if (line_end - line == sep_len && memcmp(text + line, a->separator, sep_len) == 0) {
+            add_document(&c, text, doc, line, 1, chunk_bytes);
+            doc = next;
+        }
+        line = next;
+    }
+    add_document(&c, text, doc, n, a->eot, chunk_bytes);
+    return c;
+}
+
+// ----------------------------------------------------------------------------
+// encoding
+
+typedef struct {
+    const BPE* bpe;          // -m bpe; NULL: characters
+    int eot_token;           // -m bpe
+    const uint16_t* id_of;   // -m char: the id of each code point
+} Encoder;
+
+// the tokens of text[0..n) into out (room for n); returns their number
+static size_t encode_chunk(const Encoder* e, const unsigned char* text, size_t n, uint16_t* out) {
+    size_t count = 0;
+    if (!e->bpe) {
+        for (size_t p = 0; p < n; count++) {
+            uint32_t cp;
+            p += (size_t)utf8_decode(text + p, n - p, &cp);  // well-formed: char_vocabulary checked
+            out[count] = e->id_of[cp];
+        }
+        return count;
+    }
+    int* ids = mallocCheck(n * sizeof(int));
+    count = bpe_encode(e->bpe, text, n, ids);
+    for (size_t i = 0; i < count; i++)
+        out[i] = (uint16_t)ids[i];
+    free(ids);
+    return count;
+}
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// Encodes every chunk, in parallel, each into its own place in tokens, then closes the gaps
+// between them; returns the number of tokens. The result does not depend on the order in
+// which the chunks finish.
+static size_t encode_chunks(Chunks* c, const unsigned char* text, size_t n, const Encoder* e,
+                            uint16_t* tokens) {
+    size_t done = 0, next_report = PROGRESS_BYTES;
+    double t0 = now_seconds();
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < c->count; i++) {
+        Chunk* ch = &c->items[i];
+        if (ch->eot) tokens[ch->out] = (uint16_t)e->eot_token;
+        uint16_t* out = tokens + ch->out + ch->eot;
+        ch->count = (size_t)ch->eot + encode_chunk(e, text + ch->start, ch->end - ch->start, out);
+        #pragma omp critical(progress)
+        {
+            done += ch->end - ch->start;
+            if (done >= next_report) {
+                fprintf(stderr, "prepare: %.0f of %.0f MB (%.0f%%), %.1f MB/s\n", done / 1e6, n / 1e6,
+                        100.0 * done / n, done / 1e6 / (now_seconds() - t0));
+                next_report = (done / PROGRESS_BYTES + 1) * PROGRESS_BYTES;
+            }
+        }
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        memmove(tokens + total, tokens + c->items[i].out, c->items[i].count * sizeof(uint16_t));
+        total += c->items[i].count;
+    }
+    return total;
+}
+
+// ----------------------------------------------------------------------------
+// output: every file as PATH.tmp, renamed only when all are written
+
+typedef struct {
+    char path[4096], tmp[4112];
+    FILE* f;
+    int done;  // renamed to path
+} Output;
+
+static Output outputs[3];
+static int num_outputs;
+
+// at exit: the temporaries of an unfinished run go, so no half output is left behind
+static void remove_temporaries(void) {
+    for (int i = 0; i < num_outputs; i++)
+        if (!outputs[i].done) remove(outputs[i].tmp);
+}
+
+static Output* open_output(const char* prefix, const char* suffix) {
+    Output* o = &outputs[num_outputs];
+    char path[sizeof o->path];
+    if (snprintf(path, sizeof path, "%s%s", prefix, suffix) >= (int)sizeof path)
+        die("-o '%s' is too long", prefix);
+    o->f = atomic_open(path, o->tmp, sizeof o->tmp);
+    memcpy(o->path, path, sizeof path);
+    num_outputs++;
+    return o;
+}
+
+static void write_tokens(Output* o, const uint16_t* tokens, size_t count) {
+    if (count > INT32_MAX)
+        die("'%s' would hold %zu tokens: more than a token file's 2^31 - 1", o->path, count);
+    int32_t header[256] = {20240520, 1, (int32_t)count};
+    fwrite_check(header, sizeof(int32_t), 256, o->f, o->tmp);
+    fwrite_check(tokens, sizeof(uint16_t), count, o->f, o->tmp);
+}
+
+// llm.c tokenizer, version 2: per token a uint8 length and its UTF-8 bytes
+static void write_char_tokenizer(Output* o, const uint32_t* chars, int vocab_size, int eot) {
+    int32_t header[256] = {20240328, 2, vocab_size, eot};
+    fwrite_check(header, sizeof(int32_t), 256, o->f, o->tmp);
+    for (int i = 0; i < vocab_size; i++) {
+        unsigned char bytes[5];
+        bytes[0] = (unsigned char)utf8_encode(chars[i], bytes + 1);
+        fwrite_check(bytes, 1, 1 + (size_t)bytes[0], o->f, o->tmp);
+    }
+}
+
+// ----------------------------------------------------------------------------
+
+int main(int argc, char** argv) {
+    error_program = "prepare";
+    Args a = parse_args(argc, argv);
+    char* prefix = a.prefix ? NULL : prefix_of(a.input);
+    if (!a.prefix) a.prefix = prefix;
+    atexit(remove_temporaries);
+    size_t n;
+    double t0 = now_seconds();
+    unsigned char* text = read_text(a.input, &n);
+
+    // the vocabulary: GPT-2's from -tok, or the text's characters
+    Encoder enc = {NULL, 0, NULL};
+    Tokenizer tk;
+    BPE bpe;
+    uint32_t* chars = NULL;
+    uint16_t* id_of = NULL;
+    int vocab_size;
+    if (strcmp(a.mode, "bpe") == 0) {
+        tokenizer_init(&tk, a.tokenizer);
+        if (tk.char_level)
+            die("-tok '%s' is a character-level tokenizer; -m bpe needs a BPE one such as "
+                "data/gpt2_tokenizer.bin", a.tokenizer);
+        bpe_init(&bpe, tk.vocab_size, tk.token_table, tk.token_length);
+        enc.bpe = &bpe;
+        enc.eot_token = tk.eot_token;
+        vocab_size = tk.vocab_size;
+    } else {
+        chars = mallocCheck(MAX_CHARS * sizeof(uint32_t));
+        id_of = callocCheck(0x110000, sizeof(uint16_t));
+        vocab_size = char_vocabulary(text, n, a.input, chars, id_of);
+        enc.id_of = id_of;
+    }
+
+    // all outputs open before the long part, so an unwritable one fails at once
+    Output* train = open_output(a.prefix, "_train.bin");
+    Output* val = open_output(a.prefix, "_val.bin");
+    Output* tokenizer = enc.bpe ? NULL : open_output(a.prefix, "_tokenizer.bin");
+
+    double t_encode = now_seconds();
+    Chunks chunks = make_chunks(text, n, &a);
+    uint16_t* tokens = mallocCheck((n + chunks.count) * sizeof(uint16_t));  // a token per byte at most, + eot
+    size_t total = encode_chunks(&chunks, text, n, &enc, tokens);
+    double encode_seconds = now_seconds() - t_encode;
+
+    size_t n_train = (size_t)((double)total * (1.0 - a.val_fraction)), n_val = total - n_train;
+    if (n_train == 0 || n_val == 0)
+        die("'%s' gives %zu token%s: too few for a training and a validation part (-v %g)", a.input, total,
+            total == 1 ? "" : "s", a.val_fraction);
+    write_tokens(train, tokens, n_train);
+    write_tokens(val, tokens + n_train, n_val);
+    if (tokenizer) {  // slot 3: the id of '\n', or 0 (id_of is 0 for characters not in the text)
+        int newline = chars[id_of['\n']] == '\n' ? id_of['\n'] : 0;
+        write_char_tokenizer(tokenizer, chars, vocab_size, newline);
+    }
+    for (int i = 0; i < num_outputs; i++) {
+        atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);
+        outputs[i].done = 1;
+    }
+
+    printf("prepare: %s: %zu bytes, %zu tokens (vocabulary %d), %zu train and %zu val -> "
+           "%s_{train,val%s}.bin\n", a.input, n, total, vocab_size, n_train, n_val, a.prefix,
+           tokenizer ? ",tokenizer" : "");
+    int threads = max_threads();
+    printf("prepare: encoded at %.1f MB/s (%zu chunks, %d thread%s); %.2f s in all\n",
+           n / 1e6 / encode_seconds, chunks.count, threads, threads == 1 ? "" : "s", now_seconds() - t0);
+    if (enc.bpe) {
+        bpe_free(&bpe);
+        tokenizer_free(&tk);
+    }
+    free(chars); free(id_of); free(tokens); free(chunks.items); free(text); free(prefix);
+    return 0;
+}
