@@ -6,10 +6,11 @@
 #   4. generation with the KV cache vs recomputation (124M shape, 512 tokens)
 #   5. PyTorch's training step of the same models, when /usr/bin/python3 imports torch
 #   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
+#   7. our GPT-2 encoder (data/prepare) against tiktoken, MB/s
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
 # exit status is non-zero only if a part crashed. Takes 2-3 minutes on 2 cores. bench/README.md
 # describes each part, the machine and the results.
-# A/B: with BASE=REV (make bench BASE=REV; a commit, branch or tag), part 7 builds the
+# A/B: with BASE=REV (make bench BASE=REV; a commit, branch or tag), part 8 builds the
 # benchmark of REV from git beside this one and times the training steps of both, alternating
 # (BASE, this, BASE, this, ...), in this same run: the ratios compare builds, not runs of a
 # different day. AB_ROUNDS (default 3) rounds per shape.
@@ -105,15 +106,58 @@ bench() {
 
     section "6. summary"
     run "$BIN" --summary "$RES"
+    section "7. preparing your own text: GPT-2 encoding, MB/s"
+    encoding_speed
     [ -n "${BASE:-}" ] && ab_against_base
     [ "$crashed" -eq 0 ]
 }
 
-# part 7: this build against the benchmark of commit $BASE, built with the same compiler and
+# part 7: our GPT-2 encoder (data/prepare -m bpe) on 1 and on all threads against tiktoken's
+# (the npm package, single-threaded, when node can load it: TIKTOKEN_NODE_MODULES, or
+# installed with npm into bench/out/npm), on the same text: Tiny Shakespeare 10 times
+# (11 MB); best of 3 runs each
+encoding_speed() {
+    local text=$OUT/encode_text.txt reps=3 i threads mbs best
+    for i in 1 2 3 4 5 6 7 8 9 10; do cat data/tiny_shakespeare.txt; done > "$text"
+    [ "${BENCH_QUICK:-0}" = 1 ] && reps=1
+    for threads in 1 "${OMP_NUM_THREADS:-$(nproc)}"; do
+        best=0
+        for i in $(seq 1 $reps); do
+            mbs=$(OMP_NUM_THREADS=$threads ./data/prepare -i "$text" -o "$OUT/encode" -m bpe 2>&1 \
+                  | grep -oP 'encoded at \K[0-9.]+')
+            [ -n "$mbs" ] && best=$(awk -v a="$best" -v b="$mbs" 'BEGIN { print (b > a ? b : a) }')
+        done
+        printf 'ours, %s thread(s): %s MB/s\n' "$threads" "$best"
+    done
+    local modules=${TIKTOKEN_NODE_MODULES:-$OUT/npm/node_modules}
+    if [ ! -d "$modules/tiktoken" ] && command -v npm > /dev/null; then
+        npm install --silent --no-audit --no-fund --prefix "$OUT/npm" tiktoken@1.0.22 > /dev/null 2>&1
+    fi
+    if [ -d "$modules/tiktoken" ] && command -v node > /dev/null; then
+        NODE_PATH="$modules" node -e '
+            const fs = require("fs"), { get_encoding } = require("tiktoken");
+            const text = fs.readFileSync(process.argv[1], "utf8"), bytes = Buffer.byteLength(text);
+            const enc = get_encoding("gpt2");
+            let best = 0;
+            for (let r = 0; r < Number(process.argv[2]); r++) {
+                const t0 = process.hrtime.bigint();
+                enc.encode_ordinary(text);
+                best = Math.max(best, bytes / 1e6 / (Number(process.hrtime.bigint() - t0) / 1e9));
+            }
+            enc.free();
+            console.log(`tiktoken (npm 1.0.22, one thread): ${best.toFixed(1)} MB/s`);
+        ' "$text" "$reps"
+    else
+        echo "tiktoken: node or the npm package is not available here; skipped"
+    fi
+    rm -f "$text" "$OUT"/encode_*.bin
+}
+
+# part 8: this build against the benchmark of commit $BASE, built with the same compiler and
 # flags, alternating on both training-step shapes; the median step of each run, then the
 # median and minimum over the rounds, and the ratio this / BASE (< 1: this build is faster)
 ab_against_base() {
-    section "7. A/B: this build against $BASE, the same shapes, alternating in this run"
+    section "8. A/B: this build against $BASE, the same shapes, alternating in this run"
     local src; src=$(mktemp -d)
     if ! git archive "$BASE" | tar -x -C "$src" || [ ! -f "$src/bench/bench_gpt2.c" ]; then
         echo "!! cannot take bench/bench_gpt2.c from '$BASE' (git archive failed)"; crashed=1; rm -rf "$src"; return
