@@ -328,6 +328,18 @@ static void remove_temporaries(void) {
         if (!outputs[i].done) remove(outputs[i].tmp);
 }
 
+// -o out/book: creates the directory out if it does not exist yet (one level, as train_gpt2's -o)
+static void make_parent_directory(const char* prefix) {
+    const char* slash = strrchr(prefix, '/');
+    if (!slash || slash == prefix) return;
+    char dir[4096];
+    if ((size_t)(slash - prefix) >= sizeof dir) die("-o '%s' is too long", prefix);
+    memcpy(dir, prefix, (size_t)(slash - prefix));
+    dir[slash - prefix] = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
+}
+
 static Output* open_output(const char* prefix, const char* suffix) {
     Output* o = &outputs[num_outputs];
     char path[sizeof o->path];
@@ -394,6 +406,7 @@ int main(int argc, char** argv) {
     }
 
     // all outputs open before the long part, so an unwritable one fails at once
+    make_parent_directory(a.prefix);
     Output* train = open_output(a.prefix, "_train.bin");
     Output* val = open_output(a.prefix, "_val.bin");
     Output* tokenizer = enc.bpe ? NULL : open_output(a.prefix, "_tokenizer.bin");

@@ -273,7 +273,12 @@ expect_prepare_error "a character-level tokenizer for -m bpe" "character-level" 
 expect_prepare_error "missing tokenizer" "nope_tok.bin" ./data/prepare -i tests/bpe_stress.txt -o "$TMP/bad" -m bpe -tok "$TMP/nope_tok.bin"
 expect_prepare_error "too short to split (char)" "too few" ./data/prepare -i "$TMP/one.txt" -o "$TMP/bad"
 expect_prepare_error "too short to split (bpe)" "too few" ./data/prepare -i "$TMP/one.txt" -o "$TMP/bad" -m bpe
-expect_prepare_error "unwritable output" "/proc/no/such/dir/x_train.bin" ./data/prepare -i "$TMP/zh.txt" -o /proc/no/such/dir/x
+expect_prepare_error "unwritable output" "/proc/no/such/dir" ./data/prepare -i "$TMP/zh.txt" -o /proc/no/such/dir/x
+if ./data/prepare -i "$TMP/zh.txt" -o "$TMP/newdir/zh" > /dev/null 2>&1 && [ -f "$TMP/newdir/zh_train.bin" ]; then
+    ok "prepare -o into a directory that does not exist yet creates it (as train_gpt2's -o)"
+else
+    bad "prepare -o $TMP/newdir/zh: the directory was not created"
+fi
 expect_prepare_error "no -i" "-i is required" ./data/prepare -o "$TMP/bad"
 expect_prepare_error "-v 1.5" "-v" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -v 1.5
 expect_prepare_error "-m words" "-m must be char or bpe" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -m words
