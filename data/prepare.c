@@ -70,18 +70,10 @@ static void print_usage(FILE* f) {
                "        (default 65536)\n");
 }
 
-static void usage_error(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    print_error(fmt, ap);
-    va_end(ap);
-    print_usage(stderr);
-    exit(EXIT_USAGE);
-}
-
 static Args parse_args(int argc, char** argv) {
     Args a = {.input = NULL, .prefix = NULL, .mode = "char", .tokenizer = NULL, .val_fraction = 0.1,
               .eot = 0, .separator = "<|endoftext|>", .chunk_bytes = 1 << 16};
+    print_usage_to = print_usage;
     static const char* const flags[] = {"-i", "-o", "-m", "-tok", "-v", "-eot", "-sep", "-cs"};
     for (int i = 1; i < argc; i += 2) {
         const char* flag = argv[i];

@@ -113,17 +113,9 @@ static void print_usage(FILE* f) {
     }
 }
 
-static void usage_error(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    print_error(fmt, ap);
-    va_end(ap);
-    print_usage(stderr);
-    exit(EXIT_USAGE);
-}
-
 Options parse_args(int argc, char** argv) {
     Options o = default_options();
+    print_usage_to = print_usage;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage(stdout); exit(0); }
         const Flag* fl = NULL;

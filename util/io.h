@@ -39,6 +39,18 @@ static void die(const char* fmt, ...) {
     exit(EXIT_BAD_INPUT);
 }
 
+// a bad flag: the error line, then the program's usage (print_usage_to, set by the program
+// that parses flags), exit status EXIT_USAGE
+static void (*print_usage_to)(FILE*);
+static void usage_error(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    print_error(fmt, ap);
+    va_end(ap);
+    if (print_usage_to) print_usage_to(stderr);
+    exit(EXIT_USAGE);
+}
+
 // fopen/fread/malloc that name the file (and the source line) when they fail
 static FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
     FILE* f = fopen(path, mode);
