@@ -56,10 +56,6 @@ void tokenizer_init(Tokenizer* tk, const char* path) {
     fclose(f);
 }
 
-const char* tokenizer_decode(const Tokenizer* tk, int id) {
-    return (id >= 0 && id < tk->vocab_size) ? tk->token_table[id] : "?";
-}
-
 // the lowest id whose bytes are s[0..n), or -1
 static int token_of_bytes(const Tokenizer* tk, const unsigned char* s, int n) {
     if (n == 1) return tk->byte_to_token[s[0]];
