@@ -82,23 +82,24 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // zeroed before a layer's backward.
 
 // encoder: token embedding plus position embedding
-// out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C)
+// out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C): learned (GPT-2),
+// fixed sinusoids (-pe sin), or NULL (-pe rope: positions enter the attention instead)
 void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
     #pragma omp parallel for collapse(2) if (B * T > 1)
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             float* out_bt = out + ((size_t)b * T + t) * C;
             const float* wte_ix = wte + (size_t)inp[b * T + t] * C;
-            const float* wpe_t = wpe + (size_t)t * C;
+            const float* wpe_t = wpe ? wpe + (size_t)t * C : NULL;
             for (int i = 0; i < C; i++)
-                out_bt[i] = wte_ix[i] + wpe_t[i];
+                out_bt[i] = wte_ix[i] + (wpe_t ? wpe_t[i] : 0.0f);
         }
     }
 }
 
 // Several positions may hold the same token, so dwte rows receive several additions.
 // To stay deterministic without locks, each thread owns a slice of the channels and
-// walks all positions in order.
+// walks all positions in order. dwpe is NULL when the positions are not learned.
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
     #pragma omp parallel for schedule(static)
     for (int c0 = 0; c0 < C; c0 += 16) {
@@ -107,10 +108,10 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
             for (int t = 0; t < T; t++) {
                 const float* dout_bt = dout + ((size_t)b * T + t) * C;
                 float* dwte_ix = dwte + (size_t)inp[b * T + t] * C;
-                float* dwpe_t = dwpe + (size_t)t * C;
+                float* dwpe_t = dwpe ? dwpe + (size_t)t * C : NULL;
                 for (int i = c0; i < c1; i++) {
                     dwte_ix[i] += dout_bt[i];
-                    dwpe_t[i] += dout_bt[i];
+                    if (dwpe_t) dwpe_t[i] += dout_bt[i];
                 }
             }
         }
@@ -255,7 +256,7 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 // ----------------------------------------------------------------------------
 // causal multi-head self-attention, following the article "因果自注意力"
 //
-// inp is (B,T,3C): the fused Q,K,V projection (article forward: "输入与注意力权重矩阵相乘";
+// inp is (B,T,C3): the fused Q,K,V projection, C3 = 3C (C + 2 NKV hs with GQA) (article: "输入与注意力权重矩阵相乘";
 //   the training forward keeps it, it is the qkv activation). Head h owns channels
 //   h*hs..(h+1)*hs-1 of each of Q, K and V ("多头计算").
 // att_scores is (B,NH,T,T): scaled, masked scores (steps 1-3); masked entries are -inf
@@ -271,53 +272,70 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 // C = A B, matmul_AtB is C = A^T B (fast/gemm.h; each argument is a pointer and its row
 // stride, then the sizes M, N, K of C (M,N) and of the sum K).
 
+// the sizes of one attention call
+typedef struct {
+    int B, T, C;  // batch, time, channels of the heads' output (NH heads of hs = C/NH)
+    int NH, NKV;  // query heads, key/value heads: NKV = NH is multi-head attention; NKV < NH is
+                  //   grouped-query attention (GQA, article 004): each group of NH/NKV query
+                  //   heads shares one K/V head (its repeat_kv); NKV = 1 is multi-query
+    int causal;   // 1: the causal mask (step 3); 0: every query sees every key (an experiment)
+} AttentionShape;
+
+// inp's row: Q (NH heads), then K and V (NKV heads each); query head h reads K/V head
+// h / (NH/NKV), as repeat_kv's copies would give it
+static int qkv_row(AttentionShape s) { return s.C + 2 * s.NKV * (s.C / s.NH); }
+static const float* kv_head(const float* inp, AttentionShape s, int h) {
+    return inp + s.C + (size_t)(h / (s.NH / s.NKV)) * (s.C / s.NH);
+}
+
 // Steps 1 and 8 are matrix products of one head's slices. Steps 2-7 go row by row: row t
 // of the scores is query t against every key; keys after t are the future.
 void attention_forward(float* out, float* att_scores, float* att_probs, float* att_dropped,
-                       const float* inp, int B, int T, int C, int NH, const DropoutMask* drop) {
-    int C3 = C * 3, hs = C / NH;
+                       const float* inp, AttentionShape s, const DropoutMask* drop) {
+    int B = s.B, T = s.T, C = s.C, NH = s.NH, C3 = qkv_row(s), hs = C / NH, kv = s.NKV * hs;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at row stride 3C
-            const float* k = q + C;
-            const float* v = q + 2 * C;
+            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at row stride C3
+            const float* k = kv_head(inp + (size_t)b * T * C3, s, h);
+            const float* v = k + kv;
             size_t head = ((size_t)b * NH + h) * T * T;          // this head's (T,T) matrices
             // step 1 (计算注意力分数): att = Q_h K_h^T, every query against every key
             matmul_ABt(att_scores + head, T, q, C3, k, C3, T, T, hs);
             for (int t = 0; t < T; t++) {
                 float* scores_row = att_scores + head + (size_t)t * T;
                 float* probs_row = att_probs + head + (size_t)t * T;
+                int last = s.causal ? t : T - 1;  // the last key query t may see
                 // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
                 //   grow with the head size and the softmax does not saturate
                 // step 3 (因果掩码): keys after t are the future: -inf, so softmax gives 0
                 for (int t2 = 0; t2 < T; t2++)
-                    scores_row[t2] = t2 <= t ? scores_row[t2] * scale : -INFINITY;
+                    scores_row[t2] = t2 <= last ? scores_row[t2] * scale : -INFINITY;
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
                 //   overflows; the result is unchanged. The future gets exactly 0.
                 // step 5: att_probs is the cache of this step's result
                 float maxval = scores_row[0];
                 #pragma omp simd reduction(max : maxval)
-                for (int t2 = 1; t2 <= t; t2++)
+                for (int t2 = 1; t2 <= last; t2++)
                     maxval = scores_row[t2] > maxval ? scores_row[t2] : maxval;
                 float sum = 0.0f;
                 #pragma omp simd reduction(+ : sum)
-                for (int t2 = 0; t2 <= t; t2++) {
+                for (int t2 = 0; t2 <= last; t2++) {
                     probs_row[t2] = exp_approx(scores_row[t2] - maxval);
                     sum += probs_row[t2];
                 }
                 float inv_sum = 1.0f / sum;
                 for (int t2 = 0; t2 < T; t2++)
-                    probs_row[t2] = t2 <= t ? probs_row[t2] * inv_sum : 0.0f;
+                    probs_row[t2] = t2 <= last ? probs_row[t2] * inv_sum : 0.0f;
                 // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result
                 if (dropping) {
                     float* dropped_row = att_dropped + head + (size_t)t * T;
                     for (int t2 = 0; t2 < T; t2++) {
-                        int keep = t2 <= t && dropout_keep(drop, head + (size_t)t * T + t2);
+                        int keep = t2 <= last && dropout_keep(drop, head + (size_t)t * T + t2);
                         dropped_row[t2] = keep ? probs_row[t2] * drop->scale : 0.0f;
                     }
                 }
@@ -329,64 +347,145 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
     }
 }
 
-// dinp is (B,T,3C): receives dQ, dK, dV; dout is (B,T,C), the gradient of the heads'
+// attention_backward's steps 3-6 on one head: grad_att (T,T) holds the gradient of the
+// dropped-out probabilities on entry and the gradient of the scores on exit
+static void attention_rows_backward(float* grad_att, const float* att_probs, int T, int causal, float scale,
+                                    const DropoutMask* drop, size_t head) {
+    int dropping = drop && drop->p > 0.0f;
+    for (int t = 0; t < T; t++) {
+        float* datt_row = grad_att + (size_t)t * T;
+        const float* probs_row = att_probs + (size_t)t * T;
+        int last = causal ? t : T - 1;
+        // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
+        if (dropping) {
+            for (int t2 = 0; t2 <= last; t2++) {
+                int keep = dropout_keep(drop, head + (size_t)t * T + t2);
+                datt_row[t2] = keep ? datt_row[t2] * drop->scale : 0.0f;
+            }
+        }
+        // step 4 (Softmax 层反向传播): with P the probabilities, dP their gradient,
+        //   dS = P * (dP - sum_j P_j dP_j), the Jacobian of softmax applied to dP
+        float dot = 0.0f;
+        #pragma omp simd reduction(+ : dot)
+        for (int t2 = 0; t2 <= last; t2++)
+            dot += probs_row[t2] * datt_row[t2];
+        // step 5 (因果掩码反向传播): masked scores were constants (-inf), so their
+        //   gradient is zero (P is 0 there)
+        // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
+        for (int t2 = 0; t2 < T; t2++)
+            datt_row[t2] = t2 <= last ? probs_row[t2] * (datt_row[t2] - dot) * scale : 0.0f;
+    }
+}
+
+// dinp is (B,T,C3): receives dQ, dK, dV; dout is (B,T,C), the gradient of the heads'
 // outputs (the article's G_in, after the projection's backward).
 // As in the article, each head gets a (T,T) grad_att matrix (per-thread scratch). Steps
 // 1, 2, 7 and 8 are matrix products of one head's slices (the causal zeros take part in
 // them, which costs twice the FLOPs but runs at the matrix kernel's speed); steps 3-6 go
-// row by row. Each (b,h) pair is one task that writes only its own head's slices of
-// dinp, so the threads never touch the same gradient and the sums are in a fixed order.
+// row by row. One task is a (b, K/V head) pair: it runs that K/V head's group of query
+// heads in order and alone writes their slices of dinp, so the threads never touch the
+// same gradient and the sums are in a fixed order.
 void attention_backward(float* dinp, const float* dout, const float* inp,
                         const float* att_probs, const float* att_dropped,
-                        int B, int T, int C, int NH, const DropoutMask* drop) {
-    int C3 = C * 3, hs = C / NH;
+                        AttentionShape s, const DropoutMask* drop) {
+    int B = s.B, T = s.T, C = s.C, NH = s.NH, C3 = qkv_row(s), hs = C / NH, kv = s.NKV * hs;
+    int group = NH / s.NKV;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at row stride 3C
-            const float* k = q + C;
-            const float* v = q + 2 * C;
-            float* dq = dinp + (size_t)b * T * C3 + h * hs;      // dQ_h, dK_h, dV_h, the same layout
-            float* dk = dq + C;
-            float* dv = dq + 2 * C;
-            const float* dy = dout + (size_t)b * T * C + h * hs; // G_in of this head: (T,hs) at stride C
-            size_t head = ((size_t)b * NH + h) * T * T;
-            float* grad_att = thread_scratch((size_t)T * T);     // (T,T)
-            // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
-            //   the (dropped-out) probabilities
-            matmul_ABt(grad_att, T, dy, C, v, C3, T, T, hs);
-            // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
-            //   collects att_dropped[t][t2] dy_t from every query t that saw it
-            matmul_AtB(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
-            for (int t = 0; t < T; t++) {
-                float* datt_row = grad_att + (size_t)t * T;
-                const float* probs_row = att_probs + head + (size_t)t * T;
-                // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
-                if (dropping) {
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        int keep = dropout_keep(drop, head + (size_t)t * T + t2);
-                        datt_row[t2] = keep ? datt_row[t2] * drop->scale : 0.0f;
-                    }
-                }
-                // step 4 (Softmax 层反向传播): with P the probabilities, dP their gradient,
-                //   dS = P * (dP - sum_j P_j dP_j), the Jacobian of softmax applied to dP
-                float dot = 0.0f;
-                #pragma omp simd reduction(+ : dot)
-                for (int t2 = 0; t2 <= t; t2++)
-                    dot += probs_row[t2] * datt_row[t2];
-                // step 5 (因果掩码反向传播): masked scores were constants (-inf), so their
-                //   gradient is zero (P is 0 there)
-                // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
-                for (int t2 = 0; t2 < T; t2++)
-                    datt_row[t2] = t2 <= t ? probs_row[t2] * (datt_row[t2] - dot) * scale : 0.0f;
+        for (int kvh = 0; kvh < s.NKV; kvh++) {
+            for (int g = 0; g < group; g++) {
+                int h = kvh * group + g;
+                const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at stride C3
+                const float* k = kv_head(inp + (size_t)b * T * C3, s, h);
+                const float* v = k + kv;
+                float* dq = dinp + (size_t)b * T * C3 + h * hs;      // dQ_h, dK_h, dV_h, the same layout
+                float* dk = dinp + (k - inp);
+                float* dv = dk + kv;
+                const float* dy = dout + (size_t)b * T * C + h * hs; // G_in of this head: (T,hs) at stride C
+                size_t head = ((size_t)b * NH + h) * T * T;
+                float* grad_att = thread_scratch((size_t)T * T);     // (T,T)
+                // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
+                //   the (dropped-out) probabilities
+                matmul_ABt(grad_att, T, dy, C, v, C3, T, T, hs);
+                // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
+                //   collects att_dropped[t][t2] dy_t from every query t that saw it. With GQA
+                //   a K/V head's gradient is the sum over its group's query heads (the
+                //   backward of repeat_kv's copies): the first head writes it, the others add
+                if (g == 0) matmul_AtB(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
+                else matmul_AtB_add(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
+                attention_rows_backward(grad_att, att_probs + head, T, s.causal, scale, drop, head);
+                // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
+                matmul_AB(dq, C3, grad_att, T, k, C3, T, hs, T);
+                // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects
+                //   grad_att[t][t2] q_t (summed over the group, as dV)
+                if (g == 0) matmul_AtB(dk, C3, grad_att, T, q, C3, T, hs, T);
+                else matmul_AtB_add(dk, C3, grad_att, T, q, C3, T, hs, T);
             }
-            // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
-            matmul_AB(dq, C3, grad_att, T, k, C3, T, hs, T);
-            // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects grad_att[t][t2] q_t
-            matmul_AtB(dk, C3, grad_att, T, q, C3, T, hs, T);
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// positions without a learned table (articles 003 and 004; -pe sin, -pe rope)
+
+// article 003's fixed sinusoids, added to the token embeddings: channel pair (2i, 2i+1) of
+// position pos holds sin and cos of pos / 10000^(2i/C). table is (maxT,C).
+void sinusoids_init(float* table, int maxT, int C) {
+    for (int pos = 0; pos < maxT; pos++)
+        for (int i = 0; i < C; i++) {
+            double angle = pos / pow(10000.0, (double)(i - i % 2) / C);
+            table[(size_t)pos * C + i] = (float)(i % 2 ? cos(angle) : sin(angle));
+        }
+}
+
+// RoPE (article 004's apply_rotary_emb): q and k of each head are rotated by angles that
+// grow with the position, pair (2i, 2i+1) by pos * theta_i, theta_i = 10000^(-2i/hs).
+// A rotation keeps lengths, and rotations compose: q rotated by pos1 dotted with k
+// rotated by pos2 depends only on pos1 - pos2, so the scores see relative positions.
+// angles is (maxT, hs/2, 2): the cos and sin of each position's angles.
+void rope_angles_init(float* angles, int maxT, int hs) {
+    for (int pos = 0; pos < maxT; pos++)
+        for (int i = 0; i < hs / 2; i++) {
+            double angle = pos * pow(10000.0, -2.0 * i / hs);
+            angles[((size_t)pos * hs / 2 + i) * 2] = (float)cos(angle);
+            angles[((size_t)pos * hs / 2 + i) * 2 + 1] = (float)sin(angle);
+        }
+}
+
+// x is (B,T,stride); the first heads*hs channels of a row (Q's heads, then K's) are
+// rotated in place; row (b,t) is at position pos0 + t (the KV cache passes its position):
+// (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos)
+void rope_forward(float* x, const float* angles, int B, int T, int stride, int heads, int hs, int pos0) {
+    #pragma omp parallel for collapse(2) if (B * T > 1)
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float* cs = angles + (size_t)(pos0 + t) * hs;
+            float* row = x + ((size_t)b * T + t) * stride;
+            for (int j = 0; j < heads * hs; j += 2) {
+                float c = cs[j % hs], s = cs[j % hs + 1], x0 = row[j], x1 = row[j + 1];
+                row[j] = x0 * c - x1 * s;
+                row[j + 1] = x0 * s + x1 * c;
+            }
+        }
+    }
+}
+
+// The backward of y = R x is dx = R^T dy, and R^T is the rotation by minus the angle.
+// In place: dx receives the gradient of the rotated q and k and leaves with the unrotated.
+void rope_backward(float* dx, const float* angles, int B, int T, int stride, int heads, int hs) {
+    #pragma omp parallel for collapse(2)
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float* cs = angles + (size_t)t * hs;
+            float* drow = dx + ((size_t)b * T + t) * stride;
+            for (int j = 0; j < heads * hs; j += 2) {
+                float c = cs[j % hs], s = cs[j % hs + 1], dy0 = drow[j], dy1 = drow[j + 1];
+                drow[j] = dy0 * c + dy1 * s;
+                drow[j + 1] = dy1 * c - dy0 * s;
+            }
         }
     }
 }
@@ -419,6 +518,20 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
         dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
     }
+}
+
+// ReLU, the original Transformer's non-linearity (article 003; -act relu): max(0, x), and
+// its gradient passes where x > 0
+void relu_forward(float* out, const float* inp, size_t N) {
+    #pragma omp parallel for schedule(static) if (N >= PARALLEL_MIN)
+    for (size_t i = 0; i < N; i++)
+        out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+void relu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++)
+        dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
 }
 
 // ----------------------------------------------------------------------------
@@ -510,6 +623,12 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
 // ----------------------------------------------------------------------------
 // the model: configuration, parameters, activations
 
+// the block variants of articles 003 and 004; 0 is GPT-2's choice (doc/variants.md)
+enum { POS_LEARNED, POS_ROPE, POS_SIN };  // -pe: wpe table, rotary (004), sinusoids (003)
+enum { LN_PRE, LN_POST };                 // -ln: layernorm before each branch, or after the sum (003)
+enum { ACT_GELU, ACT_RELU };              // -act: the MLP's non-linearity
+enum { MASK_CAUSAL, MASK_NONE };          // -causal 1 / 0 (training only: generation stays causal)
+
 typedef struct {
     int max_seq_len;        // maxT: the longest sequence, rows of wpe
     int vocab_size;         // V: real tokens
@@ -517,7 +636,17 @@ typedef struct {
     int num_layers;         // L
     int num_heads;          // NH
     int channels;           // C
+    int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
+    int pos_encoding, ln_place, activation, mask;  // the variants above
 } GPT2Config;
+
+// a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads
+static int qkv_channels(GPT2Config c) { return c.channels + 2 * c.num_kv_heads * (c.channels / c.num_heads); }
+
+static AttentionShape attention_shape(GPT2Config c, int B, int T) {
+    AttentionShape s = {B, T, c.channels, c.num_heads, c.num_kv_heads, c.mask == MASK_CAUSAL};
+    return s;
+}
 
 // The parameters, the activations and the backward's scratch each live in one
 // allocation, with named pointers into it (as llm.c): these two helpers lay them out.
@@ -543,11 +672,11 @@ static float* point_tensors(float** const* ptrs, int n, float* memory, const siz
 #define NUM_PARAMETER_TENSORS 16
 typedef struct {
     float* wte;      // (Vp,C) token embedding, also the output head (tied)
-    float* wpe;      // (maxT,C) position embedding
+    float* wpe;      // (maxT,C) position embedding (NULL unless learned: -pe)
     float* ln1w;     // (L,C)
     float* ln1b;     // (L,C)
-    float* qkvw;     // (L,3C,C) Q rows, then K rows, then V rows
-    float* qkvb;     // (L,3C)
+    float* qkvw;     // (L,C3,C) Q rows, then K rows, then V rows; C3 = 3C (C + 2 NKV hs with GQA)
+    float* qkvb;     // (L,C3)
     float* attprojw; // (L,C,C)
     float* attprojb; // (L,C)
     float* ln2w;     // (L,C)
@@ -569,8 +698,9 @@ static const int PARAMETER_DECAYS[NUM_PARAMETER_TENSORS] = {1, 1, 0, 0, 1, 0, 1,
 
 static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     size_t Vp = cfg.padded_vocab_size, C = cfg.channels, maxT = cfg.max_seq_len, L = cfg.num_layers;
+    size_t C3 = qkv_channels(cfg), wpe = cfg.pos_encoding == POS_LEARNED ? maxT * C : 0;
     size_t shapes[NUM_PARAMETER_TENSORS] = {
-        Vp * C, maxT * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+        Vp * C, wpe, L * C, L * C, L * C3 * C, L * C3, L * C * C, L * C,
         L * C, L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
     memcpy(sizes, shapes, sizeof shapes);
 }
@@ -590,7 +720,7 @@ typedef struct {
     float* ln1;         // (L,B,T,C)
     float* ln1_mean;    // (L,B,T)
     float* ln1_rstd;    // (L,B,T)
-    float* qkv;         // (L,B,T,3C) the fused Q,K,V projection
+    float* qkv;         // (L,B,T,C3) the fused Q,K,V projection (q and k rotated with -pe rope)
     float* atty;        // (L,B,T,C) the heads' outputs, before the projection
     float* att_scores;  // (L,B,NH,T,T) scaled, masked scores (attention steps 1-3)
     float* att_probs;   // (L,B,NH,T,T) softmax probabilities (steps 4-5)
@@ -600,10 +730,10 @@ typedef struct {
     float* ln2;         // (L,B,T,C)
     float* ln2_mean;    // (L,B,T)
     float* ln2_rstd;    // (L,B,T)
-    float* fch;         // (L,B,T,4C) MLP hidden, before GELU
-    float* fch_gelu;    // (L,B,T,4C) MLP hidden, after GELU
+    float* fch;         // (L,B,T,4C) MLP hidden, before GELU (or ReLU)
+    float* fch_act;     // (L,B,T,4C) MLP hidden, after it
     float* fcproj;      // (L,B,T,C) MLP projection (after residual dropout)
-    float* residual3;   // (L,B,T,C) residual2 + MLP branch: the layer's output
+    float* residual3;   // (L,B,T,C) residual2 + MLP branch: the layer's output (pre-LN)
     float* lnf;         // (B,T,C)
     float* lnf_mean;    // (B,T)
     float* lnf_rstd;    // (B,T)
@@ -613,9 +743,9 @@ typedef struct {
 
 static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int dropout) {
     size_t C = cfg.channels, NH = cfg.num_heads, L = cfg.num_layers, Vp = cfg.padded_vocab_size;
-    size_t BT = (size_t)B * T, att = L * B * NH * T * T;
+    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg);
     size_t s[NUM_ACTIVATION_TENSORS] = {
-        BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * BT * C, att, att, dropout ? att : 0,
+        BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * C, att, att, dropout ? att : 0,
         L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C, L * BT * 4 * C,
         L * BT * C, L * BT * C, BT * C, BT, BT, BT * Vp, BT * Vp};
     memcpy(sizes, s, sizeof s);
@@ -625,36 +755,37 @@ static void point_activations(ActivationTensors* a, float* memory, const size_t*
     float** ptrs[NUM_ACTIVATION_TENSORS] = {
         &a->encoded, &a->ln1, &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty, &a->att_scores,
         &a->att_probs, &a->att_dropped, &a->attproj, &a->residual2, &a->ln2, &a->ln2_mean,
-        &a->ln2_rstd, &a->fch, &a->fch_gelu, &a->fcproj, &a->residual3, &a->lnf, &a->lnf_mean,
+        &a->ln2_rstd, &a->fch, &a->fch_act, &a->fcproj, &a->residual3, &a->lnf, &a->lnf_mean,
         &a->lnf_rstd, &a->logits, &a->probs};
     point_tensors(ptrs, NUM_ACTIVATION_TENSORS, memory, sizes);
 }
 
 // gradients of activations: one layer's worth, reused by every layer on the way down
-#define NUM_SCRATCH_TENSORS 9
+#define NUM_SCRATCH_TENSORS 10
 typedef struct {
     float* dres;        // (B,T,C) gradient of the residual stream, updated in place from the
                         //   top layer down: d(residual3) -> d(residual2) -> d(residual)
     float* dbranch;     // (B,T,C) gradient of a branch output (attproj or fcproj) before dropout
     float* dln;         // (B,T,C) gradient of a layernorm's output
     float* datty;       // (B,T,C)
-    float* dqkv;        // (B,T,3C)
+    float* dqkv;        // (B,T,C3)
     float* dfch;        // (B,T,4C)
-    float* dfch_gelu;   // (B,T,4C)
+    float* dfch_act;   // (B,T,4C)
     float* dlosses;     // (B,T)
     float* losses;      // (B,T) the forward's per-position loss
+    float* dsum;        // (B,T,C) post-LN only: the gradient of a residual sum (a layernorm's input)
 } BackwardScratch;
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
-    size_t C = cfg.channels, BT = (size_t)B * T;
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, 3 * BT * C, 4 * BT * C, 4 * BT * C,
-                                     BT, BT};
+    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST;
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * qkv_channels(cfg), 4 * BT * C,
+                                     4 * BT * C, BT, BT, post * BT * C};
     memcpy(sizes, s, sizeof s);
 }
 
 static void point_scratch(BackwardScratch* s, float* memory, const size_t* sizes) {
     float** ptrs[NUM_SCRATCH_TENSORS] = {&s->dres, &s->dbranch, &s->dln, &s->datty, &s->dqkv,
-        &s->dfch, &s->dfch_gelu, &s->dlosses, &s->losses};
+        &s->dfch, &s->dfch_act, &s->dlosses, &s->losses, &s->dsum};
     point_tensors(ptrs, NUM_SCRATCH_TENSORS, memory, sizes);
 }
 
@@ -665,6 +796,9 @@ typedef struct {
     size_t param_sizes[NUM_PARAMETER_TENSORS];
     float* params_memory;
     size_t num_parameters;
+    // fixed position tables, computed, not learned (NULL unless that -pe is chosen)
+    float* sinusoids;    // (maxT,C) -pe sin
+    float* rope_angles;  // (maxT,hs/2,2) -pe rope: cos and sin of each position's angles
     // their gradients, and AdamW's moments (allocated at the first backward / update)
     ParameterTensors grads;
     float* grads_memory;
@@ -700,6 +834,14 @@ static void check_config(GPT2Config c, const char* source) {
             c.vocab_size);
     if (c.vocab_size > 65536)
         die("%s: vocabulary %d does not fit llm.c's uint16 token files", source, c.vocab_size);
+    if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
+        die("%s: key/value heads %d must divide the heads %d", source, c.num_kv_heads, c.num_heads);
+    if (c.pos_encoding == POS_ROPE && (c.channels / c.num_heads) % 2 != 0)
+        die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, c.channels / c.num_heads);
+    if ((unsigned)c.pos_encoding > POS_SIN || (unsigned)c.ln_place > LN_POST ||
+        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
+        die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
+            c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
 
 static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
@@ -711,6 +853,11 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
         alignedMallocCheck(model->num_parameters * sizeof(float)), model->param_sizes);
     model->mean_loss = -1.0f;
     model->dropout_step = -1;
+    int maxT = config.max_seq_len, C = config.channels, hs = C / config.num_heads;
+    if (config.pos_encoding == POS_SIN)
+        sinusoids_init(model->sinusoids = mallocCheck((size_t)maxT * C * sizeof(float)), maxT, C);
+    if (config.pos_encoding == POS_ROPE)
+        rope_angles_init(model->rope_angles = mallocCheck((size_t)maxT * hs * sizeof(float)), maxT, hs);
 }
 
 // GPT-2's initialisation: weights and embeddings N(0, 0.02), the projections that write
@@ -718,6 +865,7 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
 // variance does not grow with depth, biases 0, layernorm weights 1. Padding rows of wte
 // stay 0.
 void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
+    if (config.num_kv_heads == 0) config.num_kv_heads = config.num_heads;
     check_config(config, "model shape");
     gpt2_allocate_parameters(model, config);
     ParameterTensors p = model->params;
@@ -726,8 +874,8 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
     uint64_t rng = splitmix64(seed);
     float residual_std = 0.02f / sqrtf(2.0f * L);
     struct { float* t; size_t n; float std; } normal_init[] = {
-        {p.wte, (size_t)config.vocab_size * C, 0.02f}, {p.wpe, (size_t)config.max_seq_len * C, 0.02f},
-        {p.qkvw, L * 3 * C * C, 0.02f}, {p.attprojw, L * C * C, residual_std},
+        {p.wte, (size_t)config.vocab_size * C, 0.02f}, {p.wpe, model->param_sizes[1], 0.02f},
+        {p.qkvw, model->param_sizes[4], 0.02f}, {p.attprojw, L * C * C, residual_std},
         {p.fcw, L * 4 * C * C, 0.02f}, {p.fcprojw, L * C * 4 * C, residual_std}};
     for (size_t k = 0; k < sizeof normal_init / sizeof normal_init[0]; k++)
         for (size_t i = 0; i < normal_init[k].n; i++)
@@ -740,16 +888,30 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
         p.lnfw[i] = 1.0f;
 }
 
-// llm.c's checkpoint (doc/formats.md): a 256-int header with the shape, then every parameter
+// llm.c's checkpoint (doc/formats.md): a 256-int header with the shape, then every parameter.
+// A model with a block variant is written as version 103, which llm.c refuses (it reads
+// only 3), so it never misreads one; the variant settings are in the spare slots 8-12.
+#define CHECKPOINT_VARIANTS 103
+
+static int is_gpt2(GPT2Config c) {
+    return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
+           c.activation == ACT_GELU && c.mask == MASK_CAUSAL;
+}
+
 void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, 20240326, "llm.c model checkpoint");
-    if (h[1] != 3)
-        die("'%s': checkpoint version %d is not supported (expected 3, float32 parameters%s)", path, h[1],
+    if (h[1] != 3 && h[1] != CHECKPOINT_VARIANTS)
+        die("'%s': checkpoint version %d is not supported (expected 3, float32 parameters, or %d, with "
+            "block variants%s)", path, h[1], CHECKPOINT_VARIANTS,
             h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
     GPT2Config c = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
-                    .channels = h[6], .padded_vocab_size = h[7]};
+                    .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
+    if (h[1] == CHECKPOINT_VARIANTS) {
+        c.num_kv_heads = h[8]; c.pos_encoding = h[9]; c.ln_place = h[10];
+        c.activation = h[11]; c.mask = h[12];
+    }
     check_config(c, path);
     gpt2_allocate_parameters(model, c);
     long expected = 1024L + (long)(model->num_parameters * sizeof(float));
@@ -770,6 +932,11 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
     GPT2Config c = model->config;
     h[0] = 20240326; h[1] = 3; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.num_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
+    if (!is_gpt2(c)) {  // GPT-2 itself stays llm.c's version 3, byte for byte
+        h[1] = CHECKPOINT_VARIANTS;
+        h[8] = c.num_kv_heads; h[9] = c.pos_encoding; h[10] = c.ln_place;
+        h[11] = c.activation; h[12] = c.mask;
+    }
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, tmp);
     atomic_commit(f, tmp, path);
@@ -803,7 +970,7 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 }
 
 void gpt2_free(GPT2* model) {
-    free(model->params_memory); free(model->grads_memory);
+    free(model->params_memory); free(model->grads_memory); free(model->sinusoids); free(model->rope_angles);
     free(model->m_memory); free(model->v_memory);
     free(model->acts_memory); free(model->scratch_memory);
     free(model->inputs); free(model->targets);
@@ -819,8 +986,8 @@ typedef struct {
 } LayerParams;
 
 static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
-    size_t C = c.channels;
-    LayerParams lp = {p.ln1w + l * C, p.ln1b + l * C, p.qkvw + l * 3 * C * C, p.qkvb + l * 3 * C,
+    size_t C = c.channels, C3 = qkv_channels(c);
+    LayerParams lp = {p.ln1w + l * C, p.ln1b + l * C, p.qkvw + l * C3 * C, p.qkvb + l * C3,
                       p.attprojw + l * C * C, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
                       p.fcw + l * 4 * C * C, p.fcb + l * 4 * C, p.fcprojw + l * 4 * C * C, p.fcprojb + l * C};
     return lp;
@@ -828,20 +995,26 @@ static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
 
 typedef struct {
     float *residual, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_scores, *att_probs, *att_dropped,
-          *attproj, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
+          *attproj, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *fcproj, *residual3;
 } LayerActs;
+
+// the output of block l: residual3 (pre-LN), or the second layernorm's output (post-LN)
+static float* block_output(const GPT2* model, int l, int B, int T) {
+    float* out = model->config.ln_place == LN_POST ? model->acts.ln2 : model->acts.residual3;
+    return out + (size_t)l * B * T * model->config.channels;
+}
 
 static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
     const ActivationTensors* a = &model->acts;
     size_t C = model->config.channels, NH = model->config.num_heads, BT = (size_t)B * T;
-    size_t att = NH * BT * T;
+    size_t att = NH * BT * T, C3 = qkv_channels(model->config);
     LayerActs la = {
-        l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C,
-        a->ln1 + l * BT * C, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, a->qkv + l * BT * 3 * C,
+        l == 0 ? a->encoded : block_output(model, l - 1, B, T),
+        a->ln1 + l * BT * C, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, a->qkv + l * BT * C3,
         a->atty + l * BT * C, a->att_scores + l * att, a->att_probs + l * att,
         a->att_dropped ? a->att_dropped + l * att : NULL,
         a->attproj + l * BT * C, a->residual2 + l * BT * C, a->ln2 + l * BT * C, a->ln2_mean + l * BT,
-        a->ln2_rstd + l * BT, a->fch + l * BT * 4 * C, a->fch_gelu + l * BT * 4 * C,
+        a->ln2_rstd + l * BT, a->fch + l * BT * 4 * C, a->fch_act + l * BT * 4 * C,
         a->fcproj + l * BT * C, a->residual3 + l * BT * C};
     return la;
 }
@@ -852,27 +1025,68 @@ static DropoutMask model_dropout(const GPT2* model, int layer, int site) {
     return dropout_mask(p, model->dropout_seed, (uint64_t)model->dropout_step, layer, site);
 }
 
-// One transformer block: x + attn(ln1(x)), then + mlp(ln2(.)) (pre-LN GPT-2)
-static void block_forward(GPT2* model, int l, int B, int T) {
+// attention branch: attproj = dropout(proj(attention(qkv(in)))), with q and k rotated
+// between the projection and the scores when the positions are RoPE's
+static void attention_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
     GPT2Config c = model->config;
-    int C = c.channels, NH = c.num_heads, BT = B * T;
+    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads;
     LayerParams w = layer_params(model->params, c, l);
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
-    DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-    layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, w.ln1w, w.ln1b, BT, C);
-    matmul_forward(a.qkv, a.ln1, w.qkvw, w.qkvb, BT, C, 3 * C);
-    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, B, T, C, NH, &att_drop);
+    matmul_forward(a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);
+    if (c.pos_encoding == POS_ROPE)
+        rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, 0);
+    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, attention_shape(c, B, T),
+                      &att_drop);
     matmul_forward(a.attproj, a.atty, w.attprojw, w.attprojb, BT, C, C);
     dropout_forward(a.attproj, (size_t)BT * C, &att_out_drop);
-    residual_forward(a.residual2, a.residual, a.attproj, (size_t)BT * C);
-    layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, BT, C);
-    matmul_forward(a.fch, a.ln2, w.fcw, w.fcb, BT, C, 4 * C);
-    gelu_forward(a.fch_gelu, a.fch, (size_t)BT * 4 * C);
-    matmul_forward(a.fcproj, a.fch_gelu, w.fcprojw, w.fcprojb, BT, 4 * C, C);
+}
+
+// MLP branch: fcproj = dropout(proj(act(fc(in)))), act GELU or ReLU
+static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
+    GPT2Config c = model->config;
+    int C = c.channels, BT = B * T;
+    LayerParams w = layer_params(model->params, c, l);
+    LayerActs a = layer_acts(model, l, B, T);
+    DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
+    matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, 4 * C);
+    if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * 4 * C);
+    else gelu_forward(a.fch_act, a.fch, (size_t)BT * 4 * C);
+    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, w.fcprojb, BT, 4 * C, C);
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
-    residual_forward(a.residual3, a.residual2, a.fcproj, (size_t)BT * C);
+}
+
+// One transformer block. The same buffers serve both layernorm placements: with post-LN,
+// ln1 holds the stream between the two halves and ln2 the block's output, and the sums
+// residual2 and residual3 are what the layernorms read.
+static void block_forward(GPT2* model, int l, int B, int T) {
+    GPT2Config c = model->config;
+    int C = c.channels, BT = B * T;
+    size_t BTC = (size_t)BT * C;
+    LayerParams w = layer_params(model->params, c, l);
+    LayerActs a = layer_acts(model, l, B, T);
+    if (c.ln_place == LN_PRE) {  // GPT-2: x + attn(ln1(x)), then + mlp(ln2(.))
+        layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, w.ln1w, w.ln1b, BT, C);
+        attention_branch_forward(model, l, a.ln1, B, T);
+        residual_forward(a.residual2, a.residual, a.attproj, BTC);
+        layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w.ln2w, w.ln2b, BT, C);
+        mlp_branch_forward(model, l, a.ln2, B, T);
+        residual_forward(a.residual3, a.residual2, a.fcproj, BTC);
+    } else {                     // the original Transformer: ln1(x + attn(x)), then ln2(. + mlp(.))
+        attention_branch_forward(model, l, a.residual, B, T);
+        residual_forward(a.residual2, a.residual, a.attproj, BTC);
+        layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.residual2, w.ln1w, w.ln1b, BT, C);
+        mlp_branch_forward(model, l, a.ln1, B, T);
+        residual_forward(a.residual3, a.ln1, a.fcproj, BTC);
+        layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual3, w.ln2w, w.ln2b, BT, C);
+    }
+}
+
+// the table added to the token embeddings: GPT-2's learned wpe, article 003's fixed
+// sinusoids, or none (RoPE rotates q and k inside the attention instead)
+static const float* position_table(const GPT2* model) {
+    return model->config.pos_encoding == POS_LEARNED ? model->params.wpe : model->sinusoids;
 }
 
 // inputs, targets are (B,T) token ids; targets may be NULL (then no loss).
@@ -892,12 +1106,12 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     model->cur_T = T;
 
     ActivationTensors a = model->acts;
-    encoder_forward(a.encoded, inputs, model->params.wte, model->params.wpe, B, T, C);
+    encoder_forward(a.encoded, inputs, model->params.wte, position_table(model), B, T, C);
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     dropout_forward(a.encoded, (size_t)BT * C, &embed_drop);
     for (int l = 0; l < L; l++)
         block_forward(model, l, B, T);
-    const float* last = a.residual3 + (size_t)(L - 1) * BT * C;
+    const float* last = block_output(model, L - 1, B, T);
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, model->params.lnfw, model->params.lnfb, BT, C);
     matmul_forward(a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
     softmax_forward(a.probs, a.logits, BT, V, Vp);
@@ -916,36 +1130,85 @@ void gpt2_zero_grad(GPT2* model) {
     if (model->grads_memory) zero_floats(model->grads_memory, model->num_parameters);
 }
 
-// One block backward: s->dres holds d(residual3) on entry and d(residual), the gradient
-// of the block's input, on exit. The order is the forward's, reversed. Every residual
-// backward is the identity on both of its inputs (see residual_forward): the branch reads
-// s->dres as its output gradient, and the layernorm that opens the branch adds its input
-// gradient into s->dres, which turns it into the gradient of the residual before.
-static void block_backward(GPT2* model, int l, int B, int T) {
+// The branches' backward passes: dout is the gradient of the branch's output (fcproj or
+// attproj, before its dropout); each writes the gradient of its input, in, into s->dln.
+static void mlp_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T) {
     GPT2Config c = model->config;
-    int C = c.channels, NH = c.num_heads, BT = B * T;
+    int C = c.channels, BT = B * T;
     size_t BTC = (size_t)BT * C;
     LayerParams w = layer_params(model->params, c, l);
     LayerParams dw = layer_params(model->grads, c, l);  // their gradients, the same layout
     LayerActs a = layer_acts(model, l, B, T);
     BackwardScratch* s = &model->scratch;
+    DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
+    const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
+    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, 4 * C, C);
+    if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
+    else gelu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
+    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, 4 * C);
+}
+
+static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T) {
+    GPT2Config c = model->config;
+    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads;
+    LayerParams w = layer_params(model->params, c, l);
+    LayerParams dw = layer_params(model->grads, c, l);
+    LayerActs a = layer_acts(model, l, B, T);
+    BackwardScratch* s = &model->scratch;
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
-    DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-
-    // MLP branch: residual3 = residual2 + dropout(fcproj(gelu(fc(ln2(residual2)))))
-    const float* dfcproj = dropout_grad(s->dbranch, s->dres, BTC, &mlp_out_drop);
-    matmul_backward(s->dfch_gelu, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_gelu, w.fcprojw, BT, 4 * C, C);
-    gelu_backward(s->dfch, a.fch, s->dfch_gelu, 4 * BTC);
-    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, a.ln2, w.fcw, BT, C, 4 * C);
-    layernorm_backward(s->dres, dw.ln2w, dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd, BT, C);
-
-    // attention branch: residual2 = residual + dropout(attproj(attention(qkv(ln1(residual)))))
-    const float* dattproj = dropout_grad(s->dbranch, s->dres, BTC, &att_out_drop);
+    const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
     matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
-    attention_backward(s->dqkv, s->datty, a.qkv, a.att_probs, a.att_dropped, B, T, C, NH, &att_drop);
-    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, a.ln1, w.qkvw, BT, C, 3 * C);
-    layernorm_backward(s->dres, dw.ln1w, dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd, BT, C);
+    attention_backward(s->dqkv, s->datty, a.qkv, a.att_probs, a.att_dropped, attention_shape(c, B, T),
+                       &att_drop);
+    if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
+        rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
+    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3);
+}
+
+// post-LN: the stream between two layernorms feeds both a branch and the residual sum after
+// it, so its gradient is the sum of the two paths' gradients
+static void stream_backward(float* dstream, const float* dsum, const float* dbranch_in, size_t N) {
+    #pragma omp parallel for if (N >= PARALLEL_MIN)
+    for (size_t i = 0; i < N; i++)
+        dstream[i] = dsum[i] + dbranch_in[i];
+}
+
+// One block backward: s->dres holds the gradient of the block's output on entry and that
+// of its input on exit. The order is the forward's, reversed. Pre-LN: every residual
+// backward is the identity on both of its inputs (see residual_forward): the branch reads
+// s->dres as its output gradient, and the layernorm that opens the branch adds its input
+// gradient into s->dres, which turns it into the gradient of the residual before.
+static void block_backward(GPT2* model, int l, int B, int T) {
+    GPT2Config c = model->config;
+    int C = c.channels, BT = B * T;
+    size_t BTC = (size_t)BT * C;
+    LayerParams w = layer_params(model->params, c, l);
+    LayerParams dw = layer_params(model->grads, c, l);
+    LayerActs a = layer_acts(model, l, B, T);
+    BackwardScratch* s = &model->scratch;
+    if (c.ln_place == LN_PRE) {
+        // MLP branch: residual3 = residual2 + mlp(ln2(residual2))
+        mlp_branch_backward(model, l, a.ln2, s->dres, B, T);
+        layernorm_backward(s->dres, dw.ln2w, dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd,
+                           BT, C);
+        // attention branch: residual2 = residual + attn(ln1(residual))
+        attention_branch_backward(model, l, a.ln1, s->dres, B, T);
+        layernorm_backward(s->dres, dw.ln1w, dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd,
+                           BT, C);
+        return;
+    }
+    // post-LN: out = ln2(mid + mlp(mid)) with mid = ln1(x + attn(x)); ln1 holds mid
+    zero_floats(s->dsum, BTC);
+    layernorm_backward(s->dsum, dw.ln2w, dw.ln2b, s->dres, a.residual3, w.ln2w, a.ln2_mean, a.ln2_rstd,
+                       BT, C);
+    mlp_branch_backward(model, l, a.ln1, s->dsum, B, T);
+    stream_backward(s->dres, s->dsum, s->dln, BTC);  // d mid
+    zero_floats(s->dsum, BTC);
+    layernorm_backward(s->dsum, dw.ln1w, dw.ln1b, s->dres, a.residual2, w.ln1w, a.ln1_mean, a.ln1_rstd,
+                       BT, C);
+    attention_branch_backward(model, l, a.residual, s->dsum, B, T);
+    stream_backward(s->dres, s->dsum, s->dln, BTC);  // d x
 }
 
 // gradients of the mean loss of the last forward (which must have had targets), added
@@ -970,7 +1233,7 @@ void gpt2_backward(GPT2* model) {
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
-    const float* last = a.residual3 + (size_t)(L - 1) * BTC;
+    const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
     for (int l = L - 1; l >= 0; l--)
@@ -1094,12 +1357,13 @@ StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, in
 // position, so no mask is needed, and nothing is kept for a backward pass.
 
 typedef struct {
-    float* keys;     // (L,NH,maxT,hs) cached keys, each head's in one block: attention
-                     //   reads them from position 0 to pos, one contiguous stream
-    float* values;   // (L,NH,maxT,hs) cached values, the same layout
+    float* keys;     // (L,NKV,maxT,hs) cached keys, each head's in one block: attention
+                     //   reads them from position 0 to pos, one contiguous stream. GQA
+                     //   stores only the NKV shared heads: NH/NKV times fewer bytes per token
+    float* values;   // (L,NKV,maxT,hs) cached values, the same layout
     float* x;        // (C) the residual stream of the new position
     float* ln;       // (C) layernorm output
-    float* qkv;      // (3C) Q,K,V of the new position
+    float* qkv;      // (C3) Q,K,V of the new position
     float* atty;     // (C) attention output of the new position
     float* proj;     // (C) output of a projection (attention or MLP)
     float* fch;      // (4C) MLP hidden
@@ -1112,14 +1376,14 @@ typedef struct {
 } KVCache;
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
-    size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len;
+    size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len, kv_C = c.num_kv_heads * (C / c.num_heads);
     // Zeroed, so touched, here: a fresh page costs microseconds on this kind of machine,
     // and a cache touched on first use would make every token or two of the generation
     // pay for one (for GPT-2 124M, about 0.4 ms per token).
-    kv->keys = alignedCallocCheck(L * maxT * C, sizeof(float));
-    kv->values = alignedCallocCheck(L * maxT * C, sizeof(float));
+    kv->keys = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
+    kv->values = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     float** ptrs[] = {&kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch, &kv->att, &kv->logits};
-    size_t sizes[] = {C, C, 3 * C, C, C, 4 * C, c.num_heads * maxT, c.padded_vocab_size}, n = 8;
+    size_t sizes[] = {C, C, qkv_channels(c), C, C, 4 * C, c.num_heads * maxT, c.padded_vocab_size}, n = 8;
     kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
     kv->tokens = mallocCheck(maxT * sizeof(int));
     kv->pos = 0;
@@ -1130,18 +1394,19 @@ void kvcache_free(KVCache* kv) {
 }
 
 // attention of the newest position (pos) against the cached keys/values of layer l
-// q is (C): the new position's query, all heads; keys and values are (NH,maxT,hs)
+// q is (C): the new position's query, all heads; keys and values are (NKV,maxT,hs)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
-                                     const float* values, int pos, int C, int NH, int maxT) {
+                                     const float* values, int pos, int C, int NH, int NKV, int maxT) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for
     for (int h = 0; h < NH; h++) {
         float* scores = att + (size_t)h * maxT;
         const float* qh = q + h * hs;
+        size_t kvh = h / (NH / NKV);         // the K/V head this query head shares (GQA)
         float maxval = -INFINITY;
         for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 / sqrt(hs); nothing to mask
-            const float* k = keys + ((size_t)h * maxT + t2) * hs;
+            const float* k = keys + (kvh * maxT + t2) * hs;
             float dot = 0.0f;
             #pragma omp simd reduction(+ : dot)
             for (int i = 0; i < hs; i++)
@@ -1159,40 +1424,48 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
         float* o = out + h * hs;             // step 8: o = sum of p_t2 v_t2, normalised at the end
         for (int i = 0; i < hs; i++)
             o[i] = 0.0f;
-        add_weighted_rows(o, scores, 1, values + (size_t)h * maxT * hs, hs, pos + 1, hs);
+        add_weighted_rows(o, scores, 1, values + kvh * maxT * hs, hs, pos + 1, hs);
         for (int i = 0; i < hs; i++)
             o[i] *= inv_sum;
     }
 }
 
-// feeds one token at position kv->pos; returns the logits (Vp) for the next token
+// feeds one token at position kv->pos; returns the logits (Vp) for the next token. Every
+// variant of the training forward, on one position: the same layers, the same order.
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
-    int C = c.channels, NH = c.num_heads, hs = C / NH, maxT = c.max_seq_len, pos = kv->pos;
+    int C = c.channels, NH = c.num_heads, NKV = c.num_kv_heads, hs = C / NH, C3 = qkv_channels(c);
+    int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST;
     if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
     if (token < 0 || token >= c.vocab_size)
         die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
     const ParameterTensors* p = &model->params;
-    encoder_forward(kv->x, &token, p->wte, p->wpe + (size_t)pos * C, 1, 1, C);
+    const float* positions = position_table(model);
+    encoder_forward(kv->x, &token, p->wte, positions ? positions + (size_t)pos * C : NULL, 1, 1, C);
     for (int l = 0; l < c.num_layers; l++) {
         LayerParams w = layer_params(*p, c, l);
-        float* keys = kv->keys + (size_t)l * maxT * C;
-        float* values = kv->values + (size_t)l * maxT * C;
-        layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);
-        matvec_forward(kv->qkv, kv->ln, w.qkvw, w.qkvb, C, 3 * C);
-        for (int h = 0; h < NH; h++) {                                       // cache K and V
+        float* keys = kv->keys + (size_t)l * maxT * NKV * hs;
+        float* values = kv->values + (size_t)l * maxT * NKV * hs;
+        if (!post) layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);
+        matvec_forward(kv->qkv, post ? kv->x : kv->ln, w.qkvw, w.qkvb, C, C3);
+        if (c.pos_encoding == POS_ROPE)  // at the absolute position: the same angles as in training
+            rope_forward(kv->qkv, model->rope_angles, 1, 1, C3, NH + NKV, hs, pos);
+        for (int h = 0; h < NKV; h++) {                                      // cache K and V
             size_t slot = ((size_t)h * maxT + pos) * hs;
             memcpy(keys + slot, kv->qkv + C + h * hs, hs * sizeof(float));
-            memcpy(values + slot, kv->qkv + 2 * C + h * hs, hs * sizeof(float));
+            memcpy(values + slot, kv->qkv + C + (NKV + h) * hs, hs * sizeof(float));
         }
-        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C, NH, maxT);
+        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C, NH, NKV, maxT);
         matvec_forward(kv->proj, kv->atty, w.attprojw, w.attprojb, C, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
-        layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
-        matvec_forward(kv->fch, kv->ln, w.fcw, w.fcb, C, 4 * C);
-        gelu_forward(kv->fch, kv->fch, 4 * C);
+        if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
+        else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
+        matvec_forward(kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, 4 * C);
+        if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, 4 * C);
+        else gelu_forward(kv->fch, kv->fch, 4 * C);
         matvec_forward(kv->proj, kv->fch, w.fcprojw, w.fcprojb, 4 * C, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
+        if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
     }
     layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, p->lnfw, p->lnfb, 1, C);
     matvec_forward(kv->logits, kv->ln, p->wte, NULL, C, c.vocab_size);  // padded rows are never used
@@ -1291,6 +1564,27 @@ typedef struct {
     AdamWConfig adamw;           // from the flags
 } Run;
 
+// the block variants: a fresh model takes the flags (GPT-2's choice where one is not given);
+// a loaded model keeps its own and a flag that contradicts it is an error, except -causal,
+// which may switch the mask of a trained model (to evaluate the -causal 0 experiment)
+static void apply_variant_flags(const Options* o, GPT2Config* c, int fresh, const char* source) {
+    int given[4] = {o->variant[0], o->variant[1], o->variant[2], o->kv_heads ? o->kv_heads : -1};
+    int* field[4] = {&c->pos_encoding, &c->ln_place, &c->activation, &c->num_kv_heads};
+    const char* flags[4] = {"-pe", "-ln", "-act", "-kv"};
+    for (int i = 0; i < 4; i++) {
+        if (fresh && given[i] >= 0) *field[i] = given[i];
+        else if (given[i] >= 0 && *field[i] != given[i])
+            usage_error("%s: the model in '%s' was built otherwise; a block variant is chosen when a model "
+                        "is created (leave %s out, or start a fresh model)", flags[i], source, flags[i]);
+    }
+    if (o->causal >= 0) c->mask = o->causal ? MASK_CAUSAL : MASK_NONE;
+    int hs = c->channels / c->num_heads;
+    if (fresh && c->num_kv_heads && c->num_heads % c->num_kv_heads)
+        usage_error("-kv %d must divide the number of heads (-nh) %d", c->num_kv_heads, c->num_heads);
+    if (fresh && c->pos_encoding == POS_ROPE && c->channels % c->num_heads == 0 && hs % 2)
+        usage_error("-pe rope rotates pairs of channels: the head size -nc/-nh = %d must be even", hs);
+}
+
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
 // its vocabulary
 void setup_model(const Options* o, Run* r) {
@@ -1316,8 +1610,11 @@ void setup_model(const Options* o, Run* r) {
     } else {
         fresh.vocab_size = r->tokenizer.vocab_size;
         fresh.padded_vocab_size = (r->tokenizer.vocab_size + 127) / 128 * 128;
+        apply_variant_flags(o, &fresh, 1, "");
         gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
     }
+    if (!is_fresh || r->resume_step >= 0)
+        apply_variant_flags(o, &r->model.config, 0, r->resume_step >= 0 ? r->last_checkpoint : o->init);
     GPT2Config c = r->model.config;
     if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0))
         die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
@@ -1342,6 +1639,13 @@ void setup_model(const Options* o, Run* r) {
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters\n", c.num_layers, c.num_heads,
            c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, r->model.num_parameters / 1e6);
+    if (!is_gpt2(c))
+        printf("block: %d key/value heads, positions %s, %s-LN, %s, %s attention\n", c.num_kv_heads,
+               VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
+               c.mask == MASK_CAUSAL ? "causal" : "unmasked");
+    if (c.mask == MASK_NONE)
+        printf("warning: -causal 0: without the mask each position reads the token it must predict; the "
+               "training loss collapses while generation, which stays causal, is nonsense\n");
 }
 
 // sampler, KV cache and the prompt (the end-of-text token when there is none)

@@ -311,11 +311,11 @@ static Shape get_shape(const char* name) {
     memset(&s, 0, sizeof s);
     if (strcmp(name, "124m") == 0) {
         GPT2Config c = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
-                        .num_layers = 12, .num_heads = 12, .channels = 768};
+                        .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
         s = (Shape){"124m", "GPT-2 124M", c, 4, 64, 2, 5, 300.0};
     } else if (strcmp(name, "default") == 0) {
         GPT2Config c = {.max_seq_len = 64, .vocab_size = 65, .padded_vocab_size = 128,
-                        .num_layers = 4, .num_heads = 4, .channels = 128};
+                        .num_layers = 4, .num_heads = 4, .channels = 128, .num_kv_heads = 4};
         s = (Shape){"default", "default run", c, 12, 64, 10, 50, 100.0};
     } else {
         die("--shape %s: expected 124m or default", name);
@@ -596,7 +596,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
 
 static void bench_gen(int N, int full) {
     GPT2Config c = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
-                    .num_layers = 12, .num_heads = 12, .channels = 768};
+                    .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
     if (N < 2) N = 2;
     if (N > c.max_seq_len) N = c.max_seq_len;
     GPT2 model;

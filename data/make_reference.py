@@ -10,7 +10,8 @@ How the numbers are made
 GPT-2 is built from plain torch ops (embedding by indexing, F.layer_norm eps=1e-5,
 x @ W.T + b, explicit causal-masked softmax attention scaled by 1/sqrt(hs),
 F.gelu(approximate='tanh'), F.cross_entropy over logits[..., :V] only, output head tied
-to wte) and autograd computes every gradient; no backward pass is written by hand.
+to wte) and autograd computes every gradient; no backward pass is written by hand (also
+not for the block variants below: RoPE goes through complex128 autograd).
 Parameters are drawn with a seeded torch.Generator, rounded to float32 (that is what the
 checkpoint stores), then converted to float64; forward, backward and optimiser run in
 float64 and results are stored as float32.
@@ -20,19 +21,67 @@ and non-zero too (a C bug that lets padding into the softmax changes the loss); 
 gradient is exactly zero.
 
 Configurations
-  a: V=65,  Vp=128, maxT=16, L=2, NH=2, C=32 (hs 16), B=3, T=11
-  b: V=101, Vp=128, maxT=32, L=3, NH=6, C=48 (hs 8),  B=2, T=23
+  a: V=65,  Vp=128, maxT=16, L=2, NH=2, C=32 (hs 16), B=3, T=11   plain GPT-2
+  b: V=101, Vp=128, maxT=32, L=3, NH=6, C=48 (hs 8),  B=2, T=23   plain GPT-2
+  c: V=65,  Vp=128, maxT=16, L=2, NH=4, C=32 (hs 8),  B=2, T=13
+     NKV=2, pe=rope, ln=post, act=relu, causal=1
+  d: V=70,  Vp=128, maxT=20, L=2, NH=3, C=36 (hs 12), B=2, T=17
+     NKV=1, pe=sin, ln=pre, act=gelu, causal=0
+Seeds 1001, 2002, 3003, 4004; each config has its own torch.Generator, drawing the
+parameters in checkpoint order (wpe only where it exists), then x, then y.
 x and y are random ints in [0, V) of shape (B, T) (y is NOT x shifted; it is independent).
 
-Files written (X in {a, b}); all little-endian, every file starts with 256 int32
----------------------------------------------------------------------------------
+Block variants (plain GPT-2 = NKV=NH, pe=learned, ln=pre, act=gelu, causal=1)
+  hs = C/NH throughout; the attention scale stays 1/sqrt(hs).
+  NKV     key/value heads (grouped-query attention), NKV divides NH. qkvw is
+          (L, (NH+2*NKV)*hs, C), qkvb (L, (NH+2*NKV)*hs); rows: NH*hs Q rows, then NKV*hs
+          K rows, then NKV*hs V rows. qkv = a @ qkvw[l]^T + qkvb[l];
+          q = qkv[:C], k = qkv[C : C+NKV*hs], v = qkv[C+NKV*hs :]; head j of each is the
+          hs-slice [j*hs, (j+1)*hs). Query head h uses K/V head h // (NH/NKV)
+          (consecutive groups, llama's repeat_kv). attproj still maps C -> C.
+  pe      learned: h0 = wte[x] + wpe[t] (GPT-2).
+          rope:    no wpe tensor anywhere (not in the checkpoint, the gradients or the
+                   optimiser); h0 = wte[x]. In every layer q (all NH heads) and k
+                   (NKV heads) are rotated per head after the bias, before the scores,
+                   at position t = 0..T-1 (llama's precompute_freqs_cis(hs) and
+                   apply_rotary_emb):
+                     freq_i = 1 / 10000^(2i/hs), i = 0..hs/2-1;  a = t * freq_i
+                     out[2i]   = x[2i]*cos(a) - x[2i+1]*sin(a)
+                     out[2i+1] = x[2i]*sin(a) + x[2i+1]*cos(a)
+                   (adjacent pairs of a head, NOT the halves). v is not rotated.
+          sin:     no wpe tensor; h0 = wte[x] + PE[t], a fixed table, no scaling of wte:
+                     PE[t, 2i] = sin(t / 10000^(2i/C)),  PE[t, 2i+1] = cos(t / 10000^(2i/C))
+                   (i = 0..C/2-1; one frequency per column pair).
+          The rope angles and the sin table are computed in float64 (never stored).
+  ln      pre:  h = h + attn(LN1(h)); h = h + mlp(LN2(h))            (GPT-2)
+          post: h = LN1(h + attn(h)); h = LN2(h + mlp(h))   (original Transformer: attn
+                reads h directly, mlp reads LN1's output; LN1 = ln1w/ln1b, LN2 = ln2w/ln2b)
+          Both: lnfw/lnfb after the last layer, then the tied head, as in GPT-2.
+  act     gelu: tanh approximation (GPT-2); relu: max(0, u). Only the MLP non-linearity.
+  causal  1: key t2 > query t excluded (GPT-2); 0: no mask, softmax over all T keys.
+Self-checks run before anything is written (own generators, no effect on the files):
+RoPE (complex) against the real rotation formula above, values and gradients; attention
+with NKV=NH against plain multi-head and with NKV<NH against per-head loops using K/V head
+h // (NH/NKV), causal and unmasked; a few entries of the sin table.
+
+Files written (X in {a, b, c, d}); all little-endian, every file starts with 256 int32
+----------------------------------------------------------------------------------------
 ref_X_model.bin   llm.c checkpoint, header [0]=20240326 [1]=3 [2]=maxT [3]=V [4]=L
-                  [5]=NH [6]=C [7]=Vp, then all 16 parameter tensors as float32 in
-                  checkpoint order (see doc/formats.md).
+                  [5]=NH [6]=C [7]=Vp, rest 0 (a, b), then all 16 parameter tensors as
+                  float32 in checkpoint order (see doc/formats.md).
+                  A model with any block variant (c, d) has [1]=103 instead (llm.c's
+                  loader refuses it rather than misreading it) and [8]=NKV
+                  [9]=pe (0 learned, 1 rope, 2 sin) [10]=ln (0 pre, 1 post)
+                  [11]=act (0 gelu, 1 relu) [12]=mask (0 causal, 1 none), rest 0;
+                  then the tensors in the same order with the variant shapes, wpe
+                  omitted when pe != learned (15 tensors):
+                    c: 20240326 103 16 65 2 4 32 128 | 2 1 1 1 0   (27456 floats)
+                    d: 20240326 103 20 70 2 3 36 128 | 1 2 0 0 1   (33168 floats)
 ref_X_state.bin   llm.c reference state version 2: header [0]=20240327 [1]=2 [2]=B [3]=T;
                   x (B*T int32), y (B*T int32), logits (B*T*V float32, NOT padded),
                   mean loss (1 float32), gradients of the mean loss w.r.t. every
-                  parameter (float32, checkpoint order/shapes; wte rows V..Vp-1 are 0).
+                  parameter (float32, checkpoint order/shapes, so no wpe for c and d;
+                  wte rows V..Vp-1 are 0).
 ref_X_train.bin   training trajectory (this project's own format):
                   int32 header[256]: [0]=20241122 (magic) [1]=1 (version) [2]=B [3]=T
                       [4]=n steps (12) [5]=warmup steps (3), rest 0;
@@ -46,8 +95,9 @@ ref_X_train.bin   training trajectory (this project's own format):
                   losses float32[n], grad_norms float32[n], lrs float32[n].
                   Step s = 0..n-1, starting from the checkpoint's parameters:
                     forward on (x, y) -> losses[s]; backward;
-                    grad_norms[s] = global L2 norm over all parameter gradients (before
-                      clipping; the zero padding rows of wte included, harmlessly);
+                    grad_norms[s] = global L2 norm over all parameter gradients the
+                      config has (before clipping; the zero padding rows of wte
+                      included, harmlessly);
                     if norm > grad_clip: every gradient *= grad_clip / norm;
                     lr_s = lr*(s+1)/warmup                       if s < warmup
                          = lr_min + 0.5*(1+cos(pi*ratio))*(lr-lr_min) otherwise, with
@@ -56,13 +106,14 @@ ref_X_train.bin   training trajectory (this project's own format):
                     one AdamW step (torch.optim.AdamW semantics, float64):
                       m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2   (t = s+1)
                       p = p - lr_s*( (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*p )
-                    with weight decay only on wte, wpe, qkvw, attprojw, fcw, fcprojw
-                    (wd = 0 for biases and layernorm parameters).
+                    with weight decay only on wte, wpe (where it exists), qkvw,
+                    attprojw, fcw, fcprojw (wd = 0 for biases and layernorm parameters).
                   losses[0] equals the state file's loss. The hyperparameters used in
                   the computation are exactly the float32 values stored in the file
                   (converted to float64).
-ref_a_dropout_state.bin   (config a only) same body as a version-2 state file (x, y,
-                  logits, loss, grads), but computed with dropout active. Header
+ref_a_dropout_state.bin   (config a only; none for b, c, d) same body as a version-2
+                  state file (x, y, logits, loss, grads), but computed with dropout
+                  active. Header
                   [0]=20240327 [1]=3 [2]=B [3]=T [4]=seed (4242) [5]=step (7)
                   [6]=p in parts per million (100000 = 0.1), rest 0.
                   Masks come from a counter-based generator (uint64, wrap-around):
@@ -103,10 +154,21 @@ torch.set_num_threads(1)
 CONFIGS = {
     "a": dict(V=65, Vp=128, maxT=16, L=2, NH=2, C=32, B=3, T=11, seed=1001),
     "b": dict(V=101, Vp=128, maxT=32, L=3, NH=6, C=48, B=2, T=23, seed=2002),
+    "c": dict(V=65, Vp=128, maxT=16, L=2, NH=4, C=32, B=2, T=13, seed=3003,
+              NKV=2, pe="rope", ln="post", act="relu", causal=1),
+    "d": dict(V=70, Vp=128, maxT=20, L=2, NH=3, C=36, B=2, T=17, seed=4004,
+              NKV=1, pe="sin", ln="pre", act="gelu", causal=0),
 }
 PARAM_NAMES = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
                "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
 DECAYED = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"}
+
+# Block variants. A config that names none of these is plain GPT-2 (NKV defaults to NH).
+VARIANT_DEFAULTS = dict(pe="learned", ln="pre", act="gelu", causal=1)
+PE_CODES = {"learned": 0, "rope": 1, "sin": 2}   # checkpoint header slot 9
+LN_CODES = {"pre": 0, "post": 1}                 # slot 10
+ACT_CODES = {"gelu": 0, "relu": 1}               # slot 11
+ROPE_THETA = SIN_BASE = 10000.0
 
 N_STEPS, WARMUP = 12, 3
 HYPER = dict(lr=1e-3, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1,
@@ -119,15 +181,55 @@ def f32(v):
     return float(np.float32(v))
 
 
+def variant(cfg):
+    """The block-variant settings of a config, with the GPT-2 defaults filled in."""
+    v = dict(VARIANT_DEFAULTS, NKV=cfg["NH"])
+    v.update({k: cfg[k] for k in ("NKV", "pe", "ln", "act", "causal") if k in cfg})
+    return v
+
+
+def is_variant(cfg):
+    """True when any block setting differs from GPT-2 (-> checkpoint version 103)."""
+    return variant(cfg) != dict(VARIANT_DEFAULTS, NKV=cfg["NH"])
+
+
+def check_config(cfg):
+    v = variant(cfg)
+    NH, C = cfg["NH"], cfg["C"]
+    assert C % NH == 0 and NH % v["NKV"] == 0 and cfg["T"] <= cfg["maxT"]
+    assert v["pe"] in PE_CODES and v["ln"] in LN_CODES and v["act"] in ACT_CODES
+    assert v["causal"] in (0, 1)
+    if v["pe"] == "rope":
+        assert (C // NH) % 2 == 0, "rope pairs the elements of a head"
+    if v["pe"] == "sin":
+        assert C % 2 == 0, "sin table fills (sin, cos) column pairs"
+
+
 def shapes(cfg):
+    """name -> shape, in checkpoint order; wpe only exists for learned positions. The
+    insertion order is also the order of the random draws, so for a plain GPT-2 config
+    this must stay exactly {wte, wpe, ..., lnfb} with qkv width 3C."""
     V, Vp, maxT, L, C = cfg["V"], cfg["Vp"], cfg["maxT"], cfg["L"], cfg["C"]
-    return {
-        "wte": (Vp, C), "wpe": (maxT, C), "ln1w": (L, C), "ln1b": (L, C),
-        "qkvw": (L, 3 * C, C), "qkvb": (L, 3 * C), "attprojw": (L, C, C),
+    v = variant(cfg)
+    hs = C // cfg["NH"]
+    qkv = (cfg["NH"] + 2 * v["NKV"]) * hs  # = 3C when NKV == NH
+    out = {"wte": (Vp, C)}
+    if v["pe"] == "learned":
+        out["wpe"] = (maxT, C)
+    out.update({
+        "ln1w": (L, C), "ln1b": (L, C),
+        "qkvw": (L, qkv, C), "qkvb": (L, qkv), "attprojw": (L, C, C),
         "attprojb": (L, C), "ln2w": (L, C), "ln2b": (L, C), "fcw": (L, 4 * C, C),
         "fcb": (L, 4 * C), "fcprojw": (L, C, 4 * C), "fcprojb": (L, C),
         "lnfw": (C,), "lnfb": (C,),
-    }
+    })
+    return out
+
+
+def param_names(cfg):
+    """PARAM_NAMES minus the tensors this config does not have (wpe without learned pe)."""
+    shp = shapes(cfg)
+    return [n for n in PARAM_NAMES if n in shp]
 
 
 def init_params(cfg, gen):
@@ -201,37 +303,101 @@ class Dropout:
 # ----------------------------------------------------------------------------------------
 # model
 
+def rope_freqs_cis(hs, T):
+    """llama's precompute_freqs_cis in complex128: [t, i] = exp(1j * t * freqs[i]),
+    freqs[i] = 1 / theta^(2i/hs), i = 0..hs/2-1, t = 0..T-1."""
+    freqs = 1.0 / (ROPE_THETA ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), freqs)  # (T, hs/2)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def apply_rope(x, freqs_cis):
+    """llama's apply_rotary_emb on x (B, T, nh, hs): the adjacent pairs (x[2i], x[2i+1])
+    of each head are one complex number, multiplied by freqs_cis[t, i]. Complex autograd
+    gives the backward; this is the oracle, the real formula is only the self-check."""
+    B, T, nh, hs = x.shape
+    xc = torch.view_as_complex(x.reshape(B, T, nh, hs // 2, 2))
+    return torch.view_as_real(xc * freqs_cis.view(1, T, 1, hs // 2)).flatten(3)
+
+
+def sin_table(T, C):
+    """Fixed sinusoidal positions (T, C): [t, 2i] = sin(t / base^(2i/C)),
+    [t, 2i+1] = cos(t / base^(2i/C)); both columns of a pair share one frequency."""
+    even = torch.arange(0, C, 2, dtype=torch.float64)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] / (SIN_BASE ** (even / C))[None, :]
+    pe = torch.empty(T, C, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(ang)
+    pe[:, 1::2] = torch.cos(ang)
+    return pe
+
+
+def repeat_kv(x, n_rep):
+    """llama's repeat_kv: (B, T, NKV, hs) -> (B, T, NKV*n_rep, hs), each K/V head copied
+    to n_rep consecutive query heads, so query head h reads K/V head h // n_rep."""
+    B, T, nkv, hs = x.shape
+    if n_rep == 1:  # plain multi-head: no op at all, keeps configs a/b bit-identical
+        return x
+    return x[:, :, :, None, :].expand(B, T, nkv, n_rep, hs).reshape(B, T, nkv * n_rep, hs)
+
+
+def attention(q, k, v, causal, drop=None, layer=0):
+    """q (B,T,NH,hs), k and v (B,T,NKV,hs) -> (B,T,NH*hs), heads concatenated in order.
+    Softmax of q.k/sqrt(hs) over keys (keys after the query excluded when causal)."""
+    B, T, NH, hs = q.shape
+    n_rep = NH // k.shape[2]
+    q = q.transpose(1, 2)  # (B,NH,T,hs)
+    k = repeat_kv(k, n_rep).transpose(1, 2)
+    v = repeat_kv(v, n_rep).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B,NH,T,T)
+    if causal:
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        att = att.masked_fill(~mask, float("-inf"))
+    att = torch.softmax(att, dim=-1)
+    if drop is not None:
+        att = drop(att, layer, 1)
+    return (att @ v).transpose(1, 2).reshape(B, T, NH * hs)
+
+
 def forward(P, cfg, x, y, dropout=None):
     """P: dict of float64 tensors. Returns (logits[B,T,V], mean loss)."""
     V, L, NH, C = cfg["V"], cfg["L"], cfg["NH"], cfg["C"]
+    var = variant(cfg)
+    NKV, post = var["NKV"], var["ln"] == "post"
     B, T = x.shape
     hs = C // NH
     drop = dropout if dropout is not None else (lambda t, layer, site: t)
-    pos = torch.arange(T)
-    h = P["wte"][x] + P["wpe"][pos]  # (B,T,C)
+    act = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu}[var["act"]]
+    if var["pe"] == "learned":
+        h = P["wte"][x] + P["wpe"][torch.arange(T)]  # (B,T,C)
+    elif var["pe"] == "sin":
+        h = P["wte"][x] + sin_table(T, C)  # fixed table, not a parameter, no scaling
+    else:  # rope: positions enter only through the rotation of q and k
+        h = P["wte"][x]
     h = drop(h, 0, 0)
-    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    freqs_cis = rope_freqs_cis(hs, T) if var["pe"] == "rope" else None
     for l in range(L):
-        a = F.layer_norm(h, (C,), P["ln1w"][l], P["ln1b"][l], eps=1e-5)
-        qkv = a @ P["qkvw"][l].T + P["qkvb"][l]  # (B,T,3C)
-        q, k, v = qkv[..., :C], qkv[..., C:2 * C], qkv[..., 2 * C:]
-        q = q.reshape(B, T, NH, hs).transpose(1, 2)  # (B,NH,T,hs)
-        k = k.reshape(B, T, NH, hs).transpose(1, 2)
-        v = v.reshape(B, T, NH, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B,NH,T,T)
-        att = att.masked_fill(~causal, float("-inf"))
-        att = torch.softmax(att, dim=-1)
-        att = drop(att, l, 1)
-        o = (att @ v).transpose(1, 2).reshape(B, T, C)  # heads concatenated in order
+        # pre-LN: attention reads LN1(h); post-LN: attention reads h and LN1 follows the add
+        a = h if post else F.layer_norm(h, (C,), P["ln1w"][l], P["ln1b"][l], eps=1e-5)
+        qkv = a @ P["qkvw"][l].T + P["qkvb"][l]  # (B,T,(NH+2*NKV)*hs): Q, K, V rows
+        q = qkv[..., :C].reshape(B, T, NH, hs)
+        k = qkv[..., C:C + NKV * hs].reshape(B, T, NKV, hs)
+        v = qkv[..., C + NKV * hs:].reshape(B, T, NKV, hs)
+        if freqs_cis is not None:  # after the bias, before the scores; V is not rotated
+            q, k = apply_rope(q, freqs_cis), apply_rope(k, freqs_cis)
+        o = attention(q, k, v, var["causal"], drop if dropout is not None else None, l)
         o = o @ P["attprojw"][l].T + P["attprojb"][l]
         o = drop(o, l, 2)
         h = h + o
-        a = F.layer_norm(h, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
+        if post:
+            h = F.layer_norm(h, (C,), P["ln1w"][l], P["ln1b"][l], eps=1e-5)
+        a = h if post else F.layer_norm(h, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
         m = a @ P["fcw"][l].T + P["fcb"][l]
-        m = F.gelu(m, approximate="tanh")
+        m = act(m)
         m = m @ P["fcprojw"][l].T + P["fcprojb"][l]
         m = drop(m, l, 3)
         h = h + m
+        if post:
+            h = F.layer_norm(h, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
     h = F.layer_norm(h, (C,), P["lnfw"], P["lnfb"], eps=1e-5)
     logits = h @ P["wte"].T  # (B,T,Vp), tied head
     logits = logits[..., :V]
@@ -239,15 +405,94 @@ def forward(P, cfg, x, y, dropout=None):
     return logits, loss
 
 
-def leaf64(P32):
-    return {n: P32[n].to(torch.float64).clone().requires_grad_(True) for n in PARAM_NAMES}
+# ----------------------------------------------------------------------------------------
+# self-checks of the variant building blocks against direct formulas
+
+def check_rope(cfg):
+    """apply_rope (complex) == the real rotation (x0 cos - x1 sin, x0 sin + x1 cos), values
+    and gradients, on random (B,T,NH,hs) data from a generator of its own (the config's
+    generator must not be disturbed)."""
+    B, T, NH = cfg["B"], cfg["T"], cfg["NH"]
+    hs = cfg["C"] // NH
+    g = torch.Generator().manual_seed(777)
+    x = torch.randn(B, T, NH, hs, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(B, T, NH, hs, generator=g, dtype=torch.float64)
+    got = apply_rope(x, rope_freqs_cis(hs, T))
+    want = torch.empty(B, T, NH, hs, dtype=torch.float64)
+    xd = x.detach()
+    for t in range(T):
+        for i in range(hs // 2):
+            ang = t / ROPE_THETA ** (2 * i / hs)
+            c, s = math.cos(ang), math.sin(ang)
+            x0, x1 = xd[:, t, :, 2 * i], xd[:, t, :, 2 * i + 1]
+            want[:, t, :, 2 * i] = x0 * c - x1 * s
+            want[:, t, :, 2 * i + 1] = x0 * s + x1 * c
+    assert torch.allclose(got, want, rtol=0, atol=1e-12), "rope != real rotation"
+    # the backward of a rotation is the rotation by -angle
+    (gx,) = torch.autograd.grad((got * w).sum(), x)
+    want_g = torch.empty_like(gx)
+    for t in range(T):
+        for i in range(hs // 2):
+            ang = t / ROPE_THETA ** (2 * i / hs)
+            c, s = math.cos(ang), math.sin(ang)
+            w0, w1 = w[:, t, :, 2 * i], w[:, t, :, 2 * i + 1]
+            want_g[:, t, :, 2 * i] = w0 * c + w1 * s
+            want_g[:, t, :, 2 * i + 1] = -w0 * s + w1 * c
+    assert torch.allclose(gx, want_g, rtol=0, atol=1e-12), "rope backward"
+    return (got - want).abs().max().item()
+
+
+def check_gqa():
+    """attention() with NKV == NH equals plain multi-head attention, and with NKV < NH
+    equals per-head attention where query head h uses K/V head h // (NH // NKV); both
+    written as explicit loops with their own softmax, with and without the causal mask."""
+    g = torch.Generator().manual_seed(778)
+    B, T, NH, hs = 2, 5, 6, 4
+
+    def loop(q, k, v, causal):
+        n_rep = NH // k.shape[2]
+        out = torch.zeros(B, T, NH * hs, dtype=torch.float64)
+        for b in range(B):
+            for h in range(NH):
+                kh = h // n_rep
+                for t in range(T):
+                    keys = range(t + 1) if causal else range(T)
+                    sc = torch.stack([(q[b, t, h] * k[b, t2, kh]).sum() / math.sqrt(hs)
+                                      for t2 in keys])
+                    e = torch.exp(sc - sc.max())
+                    p = e / e.sum()
+                    out[b, t, h * hs:(h + 1) * hs] = sum(
+                        p[j] * v[b, t2, kh] for j, t2 in enumerate(keys))
+        return out
+
+    for nkv in (NH, 3, 2, 1):
+        q = torch.randn(B, T, NH, hs, generator=g, dtype=torch.float64)
+        k = torch.randn(B, T, nkv, hs, generator=g, dtype=torch.float64)
+        v = torch.randn(B, T, nkv, hs, generator=g, dtype=torch.float64)
+        for causal in (1, 0):
+            assert torch.allclose(attention(q, k, v, causal), loop(q, k, v, causal),
+                                  rtol=0, atol=1e-12), f"gqa nkv={nkv} causal={causal}"
+
+
+def check_sin_table():
+    pe = sin_table(4, 6)
+    assert (pe[0, 0::2] == 0).all() and (pe[0, 1::2] == 1).all()
+    assert abs(pe[3, 0].item() - math.sin(3.0)) < 1e-15
+    assert abs(pe[3, 1].item() - math.cos(3.0)) < 1e-15
+    assert abs(pe[2, 4].item() - math.sin(2.0 / SIN_BASE ** (4 / 6))) < 1e-15
+    assert abs(pe[2, 5].item() - math.cos(2.0 / SIN_BASE ** (4 / 6))) < 1e-15
+
+
+def leaf64(P32, cfg):
+    return {n: P32[n].to(torch.float64).clone().requires_grad_(True)
+            for n in param_names(cfg)}
 
 
 def forward_backward(P32, cfg, x, y, dropout=None):
-    P = leaf64(P32)
+    P = leaf64(P32, cfg)
     logits, loss = forward(P, cfg, x, y, dropout)
     loss.backward()
-    return logits.detach(), loss.detach(), {n: P[n].grad.detach() for n in PARAM_NAMES}
+    return logits.detach(), loss.detach(), {n: P[n].grad.detach() for n in param_names(cfg)}
 
 
 # ----------------------------------------------------------------------------------------
@@ -271,22 +516,34 @@ def i32bytes(t):
     return np.ascontiguousarray(np.asarray(t, dtype="<i4")).tobytes()
 
 
+def model_header(cfg):
+    """Checkpoint header values. Plain GPT-2: llm.c's version 3, slots 8.. zero. Any block
+    variant: version 103 (llm.c's loader refuses it rather than misreading the tensors),
+    slots 8..12 = NKV, pe, ln, act, mask (0 causal, 1 none)."""
+    h = [20240326, 3, cfg["maxT"], cfg["V"], cfg["L"], cfg["NH"], cfg["C"], cfg["Vp"]]
+    if is_variant(cfg):
+        v = variant(cfg)
+        h[1] = 103
+        h += [v["NKV"], PE_CODES[v["pe"]], LN_CODES[v["ln"]], ACT_CODES[v["act"]],
+              0 if v["causal"] else 1]
+    return h
+
+
 def write_model(path, cfg, P32):
     with open(path, "wb") as f:
-        f.write(header([20240326, 3, cfg["maxT"], cfg["V"], cfg["L"], cfg["NH"], cfg["C"],
-                        cfg["Vp"]]))
-        for n in PARAM_NAMES:
+        f.write(header(model_header(cfg)))
+        for n in param_names(cfg):
             f.write(f32bytes(P32[n]))
 
 
-def write_state(path, hdr, x, y, logits, loss, grads):
+def write_state(path, cfg, hdr, x, y, logits, loss, grads):
     with open(path, "wb") as f:
         f.write(header(hdr))
         f.write(i32bytes(x))
         f.write(i32bytes(y))
         f.write(f32bytes(logits))
         f.write(f32bytes(np.array([loss.item()])))
-        for n in PARAM_NAMES:
+        for n in param_names(cfg):
             f.write(f32bytes(grads[n]))
 
 
@@ -302,11 +559,12 @@ def lr_at(s, lr, n, warmup, final_frac):
 def trajectory(P32, cfg, x, y, step0_norm):
     hp = {k: f32(v) for k, v in HYPER.items()}  # use exactly the stored float32 values
     clip = f32(0.5 * step0_norm)
-    P = leaf64(P32)
+    P = leaf64(P32, cfg)
+    names = param_names(cfg)  # no wpe tensor (hence no decay, no moments) without it
     groups = [
-        {"params": [P[n] for n in PARAM_NAMES if n in DECAYED],
+        {"params": [P[n] for n in names if n in DECAYED],
          "weight_decay": hp["weight_decay"]},
-        {"params": [P[n] for n in PARAM_NAMES if n not in DECAYED], "weight_decay": 0.0},
+        {"params": [P[n] for n in names if n not in DECAYED], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
                             eps=hp["eps"], foreach=False)
@@ -315,7 +573,7 @@ def trajectory(P32, cfg, x, y, step0_norm):
         opt.zero_grad(set_to_none=True)
         _, loss = forward(P, cfg, x, y)
         loss.backward()
-        grads = [P[n].grad for n in PARAM_NAMES]
+        grads = [P[n].grad for n in names]
         norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
         did = norm > clip
         if did:
@@ -351,19 +609,49 @@ def write_train(path, cfg, x, y, hp, clip, losses, norms, lrs):
 # ----------------------------------------------------------------------------------------
 # read-back verification
 
+# Checkpoint header slots 8..12 (NKV, pe, ln, act, mask) spelled out per config, as an
+# independent check of model_header(); None = plain GPT-2 (version 3, slots 8.. zero).
+EXPECTED_VARIANT_SLOTS = {"a": None, "b": None, "c": [2, 1, 1, 1, 0], "d": [1, 2, 0, 0, 1]}
+
+
 def verify(out):
     for name, cfg in CONFIGS.items():
-        V, Vp, B, T = cfg["V"], cfg["Vp"], cfg["B"], cfg["T"]
+        V, Vp, B, T, C = cfg["V"], cfg["Vp"], cfg["B"], cfg["T"], cfg["C"]
         shp = shapes(cfg)
+        names = param_names(cfg)
+        assert names == list(shp), "shapes() not in checkpoint order"
+        assert ("wpe" in names) == (variant(cfg)["pe"] == "learned")
         nparams = sum(int(np.prod(s)) for s in shp.values())
         # model
         raw = open(os.path.join(out, f"ref_{name}_model.bin"), "rb").read()
         assert len(raw) == 1024 + 4 * nparams, "model size"
         h = np.frombuffer(raw[:1024], "<i4")
-        assert list(h[:8]) == [20240326, 3, cfg["maxT"], V, cfg["L"], cfg["NH"], cfg["C"], Vp]
-        assert not h[8:].any()
-        wte = np.frombuffer(raw[1024:1024 + 4 * Vp * cfg["C"]], "<f4").reshape(Vp, -1)
+        slots = EXPECTED_VARIANT_SLOTS[name]
+        version = 3 if slots is None else 103
+        assert list(h[:8]) == [20240326, version, cfg["maxT"], V, cfg["L"], cfg["NH"], C,
+                               Vp]
+        if slots is None:
+            assert not h[8:].any()
+        else:
+            assert list(h[8:13]) == slots and not h[13:].any(), name + ": variant slots"
+        wte = np.frombuffer(raw[1024:1024 + 4 * Vp * C], "<f4").reshape(Vp, -1)
         assert (wte[V:] != 0).all(), "padding rows of wte must be non-zero"
+        # read the parameters back in file order: recomputing from them must give the
+        # state file's loss, logits and gradients bit for bit (checks order and offsets)
+        P32, off = {}, 1024
+        for n in names:
+            cnt = int(np.prod(shp[n]))
+            P32[n] = torch.from_numpy(np.frombuffer(raw, "<f4", cnt, off).copy())
+            P32[n] = P32[n].reshape(shp[n])
+            off += 4 * cnt
+        st = open(os.path.join(out, f"ref_{name}_state.bin"), "rb").read()
+        n_xy = B * T
+        x, y = (torch.from_numpy(np.frombuffer(st, "<i4", n_xy, 1024 + 4 * n_xy * i)
+                                 .astype(np.int64)).reshape(B, T) for i in (0, 1))
+        logits, loss, grads = forward_backward(P32, cfg, x, y)
+        body = (f32bytes(logits) + f32bytes(np.array([loss.item()]))
+                + b"".join(f32bytes(grads[n]) for n in names))
+        assert st[1024 + 8 * n_xy:] == body, name + ": model read back != state"
         # states
         files = [(f"ref_{name}_state.bin", [20240327, 2, B, T])]
         if name == "a":
@@ -375,7 +663,7 @@ def verify(out):
             h = np.frombuffer(raw[:1024], "<i4")
             assert list(h[:len(hexp)]) == hexp and not h[len(hexp):].any(), fn
             off = 1024 + 4 * (2 * B * T + B * T * V + 1)
-            gwte = np.frombuffer(raw[off:off + 4 * Vp * cfg["C"]], "<f4").reshape(Vp, -1)
+            gwte = np.frombuffer(raw[off:off + 4 * Vp * C], "<f4").reshape(Vp, -1)
             assert (gwte[V:] == 0).all(), fn + ": wte grad padding rows not zero"
             assert not np.signbit(gwte[V:]).any(), fn + ": -0.0 in wte grad padding"
             assert np.isfinite(np.frombuffer(raw[1024:], "<f4")).all()
@@ -384,13 +672,13 @@ def verify(out):
         assert len(raw) == 1024 + 64 + 4 * (2 * B * T + 3 * N_STEPS), "train size"
         h = np.frombuffer(raw[:1024], "<i4")
         assert list(h[:6]) == [20241122, 1, B, T, N_STEPS, WARMUP] and not h[6:].any()
-        st = open(os.path.join(out, f"ref_{name}_state.bin"), "rb").read()
         xy_t = raw[1088:1088 + 8 * B * T]
         assert xy_t == st[1024:1024 + 8 * B * T], "train batch != state batch"
         loss_state = np.frombuffer(st, "<f4", 1, 1024 + 4 * (2 * B * T + B * T * V))[0]
         loss0 = np.frombuffer(raw, "<f4", 1, 1088 + 8 * B * T)[0]
         assert loss0 == loss_state, "losses[0] != state loss"
-    print("verify: all headers, sizes, padding-row gradients and cross-file checks OK")
+    print("verify: all headers (incl. variant slots 8-12), sizes, padding-row gradients, "
+          "model read-back and cross-file checks OK")
 
 
 # ----------------------------------------------------------------------------------------
@@ -454,6 +742,19 @@ def main():
     assert splitmix64_scalar(0) == 0xE220A8397B1DCDAF
     assert int(splitmix64_np(np.uint64(0))) == 0xE220A8397B1DCDAF
 
+    # variant building blocks against direct formulas (own generators, nothing written)
+    check_gqa()
+    check_sin_table()
+    for name, cfg in CONFIGS.items():
+        check_config(cfg)
+        if variant(cfg)["pe"] == "rope":
+            err = check_rope(cfg)
+            print(f"rope self-check (config {name} shapes): complex == real rotation, "
+                  f"max |diff| {err:.3g}")
+    print("gqa self-check: NKV == NH equals plain multi-head; NKV < NH equals query head "
+          "h -> K/V head h // (NH/NKV); causal and unmasked")
+    print()
+
     for name, cfg in CONFIGS.items():
         gen = torch.Generator().manual_seed(cfg["seed"])
         P32 = init_params(cfg, gen)
@@ -464,7 +765,7 @@ def main():
         write_model(os.path.join(out, f"ref_{name}_model.bin"), cfg, P32)
         logits, loss, grads = forward_backward(P32, cfg, x, y)
         assert (grads["wte"][V:] == 0).all()
-        write_state(os.path.join(out, f"ref_{name}_state.bin"), [20240327, 2, B, T],
+        write_state(os.path.join(out, f"ref_{name}_state.bin"), cfg, [20240327, 2, B, T],
                     x, y, logits, loss, grads)
         norm0 = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
 
@@ -473,11 +774,16 @@ def main():
         write_train(os.path.join(out, f"ref_{name}_train.bin"), cfg, x, y, hp, clip,
                     losses, norms, lrs)
 
+        var = variant(cfg)
         print(f"== config {name}: V={V} Vp={cfg['Vp']} maxT={cfg['maxT']} L={cfg['L']} "
               f"NH={cfg['NH']} C={cfg['C']} B={B} T={T} ==")
+        print(f"block: NKV={var['NKV']} pe={var['pe']} ln={var['ln']} act={var['act']} "
+              f"causal={var['causal']}; checkpoint version {model_header(cfg)[1]}, "
+              f"{len(param_names(cfg))} tensors"
+              f"{'' if 'wpe' in param_names(cfg) else ' (no wpe)'}")
         print(f"loss {loss.item():.9g}   (ln V = {math.log(V):.6g})")
         print("max |grad| per tensor:")
-        for n in PARAM_NAMES:
+        for n in param_names(cfg):
             print(f"  {n:9s} {grads[n].abs().max().item():.6g}")
         print(f"step-0 grad norm {norm0:.9g}; grad_clip {clip:.9g}")
         print(" step   loss          grad_norm     lr            clipped")
@@ -491,7 +797,7 @@ def main():
             dr = Dropout(DROP_SEED, DROP_STEP, p)
             dlogits, dloss, dgrads = forward_backward(P32, cfg, x, y, dropout=dr)
             assert (dgrads["wte"][V:] == 0).all()
-            write_state(os.path.join(out, f"ref_{name}_dropout_state.bin"),
+            write_state(os.path.join(out, f"ref_{name}_dropout_state.bin"), cfg,
                         [20240327, 3, B, T, DROP_SEED, DROP_STEP, DROP_PPM],
                         x, y, dlogits, dloss, dgrads)
             print(f"-- dropout (seed {DROP_SEED}, step {DROP_STEP}, p {p}, threshold "

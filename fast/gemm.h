@@ -361,4 +361,10 @@ static inline void matmul_AtB(float* C, int ldc, const float* A, int lda, const 
     sgemm_share(0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
+// C (M,N) += A^T B: grouped-query attention sums a shared K/V head's gradient over its group
+static inline void matmul_AtB_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
+                                  int M, int N, int K) {
+    sgemm_share(0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 1, NULL);
+}
+
 #endif

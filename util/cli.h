@@ -41,7 +41,16 @@ typedef struct {
     int shuffle;                 // -sh
     const char* attention_map;   // -am
     int slide;                   // -sw
+    int kv_heads;                // -kv (fresh model; 0 = -nh)
+    const char *pe, *ln, *act;   // -pe -ln -act: words ("" = not given)
+    int variant[3];              // their indices in VARIANT_WORDS; -1 = not given
+    int causal;                  // -causal 1 or 0; -1 = not given
 } Options;
+
+// the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
+static const char* const VARIANT_FLAGS[3] = {"-pe", "-ln", "-act"};
+static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pre", "post", NULL},
+                                                {"gelu", "relu", NULL}};
 
 typedef struct { const char* name; char type; size_t offset; const char* help; } Flag;
 #define OPT(field) offsetof(Options, field)
@@ -83,6 +92,12 @@ static const Flag FLAGS[] = {
     {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; "
                              "0 = stop"},
     {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this PGM file and exit"},
+    {"-kv", 'i', OPT(kv_heads), "fresh model: key/value heads, dividing -nh (GQA; 1 = multi-query; 0 = -nh)"},
+    {"-pe", 's', OPT(pe), "fresh model: positions learned | rope | sin (\"\" = learned)"},
+    {"-ln", 's', OPT(ln), "fresh model: layernorm pre (GPT-2) | post (the original Transformer)"},
+    {"-act", 's', OPT(act), "fresh model: MLP non-linearity gelu | relu"},
+    {"-causal", 'i', OPT(causal), "1 = causal attention; 0 = no mask, an experiment (doc/variants.md); "
+                                  "-1 = the model's"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -94,7 +109,8 @@ static Options default_options(void) {
         .max_steps = 2000, .val_every = 250, .val_batches = 0, .sample_every = 0, .gen_tokens = 400,
         .checkpoint_every = 0, .resume = 0, .layers = 4, .heads = 4, .channels = 128, .max_seq_len = 0,
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
-        .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1};
+        .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
+        .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1};
     return o;
 }
 
@@ -161,9 +177,20 @@ Options parse_args(int argc, char** argv) {
         {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
         {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"},
         {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
-        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"}};
+        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},
+        {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
     for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
         if (checks[k].bad) { fprintf(stderr, "train_gpt2: error: %s\n", checks[k].msg); exit(EXIT_USAGE); }
+    const char* words[3] = {o.pe, o.ln, o.act};
+    for (int k = 0; k < 3; k++) {
+        for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)
+            if (strcmp(words[k], VARIANT_WORDS[k][w]) == 0) o.variant[k] = w;
+        if (words[k][0] && o.variant[k] < 0)
+            usage_error("flag %s: unknown value '%s' (%s, %s%s%s)", VARIANT_FLAGS[k], words[k],
+                        VARIANT_WORDS[k][0], VARIANT_WORDS[k][1], VARIANT_WORDS[k][2] ? ", " : "",
+                        VARIANT_WORDS[k][2] ? VARIANT_WORDS[k][2] : "");
+    }
     return o;
 }
 
