@@ -380,7 +380,7 @@ static double rep_times[MAX_REPS];
 // calls only make those sums larger, which does not change the time.
 static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     GPT2Config c = m->config;
-    int B = sh->B, T = sh->T, C = c.channels, NH = c.num_heads, L = c.num_layers, V = c.vocab_size,
+    int B = sh->B, T = sh->T, C = c.channels, L = c.num_layers, V = c.vocab_size,
         Vp = c.padded_vocab_size, BT = B * T;
     size_t BTC = (size_t)BT * C;
     double budget_s = sh->kernel_ms * 1e-3;
@@ -408,16 +408,16 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 matmul_forward(A[l].qkv, A[l].ln1, W[l].qkvw, W[l].qkvb, BT, C, 3 * C));
     TIME_KERNEL("attention", "forward", fL, 0,
                 attention_forward(A[l].atty, A[l].att_scores, A[l].att_probs, A[l].att_dropped, A[l].qkv,
-                                  B, T, C, NH, &off));
+                                  attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul attproj", "forward", fL, mm * C,
                 matmul_forward(A[l].attproj, A[l].atty, W[l].attprojw, W[l].attprojb, BT, C, C));
     TIME_KERNEL("residual (x 2L)", "forward", 2 * fL, 0,
                 residual_forward(A[l].residual2, A[l].residual, A[l].attproj, BTC));
     TIME_KERNEL("matmul fc", "forward", fL, mm * 4 * C,
                 matmul_forward(A[l].fch, A[l].ln2, W[l].fcw, W[l].fcb, BT, C, 4 * C));
-    TIME_KERNEL("gelu", "forward", fL, 0, gelu_forward(A[l].fch_gelu, A[l].fch, 4 * BTC));
+    TIME_KERNEL("gelu", "forward", fL, 0, gelu_forward(A[l].fch_act, A[l].fch, 4 * BTC));
     TIME_KERNEL("matmul fcproj", "forward", fL, mm * 4 * C,
-                matmul_forward(A[l].fcproj, A[l].fch_gelu, W[l].fcprojw, W[l].fcprojb, BT, 4 * C, C));
+                matmul_forward(A[l].fcproj, A[l].fch_act, W[l].fcprojw, W[l].fcprojb, BT, 4 * C, C));
     TIME_KERNEL("matmul lm head", "forward", 1, mm * Vp,
                 matmul_forward(a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp));
     TIME_KERNEL("softmax + crossentropy", "forward", 1, 0,
@@ -433,9 +433,9 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 layernorm_backward(s->dres, DW[l].ln2w, DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
                                    A[l].ln2_mean, A[l].ln2_rstd, BT, C));
     TIME_KERNEL("matmul fcproj", "backward", fL, 2 * mm * 4 * C,
-                matmul_backward(s->dfch_gelu, DW[l].fcprojw, DW[l].fcprojb, s->dbranch, A[l].fch_gelu,
+                matmul_backward(s->dfch_act, DW[l].fcprojw, DW[l].fcprojb, s->dbranch, A[l].fch_act,
                                 W[l].fcprojw, BT, 4 * C, C));
-    TIME_KERNEL("gelu", "backward", fL, 0, gelu_backward(s->dfch, A[l].fch, s->dfch_gelu, 4 * BTC));
+    TIME_KERNEL("gelu", "backward", fL, 0, gelu_backward(s->dfch, A[l].fch, s->dfch_act, 4 * BTC));
     TIME_KERNEL("matmul fc", "backward", fL, 2 * mm * 4 * C,
                 matmul_backward(s->dln, DW[l].fcw, DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C));
     TIME_KERNEL("matmul attproj", "backward", fL, 2 * mm * C,
@@ -443,7 +443,7 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                                 W[l].attprojw, BT, C, C));
     TIME_KERNEL("attention", "backward", fL, 0,
                 attention_backward(s->dqkv, s->datty, A[l].qkv, A[l].att_probs, A[l].att_dropped,
-                                   B, T, C, NH, &off));
+                                   attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul qkv", "backward", fL, 2 * mm * 3 * C,
                 matmul_backward(s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C));
     TIME_KERNEL("encoder", "backward", 1, 0,
