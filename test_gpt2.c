@@ -1066,6 +1066,165 @@ static void test_kv_cache(const char* model_path) {
 }
 
 // ----------------------------------------------------------------------------
+// block variants in a whole model: the gradients of the loss by finite differences, the
+// KV cache against the training forward (and after generate() slides its window), and
+// checkpoints written back byte for byte
+
+typedef struct { const char* name; int NH, NKV, pe, ln, act, mask; } Variant;
+static const Variant VARIANTS[] = {
+    {"GPT-2", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL},
+    {"GQA 4 over 2 + RoPE", 4, 2, POS_ROPE, LN_PRE, ACT_GELU, MASK_CAUSAL},
+    {"multi-query + sinusoids", 4, 1, POS_SIN, LN_PRE, ACT_GELU, MASK_CAUSAL},
+    {"post-LN", 4, 4, POS_LEARNED, LN_POST, ACT_GELU, MASK_CAUSAL},
+    {"post-LN + GQA + RoPE, no mask", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_NONE},
+    {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL},
+};
+#define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
+
+// L=2, C=16, V=11 (padded 16); weights spread wider than GPT-2's 0.02 (as the references'),
+// so that every path of the block carries weight
+static void variant_model(GPT2* m, const Variant* v, int maxT, uint64_t seed) {
+    GPT2Config c = {.max_seq_len = maxT, .vocab_size = 11, .padded_vocab_size = 16, .num_layers = 2,
+                    .num_heads = v->NH, .channels = 16, .num_kv_heads = v->NKV, .pos_encoding = v->pe,
+                    .ln_place = v->ln, .activation = v->act, .mask = v->mask};
+    gpt2_init_random(m, c, seed);
+    uint64_t rng = seed;
+    for (size_t i = 0; i < m->num_parameters; i++)
+        m->params_memory[i] += 0.2f * random_normal(&rng);
+}
+
+// sets the number of threads; returns the number before
+static int use_threads(int n) {
+#ifdef _OPENMP
+    int before = omp_get_max_threads();
+    omp_set_num_threads(n);
+    return before;
+#else
+    return n;
+#endif
+}
+
+// the mean loss in double (the forward's per-position losses, not its float mean)
+static double model_loss(GPT2* m, const int* x, const int* y, int B, int T) {
+    gpt2_forward(m, x, y, B, T, -1);
+    double sum = 0.0;
+    for (int i = 0; i < B * T; i++)
+        sum += m->scratch.losses[i];
+    return sum / (B * T);
+}
+
+// every parameter of the model (ReLU's kinks excepted: its layer has its own check above)
+static void test_variant_gradients(void) {
+    printf("-- block variants: finite differences of the whole model's loss\n");
+    enum { B = 2, T = 7 };
+    int x[B * T], y[B * T];
+    uint64_t rng = 99;
+    for (int i = 0; i < B * T; i++) {
+        x[i] = (int)(random_u64(&rng) % 11);
+        y[i] = (int)(random_u64(&rng) % 11);
+    }
+    int threads = use_threads(1);  // tiny models: waking threads would cost more than the work
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        const Variant* v = &VARIANTS[k];
+        if (v->act == ACT_RELU) continue;
+        GPT2 m;
+        variant_model(&m, v, 8, 300 + k);
+        gpt2_forward(&m, x, y, B, T, -1);
+        gpt2_zero_grad(&m);
+        gpt2_backward(&m);
+        // eps 5e-3, not the layers' 1e-2: through two blocks the truncation error (~eps^2)
+        // dominates (measured worst relative error 3.9e-4 at 1e-2, 1.1e-4 at 5e-3)
+        const float eps = 5e-3f;
+        float max_err = 0.0f, max_ana = 0.0f;
+        for (size_t i = k % 2; i < m.num_parameters; i += 2) {  // every other parameter
+            float orig = m.params_memory[i];
+            m.params_memory[i] = orig + eps; double fp = model_loss(&m, x, y, B, T);
+            m.params_memory[i] = orig - eps; double fm = model_loss(&m, x, y, B, T);
+            m.params_memory[i] = orig;
+            float num = (float)((fp - fm) / (2.0 * eps)), ana = m.grads_memory[i];
+            if (!(fabsf(num - ana) <= max_err)) max_err = fabsf(num - ana);
+            if (fabsf(ana) > max_ana) max_ana = fabsf(ana);
+        }
+        check(max_err <= TOL_FD_REL * max_ana, "finite differences, %-30s %zu of %zu parameters: max error "
+              "%.2e, relative to max %.2e (tolerance %.0e)", v->name, m.num_parameters / 2, m.num_parameters,
+              max_err, max_err / max_ana, TOL_FD_REL);
+        gpt2_free(&m);
+    }
+    use_threads(threads);
+}
+
+// Without the mask the model trains unmasked, but generation stays causal: its cache is
+// compared with the training forward with the mask switched back on.
+static void test_variant_kv_cache(void) {
+    printf("-- block variants: KV cache against the training forward\n");
+    enum { maxT = 8 };
+    int threads = use_threads(1);
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        GPT2 m;
+        variant_model(&m, &VARIANTS[k], maxT, 500 + k);
+        m.config.mask = MASK_CAUSAL;
+        KVCache kv;
+        kvcache_init(&kv, m.config);
+        int tokens[maxT];
+        uint64_t rng = 42 + k;
+        for (int t = 0; t < maxT; t++)
+            tokens[t] = (int)(random_u64(&rng) % 11);
+        gpt2_forward(&m, tokens, NULL, 1, maxT, -1);
+        float worst = 0.0f;
+        for (int t = 0; t < maxT; t++) {
+            const float* logits = gpt2_forward_token(&m, &kv, tokens[t]);
+            Error e = compare(logits, m.acts.logits + (size_t)t * 16, 1, 11, 0);
+            if (!(e.max_abs <= worst)) worst = e.max_abs;
+        }
+        // generate() past maxT: it keeps the newest maxT/2 tokens and re-feeds them from
+        // position 0; the last logits must be the training forward's on that window
+        Sampler greedy;
+        sampler_init(&greedy, 11, 0.0f, 0, 1);
+        FILE* sink = fopen("/dev/null", "w");
+        int slid = generate(&m, &kv, &greedy, NULL, tokens, 3, 2 * maxT, 1, sink) == 2 * maxT;
+        fclose(sink);
+        float last[16];
+        memcpy(last, kv.logits, sizeof last);
+        gpt2_forward(&m, kv.tokens, NULL, 1, kv.pos, -1);
+        Error e = compare(last, m.acts.logits + (size_t)(kv.pos - 1) * 16, 1, 11, 0);
+        check(worst <= TOL_KV_ABS && slid && e.max_abs <= TOL_KV_ABS,
+              "KV cache, %-30s 8 positions: max |logit difference| %.2e; after generate() slid its "
+              "window: %.2e (tolerance %.0e)", VARIANTS[k].name, worst, e.max_abs, TOL_KV_ABS);
+        sampler_free(&greedy);
+        kvcache_free(&kv);
+        gpt2_free(&m);
+    }
+    use_threads(threads);
+}
+
+// reading a checkpoint and writing it back gives the same bytes: llm.c's version 3 for
+// GPT-2 (a), version 103 with the variants' slots for the models PyTorch wrote (c, d)
+static void test_checkpoint_bytes(const char* dir) {
+    printf("-- checkpoints written back byte for byte\n");
+    const char* names[] = {"a", "c", "d"};
+    for (int i = 0; i < 3; i++) {
+        char path[4096], out[4096];
+        snprintf(path, sizeof path, "%s/ref_%s_model.bin", dir, names[i]);
+        snprintf(out, sizeof out, "%s/test_gpt2_roundtrip_%d.bin", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                 (int)getpid());
+        GPT2 m;
+        gpt2_build_from_checkpoint(&m, path);
+        gpt2_write_checkpoint(&m, out);
+        FILE *f1 = fopenCheck(path, "rb"), *f2 = fopenCheck(out, "rb");
+        long n1 = file_size(f1), n2 = file_size(f2);
+        char *b1 = mallocCheck(n1), *b2 = mallocCheck(n2);
+        fread_check(b1, 1, n1, f1, path, "checkpoint");
+        fread_check(b2, 1, n2, f2, out, "checkpoint");
+        int32_t version;
+        memcpy(&version, b1 + 4, 4);
+        check(n1 == n2 && memcmp(b1, b2, n1) == 0, "%s (version %d, %s): written back byte for byte",
+              path, version, is_gpt2(m.config) ? "GPT-2" : "block variants");
+        fclose(f1); fclose(f2); remove(out); free(b1); free(b2);
+        gpt2_free(&m);
+    }
+}
+
+// ----------------------------------------------------------------------------
 // determinism: the same steps give the same bits, again and with another thread count;
 // dropout changes training but never evaluation
 
@@ -1834,6 +1993,11 @@ int main(int argc, char** argv) {
         test_kv_cache(a);
         snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
         test_determinism(a);
+        snprintf(a, sizeof a, "%s/ref_c_model.bin", dir);
+        test_determinism(a);
+        test_variant_gradients();
+        test_variant_kv_cache();
+        test_checkpoint_bytes(dir);
         snprintf(a, sizeof a, "%s/ref_article002.txt", dir);
         test_article_example(a);
         test_errata();

@@ -1564,27 +1564,6 @@ typedef struct {
     AdamWConfig adamw;           // from the flags
 } Run;
 
-// the block variants: a fresh model takes the flags (GPT-2's choice where one is not given);
-// a loaded model keeps its own and a flag that contradicts it is an error, except -causal,
-// which may switch the mask of a trained model (to evaluate the -causal 0 experiment)
-static void apply_variant_flags(const Options* o, GPT2Config* c, int fresh, const char* source) {
-    int given[4] = {o->variant[0], o->variant[1], o->variant[2], o->kv_heads ? o->kv_heads : -1};
-    int* field[4] = {&c->pos_encoding, &c->ln_place, &c->activation, &c->num_kv_heads};
-    const char* flags[4] = {"-pe", "-ln", "-act", "-kv"};
-    for (int i = 0; i < 4; i++) {
-        if (fresh && given[i] >= 0) *field[i] = given[i];
-        else if (given[i] >= 0 && *field[i] != given[i])
-            usage_error("%s: the model in '%s' was built otherwise; a block variant is chosen when a model "
-                        "is created (leave %s out, or start a fresh model)", flags[i], source, flags[i]);
-    }
-    if (o->causal >= 0) c->mask = o->causal ? MASK_CAUSAL : MASK_NONE;
-    int hs = c->channels / c->num_heads;
-    if (fresh && c->num_kv_heads && c->num_heads % c->num_kv_heads)
-        usage_error("-kv %d must divide the number of heads (-nh) %d", c->num_kv_heads, c->num_heads);
-    if (fresh && c->pos_encoding == POS_ROPE && c->channels % c->num_heads == 0 && hs % 2)
-        usage_error("-pe rope rotates pairs of channels: the head size -nc/-nh = %d must be even", hs);
-}
-
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
 // its vocabulary
 void setup_model(const Options* o, Run* r) {
@@ -1610,11 +1589,15 @@ void setup_model(const Options* o, Run* r) {
     } else {
         fresh.vocab_size = r->tokenizer.vocab_size;
         fresh.padded_vocab_size = (r->tokenizer.vocab_size + 127) / 128 * 128;
-        apply_variant_flags(o, &fresh, 1, "");
+        int* settings[5] = {&fresh.pos_encoding, &fresh.ln_place, &fresh.activation, &fresh.num_kv_heads,
+                            &fresh.mask};
+        apply_variant_flags(o, settings, 1, "", fresh.num_heads, fresh.channels);
         gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
     }
-    if (!is_fresh || r->resume_step >= 0)
-        apply_variant_flags(o, &r->model.config, 0, r->resume_step >= 0 ? r->last_checkpoint : o->init);
+    GPT2Config* mc = &r->model.config;  // a loaded model: the flags must agree with it (-causal may switch)
+    int* settings[5] = {&mc->pos_encoding, &mc->ln_place, &mc->activation, &mc->num_kv_heads, &mc->mask};
+    const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
+    if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
     GPT2Config c = r->model.config;
     if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0))
         die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);

@@ -194,6 +194,30 @@ Options parse_args(int argc, char** argv) {
     return o;
 }
 
+// The block variants from the flags into a model's settings (train_gpt2.c's GPT2Config):
+// *settings[] are the -pe, -ln, -act indices, the key/value heads and the mask (0 causal,
+// 1 none). A fresh model takes the flags (GPT-2's choice where one is not given); a loaded
+// model keeps its own, and a flag that contradicts it is an error, except -causal, which
+// may switch the mask of a trained model (to evaluate the -causal 0 experiment).
+// heads and channels: the fresh model's, to check -kv and -pe rope against them.
+static void apply_variant_flags(const Options* o, int* settings[5], int fresh, const char* source,
+                                int heads, int channels) {
+    int given[4] = {o->variant[0], o->variant[1], o->variant[2], o->kv_heads ? o->kv_heads : -1};
+    const char* flags[4] = {"-pe", "-ln", "-act", "-kv"};
+    for (int i = 0; i < 4; i++) {
+        if (fresh && given[i] >= 0) *settings[i] = given[i];
+        else if (given[i] >= 0 && *settings[i] != given[i])
+            usage_error("%s: the model in '%s' was built otherwise; a block variant is chosen when a model "
+                        "is created (leave %s out, or start a fresh model)", flags[i], source, flags[i]);
+    }
+    if (o->causal >= 0) *settings[4] = !o->causal;
+    if (fresh && o->kv_heads && heads % o->kv_heads)
+        usage_error("-kv %d must divide the number of heads (-nh) %d", o->kv_heads, heads);
+    if (fresh && o->variant[0] == 1 && channels % heads == 0 && (channels / heads) % 2)
+        usage_error("-pe rope rotates pairs of channels: the head size -nc/-nh = %d must be even",
+                    channels / heads);
+}
+
 // -e d12, d24, d36, d48: llm.c's descriptors of fresh models, GPT-2 124M's shape and up.
 // Returns 0 if s is not a descriptor (then it names a checkpoint file), 1 after setting
 // the shape (maxT 1024), and stops with an error for an unknown depth.
