@@ -107,6 +107,49 @@ else
     bad "resume from step '$from' does not reproduce the uninterrupted losses"
 fi
 
+# ---- 5b. block variants (GQA, RoPE, sinusoids, post-LN, ReLU, no mask): a variant model trains, its
+# checkpoint carries the variant (version 103, slots 8-12), and resuming keeps it, bit for bit
+VAR=(-nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -kv 2 -pe rope -ln post -act relu)
+./train_gpt2 "${VAR[@]}" -o "$TMP/var" > "$TMP/var.log" 2>&1
+rm -f "$TMP/var/model_00000040.bin" "$TMP/var/state_00000040.bin"
+./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -o "$TMP/var" -y 1 > "$TMP/var_resumed.log" 2>&1
+header=$(od -An -t d4 -N 52 "$TMP/var/model_00000040.bin" 2> /dev/null | tr -s ' \n' ' ')
+vlosses() { grep -oP 'step +\K[0-9]+/40 \| loss [0-9.]+' "$1" | awk -F/ '$1 > 20'; }
+if grep -q '^block: 2 key/value heads, positions rope, post-LN, relu, causal attention' "$TMP/var_resumed.log" \
+      && [ "$header" == " 20240326 103 32 65 2 4 32 128 2 1 1 1 0 " ] \
+      && [ -n "$(vlosses "$TMP/var.log")" ] && [ "$(vlosses "$TMP/var.log")" == "$(vlosses "$TMP/var_resumed.log")" ]; then
+    ok "-kv 2 -pe rope -ln post -act relu: checkpoint version 103 with the variant's slots; resumed without the flags, the model keeps them and steps 21-40 equal the uninterrupted run's bit for bit"
+else
+    bad "variant checkpoint/resume: header '$header'"; grep -m1 '^block' "$TMP/var_resumed.log"
+fi
+./train_gpt2 "${SMALL[@]}" -x 2 -causal 0 -o "$TMP/nomask" > "$TMP/nomask.log" 2>&1
+./train_gpt2 -e "$TMP/nomask/model_00000002.bin" -x 0 -g 0 -m 2 -b 4 -t 32 -causal 1 > "$TMP/nomask_eval.log" 2>&1
+if grep -q '^warning: -causal 0: without the mask' "$TMP/nomask.log" && grep -qP '^val loss [0-9.]+' "$TMP/nomask_eval.log" \
+      && ! grep -q 'warning: -causal 0' "$TMP/nomask_eval.log"; then
+    ok "-causal 0 trains with a warning line; -causal 1 evaluates that model with the mask"
+else
+    bad "-causal 0 warning / -causal 1 evaluation"
+fi
+# expect_usage NAME EXPECTED_TEXT COMMAND...: a nonsense flag combination exits 2 with one line naming the flag
+expect_usage() {
+    local name="$1" want="$2"; shift 2
+    "$@" > /dev/null 2> "$TMP/err"; local rc=$?
+    local line; line=$(head -n 1 "$TMP/err")
+    if [ $rc -eq 2 ] && [[ "$line" == "train_gpt2: error: "*"$want"* ]]; then ok "bad variant flags: $name -> exit 2: $line"
+    else bad "bad variant flags: $name -> exit $rc: $line"; fi
+}
+expect_usage "-kv 3 with 4 heads" "-kv 3 must divide" ./train_gpt2 -kv 3
+expect_usage "-kv 8 with 4 heads" "-kv 8 must divide" ./train_gpt2 -kv 8
+expect_usage "-kv -1" "-kv" ./train_gpt2 -kv -1
+expect_usage "-pe rope, odd head size" "-pe rope rotates pairs" ./train_gpt2 -pe rope -nh 2 -nc 6
+expect_usage "-pe unknown word" "flag -pe: unknown value 'alibi'" ./train_gpt2 -pe alibi
+expect_usage "-ln unknown word" "flag -ln: unknown value 'sandwich'" ./train_gpt2 -ln sandwich
+expect_usage "-act unknown word" "flag -act: unknown value 'swish'" ./train_gpt2 -act swish
+expect_usage "-causal 2" "-causal must be 1 or 0" ./train_gpt2 -causal 2
+expect_usage "-pe rope on a learned-position checkpoint" "-pe: the model in 'data/ref/ref_a_model.bin' was built otherwise" \
+    ./train_gpt2 -e data/ref/ref_a_model.bin -pe rope -x 0 -g 0
+expect_usage "-kv 1 on a resumed GQA model" "-kv: the model in" ./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -x 50 -o "$TMP/var" -y 1 -kv 1
+
 # ---- 6. bad input: one error line naming the file or flag ("train_gpt2: error: ..." or "prepare: error:
 # ..."), non-zero exit, no crash
 # expect_error NAME EXPECTED_TEXT COMMAND...
@@ -153,6 +196,10 @@ expect_error "-dr 1" "-dr" ./train_gpt2 -dr 1
 expect_error "unknown flag" "unknown flag '-zz'" ./train_gpt2 -zz 3
 expect_error "flag without value" "needs a value" ./train_gpt2 -b
 expect_error "heads do not divide channels" "not divisible" ./train_gpt2 -nc 30 -nh 4
+cp data/ref/ref_c_model.bin "$TMP/pe7.bin"; patch_int "$TMP/pe7.bin" 9 7
+cp data/ref/ref_c_model.bin "$TMP/kv3.bin"; patch_int "$TMP/kv3.bin" 8 3
+expect_error "checkpoint with an unknown variant setting" "unknown variant setting (positions 7" ./train_gpt2 -e "$TMP/pe7.bin"
+expect_error "checkpoint whose K/V heads do not divide its heads" "key/value heads 3 must divide the heads 4" ./train_gpt2 -e "$TMP/kv3.bin"
 expect_error "unwritable output directory" "cannot" ./train_gpt2 "${SMALL[@]}" -x 1 -o /proc/no/such/dir
 for f in "-b abc" "-zz 3"; do
     ./train_gpt2 $f > /dev/null 2> "$TMP/err"; rc=$?
