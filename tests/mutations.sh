@@ -8,7 +8,9 @@
 #     with d: "dinp[i] = e;" becomes "dinp[i] = -(e);"), except assignments of constants,
 #   - in the AVX-512 kernels, turns a fused multiply-add into a multiply-subtract
 #     (_mm512_fmadd_ps to _mm512_fnmadd_ps) and an addition into a subtraction,
-#   - flips the accumulate flag of an sgemm_share call (written <-> added),
+#   - flips the accumulate flag of an sgemm_share call (written <-> added), and makes a
+#     grouped-query head write its K/V gradient instead of adding it (matmul_AtB_add ->
+#     matmul_AtB),
 # and requires test_gpt2 to fail on every mutant. Only the code the compiler builds on this
 # machine is mutated (the AVX-512 branch or its plain-C fallback, not both). Loop headers
 # and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
@@ -44,6 +46,8 @@ candidates() {
                 $body =~ s/_mm512_fmadd_ps\(/_mm512_fnmadd_ps(/;
             } elsif ($body =~ /_mm512_add_ps\(_mm512_loadu_ps\(/) {
                 $body =~ s/_mm512_add_ps\(_mm512_loadu_ps\(/_mm512_sub_ps(_mm512_loadu_ps(/;
+            } elsif ($body =~ /matmul_AtB_add\(/) {
+                $body =~ s/matmul_AtB_add\(/matmul_AtB(/;
             } elsif ($body =~ /sgemm_share\(.*, ([01]), NULL\);/) {
                 my $flip = $1 eq "1" ? "0" : "1";
                 $body =~ s/, [01], NULL\);/, $flip, NULL);/;
