@@ -13,6 +13,8 @@ It reads and writes llm.c's file formats (doc/formats.md). Reading order:
   6. the training loop: train() calls train_step() once per step; main() only sets up.
 Attention carries comments numbered like the steps of the article "因果自注意力"
 (causal self-attention): forward steps 1-8, backward steps 1-8 (grep "step 1 (").
+The block variants of articles 003 and 004 (GQA, RoPE, sinusoidal positions, post-LN,
+ReLU, no mask) are a few lines in the layers they change; doc/variants.md derives each.
 
 Two folders beside this file can be skipped on a first reading:
   fast/  the speed engine: the blocked matrix multiply (sgemm) behind every matmul and

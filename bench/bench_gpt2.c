@@ -594,6 +594,37 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
 // ----------------------------------------------------------------------------
 // --gen: generation with the KV cache vs recomputing the whole forward per token
 
+// Grouped-query attention (-kv): the cache keeps NKV of the NH heads' keys and values, so a
+// token costs 2 L NKV hs floats of cache. Tokens/s with NKV = NH, NH/2 and 1 (same shape,
+// random weights, n tokens each from position 0).
+static void bench_gen_gqa(GPT2Config c, const int* tokens, int n) {
+    int kvs[3] = {c.num_heads, c.num_heads / 2, 1}, hs = c.channels / c.num_heads;
+    printf("grouped-query attention (-kv), %d tokens each:\n", n);
+    for (int i = 0; i < 3; i++) {
+        c.num_kv_heads = kvs[i];
+        GPT2 model;
+        gpt2_init_random(&model, c, 1337);
+        KVCache kv;
+        kvcache_init(&kv, c);
+        for (int t = 0; t < 8; t++)
+            gpt2_forward_token(&model, &kv, tokens[t]);  // warm-up
+        kv.pos = 0;
+        double t0 = now_seconds();
+        for (int t = 0; t < n; t++)
+            gpt2_forward_token(&model, &kv, tokens[t]);
+        double dt = now_seconds() - t0, per_token = 2.0 * c.num_layers * kvs[i] * hs * sizeof(float);
+        printf("  -kv %2d: KV cache %6.0f bytes per token (%5.1f MB for maxT = %d), %.2fM parameters, "
+               "%.1f tokens/s\n", kvs[i], per_token, per_token * c.max_seq_len / 1e6, c.max_seq_len,
+               model.num_parameters / 1e6, n / dt);
+        char name[32];
+        snprintf(name, sizeof name, "gen_kv%d", kvs[i]);
+        result(name, "bytes_per_token", per_token);
+        result(name, "tok_s", n / dt);
+        kvcache_free(&kv);
+        gpt2_free(&model);
+    }
+}
+
 static void bench_gen(int N, int full) {
     GPT2Config c = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
                     .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
@@ -707,6 +738,7 @@ static void bench_gen(int N, int full) {
     result("gen", "maxdiff", maxdiff);
     kvcache_free(&kv);
     gpt2_free(&model);
+    bench_gen_gqa(c, tokens, N / 4 > 16 ? N / 4 : N);
     free(tokens); free(kv_logits); free(tl);
 }
 
