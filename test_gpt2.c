@@ -2,17 +2,20 @@
 test_gpt2.c: checks train_gpt2.c against an independent implementation.
 
 1. Reference states written by PyTorch autograd in float64 (data/make_reference.py):
-   logits, loss and all 16 parameter gradients of two deliberately awkward models,
-   one of them with dropout at all four sites; then 12 AdamW steps of training.
+   logits, loss and all parameter gradients of four deliberately awkward models (a, b:
+   GPT-2; c, d: every block variant between them), one with dropout at all four sites;
+   then 12 AdamW steps of training.
 2. Finite differences: every layer's backward against central differences of its own
-   forward, on small random inputs, with no PyTorch involved.
+   forward, on small random inputs, and the whole model's loss for each block variant,
+   with no PyTorch involved.
 3. The fast matmul against the plain one, and every kernel of the speed engine (fast/)
    against its plain twin: sgemm against sgemm_plain (and sgemm's results independent
    of the thread count), exp/tanh, sum_of_squares and zero_floats, add_weighted_rows,
    matvec, the aligned allocator, and the attention against attention_forward_plain and
-   attention_backward_plain; the KV-cache inference path against the training forward; bit-identical results
-   across runs and thread counts; the worked attention example of the article on
-   training vs inference (article 002).
+   attention_backward_plain; the KV-cache inference path against the training forward
+   (every variant, and after generate() slides its window); checkpoints written back byte
+   for byte; bit-identical results across runs and thread counts; the worked attention
+   example of the article on training vs inference (article 002); the articles' errata.
 
 Usage: ./test_gpt2                       all of the above, with the committed references
        ./test_gpt2 -r DIR                the same with the references in DIR
@@ -1038,6 +1041,7 @@ static void test_kv_cache(const char* model_path) {
     printf("-- KV-cache inference against the training forward (%s)\n", model_path);
     GPT2 model;
     gpt2_build_from_checkpoint(&model, model_path);
+    model.config.mask = MASK_CAUSAL;  // generation is causal, also for a model trained without the mask
     GPT2Config c = model.config;
     KVCache kv;
     kvcache_init(&kv, c);
@@ -1205,8 +1209,8 @@ static void test_checkpoint_bytes(const char* dir) {
     for (int i = 0; i < 3; i++) {
         char path[4096], out[4096];
         snprintf(path, sizeof path, "%s/ref_%s_model.bin", dir, names[i]);
-        snprintf(out, sizeof out, "%s/test_gpt2_roundtrip_%d.bin", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-                 (int)getpid());
+        const char* tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        snprintf(out, sizeof out, "%s/test_gpt2_roundtrip_%d.bin", tmp, (int)getpid());
         GPT2 m;
         gpt2_build_from_checkpoint(&m, path);
         gpt2_write_checkpoint(&m, out);
@@ -1221,6 +1225,129 @@ static void test_checkpoint_bytes(const char* dir) {
               path, version, is_gpt2(m.config) ? "GPT-2" : "block variants");
         fclose(f1); fclose(f2); remove(out); free(b1); free(b2);
         gpt2_free(&m);
+    }
+}
+
+// errata E13-E15 (doc/errata.md): articles 003 and 004 on RoPE, GQA and sinusoids,
+// against this program's rope_angles_init, rope_forward, fill_in_parameter_sizes, sinusoids_init
+static void test_errata_variants(void) {
+    // E13
+    {
+        float* ang = mallocCheck(400 * 64 * sizeof(float));  // (maxT 400, hs/2 = 32 pairs, cos and sin)
+        rope_angles_init(ang, 400, 64);
+        float th[32];
+        int decreasing = 1;
+        for (int i = 0; i < 32; i++) {
+            th[i] = atan2f(ang[(32 + i) * 2 + 1], ang[(32 + i) * 2]);  // angle of pair i at position 1
+            if (i > 0 && !(th[i] < th[i - 1])) decreasing = 0;
+        }
+        float c50 = ang[(50 * 32 + 0) * 2], s50 = ang[(50 * 32 + 0) * 2 + 1];
+        float* a = mallocCheck(64 * 8 * sizeof(float));
+        rope_angles_init(a, 64, 8);
+        const float q[8] = {0.3f, -1.2f, 0.7f, 0.25f, -0.5f, 1.1f, 0.9f, -0.4f};
+        const float k[8] = {1.0f, 0.5f, -0.8f, 0.6f, 0.2f, -1.3f, 0.4f, 0.75f};
+        int mn[5][2] = {{5, 3}, {12, 10}, {40, 38}, {5, 4}, {3, 5}};
+        float dots[5], len_err = 0.0f;
+        for (int p = 0; p < 5; p++) {
+            float qr[8], kr[8], lq = 0, lq0 = 0;
+            memcpy(qr, q, sizeof qr);
+            memcpy(kr, k, sizeof kr);
+            rope_forward(qr, a, 1, 1, 8, 1, 8, mn[p][0]);
+            rope_forward(kr, a, 1, 1, 8, 1, 8, mn[p][1]);
+            dots[p] = 0;
+            for (int i = 0; i < 8; i++) {
+                dots[p] += qr[i] * kr[i];
+                lq += qr[i] * qr[i];
+                lq0 += q[i] * q[i];
+            }
+            len_err = fmaxf(len_err, fabsf(lq - lq0));
+        }
+        check(fabsf(th[0] - 1.0f) < 1e-6f && fabsf(th[1] - 0.749894f) < 1e-5f &&
+                  fabsf(th[31] / 1.333521e-4f - 1.0f) < 1e-3f && decreasing &&
+                  fabsf(c50 - 0.964966f) < 1e-5f && fabsf(s50 + 0.262375f) < 1e-5f &&
+                  fabsf(dots[0] + 0.385681f) < 1e-5f && fabsf(dots[1] - dots[0]) < 1e-5f &&
+                  fabsf(dots[2] - dots[0]) < 1e-5f && fabsf(dots[3] + 0.836948f) < 1e-5f &&
+                  fabsf(dots[4] + 3.107673f) < 1e-5f && len_err < 1e-5f,
+              "E13 article 004 RoPE: head size 64 has 32 frequencies per position, not 64 (position 1: %.6f "
+              "%.6f ... %.4e), "
+              "position 50 pair 0 = (cos 50, sin 50) = (%.6f, %.6f); q.k rotated at (5,3) (12,10) (40,38): "
+              "%.6f %.6f %.6f, "
+              "at (5,4) %.6f, (3,5) %.6f: a function of n - m; lengths kept (%.1e)",
+              th[0], th[1], th[31], c50, s50, dots[0], dots[1], dots[2], dots[3], dots[4], len_err);
+        free(ang);
+        free(a);
+    }
+    // E14
+    {
+        int nkv[3] = {8, 2, 1};
+        size_t q4[3];
+        for (int i = 0; i < 3; i++) {
+            GPT2Config c = {.max_seq_len = 200,
+                            .vocab_size = 100,
+                            .padded_vocab_size = 128,
+                            .num_layers = 1,
+                            .num_heads = 8,
+                            .channels = 512,
+                            .num_kv_heads = nkv[i]};
+            size_t sizes[NUM_PARAMETER_TENSORS];
+            fill_in_parameter_sizes(sizes, c);
+            q4[i] = sizes[4];
+        }
+        check(q4[0] == 786432 && q4[1] == 393216 && q4[2] == 327680,
+              "E14 article 004 GQA: dim 512, 8 heads: qkvw has %zu rows with 8 K/V heads (the article's "
+              "[512,512] wk, wv), "
+              "%zu with 2 (wk, wv [128,512]), %zu with 1",
+              q4[0] / 512, q4[1] / 512, q4[2] / 512);
+    }
+    // E15
+    {
+        enum { MT = 64, CC = 128 };
+        float* pe = mallocCheck(MT * CC * sizeof(float));
+        sinusoids_init(pe, MT, CC);
+        float len_err = 0.0f, shift_err = 0.0f;
+        for (int p = 0; p < MT; p++) {
+            double l = 0;
+            for (int i = 0; i < CC; i++)
+                l += (double)pe[p * CC + i] * pe[p * CC + i];
+            len_err = fmaxf(len_err, fabsf((float)l - 64.0f));
+        }
+        for (int p = 0; p + 7 < MT; p++)
+            for (int i = 0; i < CC; i += 2) {
+                double b = 7.0 * pow(10000.0, -(double)i / CC), s = pe[p * CC + i], c = pe[p * CC + i + 1];
+                shift_err = fmaxf(shift_err, fabsf(pe[(p + 7) * CC + i] - (float)(s * cos(b) + c * sin(b))));
+                shift_err =
+                    fmaxf(shift_err, fabsf(pe[(p + 7) * CC + i + 1] - (float)(c * cos(b) - s * sin(b))));
+            }
+        GPT2 g;
+        GPT2Config cfg = {.max_seq_len = MT,
+                          .vocab_size = 65,
+                          .padded_vocab_size = 128,
+                          .num_layers = 4,
+                          .num_heads = 4,
+                          .channels = CC,
+                          .num_kv_heads = 4,
+                          .pos_encoding = POS_SIN};
+        gpt2_init_random(&g, cfg, 1337);
+        double wl = 0;
+        for (int v = 0; v < 65; v++) {
+            double r = 0;
+            for (int i = 0; i < CC; i++)
+                r += (double)g.params.wte[v * CC + i] * g.params.wte[v * CC + i];
+            wl += sqrt(r);
+        }
+        wl /= 65;
+        check(pe[0] == 0.0f && pe[1] == 1.0f && fabsf(pe[CC] - 0.841471f) < 1e-6f &&
+                  fabsf(pe[CC + 1] - 0.540302f) < 1e-6f && fabsf(pe[CC + 2] - 0.761720f) < 1e-6f &&
+                  fabsf(pe[CC + 3] - 0.647906f) < 1e-6f && len_err < 1e-3f && shift_err < 1e-6f && wl > 0.2 &&
+                  wl < 0.25 && 8.0 / wl > 30.0,
+              "E15 article 003 input: every sinusoid row has squared length C/2 = 64 (error %.1e), length 8, "
+              "while a fresh "
+              "wte row has length %.3f: the position part is %.0fx the token part without the paper's "
+              "sqrt(d_model); "
+              "PE(p+7) is PE(p) rotated per pair (error %.1e)",
+              len_err, wl, 8.0 / wl, shift_err);
+        gpt2_free(&g);
+        free(pe);
     }
 }
 
@@ -1989,8 +2116,10 @@ int main(int argc, char** argv) {
         test_matvec();
         test_aligned_alloc();
         test_fast_attention();
-        snprintf(a, sizeof a, "%s/ref_b_model.bin", dir);
-        test_kv_cache(a);
+        for (int i = 1; i < 4; i++) {  // b, and the variants c and d
+            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
+            test_kv_cache(a);
+        }
         snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
         test_determinism(a);
         snprintf(a, sizeof a, "%s/ref_c_model.bin", dir);
@@ -2001,6 +2130,7 @@ int main(int argc, char** argv) {
         snprintf(a, sizeof a, "%s/ref_article002.txt", dir);
         test_article_example(a);
         test_errata();
+        test_errata_variants();
         test_bpe();
     }
     printf("%d passed, %d failed\n", passed, failed);

@@ -258,9 +258,10 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 // ----------------------------------------------------------------------------
 // causal multi-head self-attention, following the article "因果自注意力"
 //
-// inp is (B,T,C3): the fused Q,K,V projection, C3 = 3C (C + 2 NKV hs with GQA) (article: "输入与注意力权重矩阵相乘";
-//   the training forward keeps it, it is the qkv activation). Head h owns channels
-//   h*hs..(h+1)*hs-1 of each of Q, K and V ("多头计算").
+// inp is (B,T,C3): the fused Q,K,V projection (article: "输入与注意力权重矩阵相乘"; the
+//   training forward keeps it, it is the qkv activation); C3 = 3C, or C + 2 NKV hs with
+//   GQA. Head h owns channels h*hs..(h+1)*hs-1 of Q ("多头计算"), and of K and V too
+//   unless NKV < NH (then it reads K/V head h / (NH/NKV): AttentionShape below).
 // att_scores is (B,NH,T,T): scaled, masked scores (steps 1-3); masked entries are -inf
 // att_probs is (B,NH,T,T): softmax probabilities (steps 4-5)
 // att_dropped is (B,NH,T,T) or NULL: the probabilities after dropout (steps 6-7); with
@@ -718,7 +719,7 @@ static float* point_parameters(ParameterTensors* params, float* memory, const si
 // what the forward pass keeps for the backward pass, for a batch of B sequences of T
 #define NUM_ACTIVATION_TENSORS 23
 typedef struct {
-    float* encoded;     // (B,T,C) wte[token] + wpe[position] (after embedding dropout)
+    float* encoded;     // (B,T,C) wte[token] + the position's row (after embedding dropout)
     float* ln1;         // (L,B,T,C)
     float* ln1_mean;    // (L,B,T)
     float* ln1_rstd;    // (L,B,T)
