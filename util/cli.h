@@ -91,7 +91,7 @@ static const Flag FLAGS[] = {
                                "0 = llm.c's sequential batches"},
     {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; "
                              "0 = stop"},
-    {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this PGM file and exit"},
+    {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this SVG file and exit"},
     {"-kv", 'i', OPT(kv_heads), "fresh model: key/value heads, dividing -nh (GQA; 1 = multi-query; 0 = -nh)"},
     {"-pe", 's', OPT(pe), "fresh model: positions learned | rope | sin (\"\" = learned)"},
     {"-ln", 's', OPT(ln), "fresh model: layernorm pre (GPT-2) | post (the original Transformer)"},
