@@ -1655,6 +1655,7 @@ void setup_data(const Options* o, Run* r) {
     if (r->resume_step >= 0 && o->max_steps > 0)
         dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
     history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+    if (o->out_dir[0] && o->max_steps > 0) check_output_dir(o->out_dir, "-o");  // fail now, not at the end
 }
 
 // writes -o's model_STEP.bin and state_STEP.bin, and the loss curve (loss.svg to look at,
@@ -1668,8 +1669,7 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
         if (!isfinite(model->params_memory[i]))
             die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
+    check_output_dir(dir, "-o");  // checked at the start too; it may have gone since
     snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", dir, step);
     gpt2_write_checkpoint(model, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", dir, step);

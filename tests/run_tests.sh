@@ -267,6 +267,22 @@ cp data/ref/ref_c_model.bin "$TMP/kv3.bin"; patch_int "$TMP/kv3.bin" 8 3
 expect_error "checkpoint with an unknown variant setting" "unknown variant setting (positions 7" ./train_gpt2 -e "$TMP/pe7.bin"
 expect_error "checkpoint whose K/V heads do not divide its heads" "key/value heads 3 must divide the heads 4" ./train_gpt2 -e "$TMP/kv3.bin"
 expect_error "unwritable output directory" "cannot" ./train_gpt2 "${SMALL[@]}" -x 1 -o /proc/no/such/dir
+# -o is checked before training starts: a file, a missing parent, a directory that cannot be written
+# (the run would take 1000 steps: failing within 3 seconds means it was checked first)
+for out in /etc/passwd "$TMP/no/such/parent" /proc/sys; do
+    start=$(date +%s%N)
+    ./train_gpt2 "${SMALL[@]}" -x 1000 -o "$out" > "$TMP/out" 2> "$TMP/err"; rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    if [ $rc -ne 0 ] && grep -q "^train_gpt2: error: -o: " "$TMP/err" && [ $took -lt 3000 ] \
+          && ! grep -q '^step' "$TMP/out"; then
+        ok "-o $out is refused before training ($took ms): $(head -n 1 "$TMP/err")"
+    else
+        bad "-o $out: exit $rc after $took ms: $(head -n 1 "$TMP/err")"
+    fi
+done
+expect_error "a directory as a checkpoint" "'/tmp' is a directory, not a file" ./train_gpt2 -e /tmp
+expect_error "a device as training data" "'/dev/zero' is a device, not a file" ./train_gpt2 "${SMALL[@]}" -i /dev/zero
+expect_error "a directory as the tokenizer" "is a directory, not a file" ./train_gpt2 -tok "$TMP"
 for f in "-b abc" "-zz 3"; do
     ./train_gpt2 $f > /dev/null 2> "$TMP/err"; rc=$?
     if [ $rc -eq 2 ] && grep -q '^usage:' "$TMP/err"; then ok "'$f' prints usage and exits 2"; else bad "'$f' exit $rc"; fi

@@ -15,6 +15,7 @@ crash leaves the old file or the new one, never half of one.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,7 +53,16 @@ static void usage_error(const char* fmt, ...) {
 }
 
 // fopen/fread/malloc that name the file (and the source line) when they fail
+// A directory or a device opened to be read is named as such (it would otherwise look like
+// an empty or truncated file); a pipe is allowed.
 static FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
+    struct stat sb;
+    int dir = 0, device = 0;
+    if (mode[0] == 'r' && stat(path, &sb) == 0) {
+        dir = S_ISDIR(sb.st_mode);
+        device = S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode);
+    }
+    if (dir || device) die("'%s' is a %s, not a file [%s:%d]", path, dir ? "directory" : "device", src, line);
     FILE* f = fopen(path, mode);
     if (!f) die("cannot open '%s' (%s) [%s:%d]", path, strerror(errno), src, line);
     return f;
@@ -110,6 +120,21 @@ static void atomic_commit(FILE* f, const char* tmp, const char* path) {
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
     if (rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
+}
+
+// An output directory, checked before any work: created if missing (one level: its parent
+// must exist), and a file written and removed in it, so that a file, a missing parent or an
+// unwritable directory is refused in the first second, not when the first result is saved.
+static inline void check_output_dir(const char* dir, const char* flag) {
+    struct stat sb;
+    char probe[4096];
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) die("%s: '%s' is not a directory", flag, dir);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("%s: cannot create directory '%s' (%s)", flag, dir, strerror(errno));
+    snprintf(probe, sizeof probe, "%s/.train_gpt2_write_test_%d", dir, (int)getpid());
+    FILE* f = fopen(probe, "wb");
+    if (!f || fclose(f) != 0) die("%s: cannot write in '%s' (%s)", flag, dir, strerror(errno));
+    remove(probe);
 }
 
 static inline double now_seconds(void) {
