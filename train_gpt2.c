@@ -1608,13 +1608,7 @@ void setup_model(const Options* o, Run* r) {
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters\n", c.num_layers, c.num_heads,
            c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, r->model.num_parameters / 1e6);
-    if (!is_gpt2(c))
-        printf("block: %d key/value heads, positions %s, %s-LN, %s, %s attention\n", c.num_kv_heads,
-               VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
-               c.mask == MASK_CAUSAL ? "causal" : "unmasked");
-    if (c.mask == MASK_NONE)
-        printf("warning: -causal 0: without the mask each position reads the token it must predict; the "
-               "training loss collapses while generation, which stays causal, is nonsense\n");
+    print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
 
 // sampler, KV cache and the prompt (the end-of-text token when there is none)
@@ -1679,6 +1673,21 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
     history_save(&r->history, dir, title);
 }
 
+// where training stands before step: what a resume needs besides the weights and moments
+static TrainState train_state(const Options* o, const Run* r, int step) {
+    return (TrainState){step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
+}
+
+// Ctrl-C or SIGTERM came during the step before this one, which has finished: save where
+// training stands (a checkpoint, as any other) and stop with an error, so scripts see it
+static void stop_after(const Options* o, Run* r, int step) {
+    TrainState now = train_state(o, r, step);
+    if (!o->out_dir[0]) die("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal, step);
+    save_checkpoint(o, r, step, &now);
+    die("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
+        r->last_checkpoint);
+}
+
 static void sample(const Options* o, Run* r) {
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     generate(&r->model, &r->kv, &r->sampler, tk, r->prompt, r->prompt_len, o->gen_tokens, o->slide, stdout);
@@ -1695,7 +1704,7 @@ static void stop_if_not_finite(const char* what, float value, int step, const Ru
 // the forward, for weights whose loss just came out finite, before AdamW changes them.
 static double train_step(const Options* o, Run* r, int step) {
     double t0 = now_seconds();
-    TrainState before = {step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
+    TrainState before = train_state(o, r, step);
     dataloader_next_batch(&r->train);
     float loss = gpt2_forward(&r->model, r->train.inputs, r->train.targets, o->B, o->T, step);
     stop_if_not_finite("training loss", loss, step, r);
@@ -1714,13 +1723,9 @@ static double train_step(const Options* o, Run* r, int step) {
 // the training loop: validation every -v steps, a sample every -s, checkpoints every -n,
 // and all three at the end
 void train(const Options* o, Run* r) {
-    int threads = max_threads();
-    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
-           "dropout %g, %d thread%s\n", o->B, o->T, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
-           o->weight_decay, o->grad_clip, o->dropout, threads, threads == 1 ? "" : "s");
-    printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o->train_path,
-           r->train.num_tokens, r->have_val ? o->val_path : "no validation", r->val.num_tokens,
-           r->val_batches);
+    print_training_settings(o, max_threads(), r->train.num_tokens, r->have_val, r->val.num_tokens,
+                            r->val_batches);
+    catch_stop_signals();
     double train_seconds = 0.0;
     int timed_steps = 0;
     float val_loss = -1.0f;
@@ -1738,6 +1743,7 @@ void train(const Options* o, Run* r) {
         }
         if (last) break;
         double dt = train_step(o, r, step);
+        if (stop_signal) stop_after(o, r, step + 1);
         if (step > r->state.step) {  // the first step warms up: not timed
             train_seconds += dt;
             timed_steps++;
@@ -1747,26 +1753,20 @@ void train(const Options* o, Run* r) {
         if (r->have_val && !isfinite(val_loss))
             die("the validation loss is %f at the end; not writing a checkpoint. Last good checkpoint: %s",
                 val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
-        TrainState now = {o->max_steps, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
+        TrainState now = train_state(o, r, o->max_steps);
         save_checkpoint(o, r, o->max_steps, &now);
     }
-    if (timed_steps > 0) {
-        printf("done: %d steps, %.1f ms/step (%.0f tok/s)", o->max_steps - r->state.step,
-               1e3 * train_seconds / timed_steps, o->B * o->T * timed_steps / train_seconds);
-        if (r->have_val) printf(", final val loss %.4f", val_loss);
-        if (r->last_checkpoint[0]) printf(", checkpoint %s", r->last_checkpoint);
-        printf("\n");
-    }
+    if (timed_steps > 0)
+        print_training_done(o, o->max_steps - r->state.step, train_seconds / timed_steps,
+                            r->have_val ? val_loss : NAN, r->last_checkpoint);
 }
 
 void run_free(Run* r, const Options* o) {
-    free(r->prompt);
-    sampler_free(&r->sampler);
+    free(r->prompt); sampler_free(&r->sampler); history_free(&r->history);
     if (o->gen_tokens > 0) kvcache_free(&r->kv);
     if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
     if (o->max_steps > 0) dataloader_free(&r->train);
     if (r->have_val) dataloader_free(&r->val);
-    history_free(&r->history);
     gpt2_free(&r->model);
 }
 

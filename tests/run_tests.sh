@@ -107,6 +107,29 @@ else
     bad "resume from step '$from' does not reproduce the uninterrupted losses"
 fi
 
+# ---- 5a. a signal (Ctrl-C = SIGINT, or SIGTERM) during training: the step finishes, a checkpoint and
+# state file are written, the run says where and exits non-zero; resuming continues the losses bit for bit
+for sig in TERM INT; do
+    rm -rf "$TMP/sig"
+    ./train_gpt2 "${RES[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
+    pid=$!
+    for _ in $(seq 1 4000); do
+        [ "$(grep -c '^step' "$TMP/sig.log" 2> /dev/null)" -ge 30 ] && break
+        sleep 0.005
+    done
+    kill -$sig $pid 2> /dev/null; wait $pid; rc=$?
+    at=$(grep -oP 'stopped by signal \d+ after \K\d+(?= steps; saved)' "$TMP/sig.err")
+    ls "$TMP/sig"/*.tmp > /dev/null 2>&1 && at="$at (a .tmp file was left)"
+    ./train_gpt2 "${RES[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
+    if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$at" -lt 600 ] && [ -f "$TMP/sig/model_$(printf %08d "$at").bin" ] \
+          && [ "$(losses "$TMP/sig_resumed.log" "$at")" == "$(losses "$TMP/full.log" "$at")" ] \
+          && [ "$(losses "$TMP/sig_resumed.log" "$at" | wc -l)" -eq $((600 - at)) ]; then
+        ok "SIG$sig during training: finished step $at, saved it, exit 1 ($(head -c 60 "$TMP/sig.err")...); resumed, the $((600 - at)) remaining losses equal the uninterrupted run's"
+    else
+        bad "SIG$sig: exit $rc, stopped at '$at': $(cat "$TMP/sig.err")"
+    fi
+done
+
 # ---- 5b. block variants (GQA, RoPE, sinusoids, post-LN, ReLU, no mask): a variant model trains, its
 # checkpoint carries the variant (version 103, slots 8-12), and resuming keeps it, bit for bit
 VAR=(-nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -kv 2 -pe rope -ln post -act relu)

@@ -218,6 +218,37 @@ static void apply_variant_flags(const Options* o, int* settings[5], int fresh, c
                     channels / heads);
 }
 
+// the model's block variants (nothing for GPT-2), and the warning of -causal 0 (mask 1)
+static void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int act, int mask) {
+    if (!gpt2)
+        printf("block: %d key/value heads, positions %s, %s-LN, %s, %s attention\n", kv_heads,
+               VARIANT_WORDS[0][pos], VARIANT_WORDS[1][ln], VARIANT_WORDS[2][act],
+               mask ? "unmasked" : "causal");
+    if (mask)
+        printf("warning: -causal 0: without the mask each position reads the token it must predict; the "
+               "training loss collapses while generation, which stays causal, is nonsense\n");
+}
+
+// the first lines of a training run: its settings and its data
+static void print_training_settings(const Options* o, int threads, size_t train_tokens, int have_val,
+                                    size_t val_tokens, int val_batches) {
+    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
+           "dropout %g, %d thread%s\n", o->B, o->T, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
+           o->weight_decay, o->grad_clip, o->dropout, threads, threads == 1 ? "" : "s");
+    printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o->train_path, train_tokens,
+           have_val ? o->val_path : "no validation", val_tokens, val_batches);
+}
+
+// the last line of a training run (val_loss NaN: no validation; checkpoint "": none)
+static void print_training_done(const Options* o, int steps, double seconds_per_step, float val_loss,
+                                const char* checkpoint) {
+    printf("done: %d steps, %.1f ms/step (%.0f tok/s)", steps, 1e3 * seconds_per_step,
+           o->B * o->T / seconds_per_step);
+    if (!isnan(val_loss)) printf(", final val loss %.4f", val_loss);
+    if (checkpoint[0]) printf(", checkpoint %s", checkpoint);
+    printf("\n");
+}
+
 // -e d12, d24, d36, d48: llm.c's descriptors of fresh models, GPT-2 124M's shape and up.
 // Returns 0 if s is not a descriptor (then it names a checkpoint file), 1 after setting
 // the shape (maxT 1024), and stops with an error for an unknown depth.

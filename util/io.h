@@ -10,6 +10,7 @@ crash leaves the old file or the new one, never half of one.
 #define UTIL_IO_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -135,6 +136,18 @@ static inline void check_output_dir(const char* dir, const char* flag) {
     FILE* f = fopen(probe, "wb");
     if (!f || fclose(f) != 0) die("%s: cannot write in '%s' (%s)", flag, dir, strerror(errno));
     remove(probe);
+}
+
+// Ctrl-C (SIGINT) and SIGTERM, remembered rather than obeyed at once, so that the training
+// loop can finish its step, save and stop (train_gpt2.c, stop_after)
+static volatile sig_atomic_t stop_signal = 0;
+static void on_stop_signal(int sig) { stop_signal = sig; }
+static inline void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static inline double now_seconds(void) {
