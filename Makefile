@@ -36,7 +36,7 @@ all: train_gpt2 test_gpt2 $(DATA)
 train_gpt2: $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
-test_gpt2: test_gpt2.c $(SRC)
+test_gpt2: test_gpt2.c tests/errata_checks.h $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
 # any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c

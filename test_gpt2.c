@@ -2075,6 +2075,7 @@ static void test_bpe(void) {
 
 // ----------------------------------------------------------------------------
 
+#include "tests/errata_checks.h"
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
     for (int i = 1; i < argc; i++) {
@@ -2131,6 +2132,7 @@ int main(int argc, char** argv) {
         test_article_example(a);
         test_errata();
         test_errata_variants();
+        test_errata_articles();
         test_bpe();
     }
     printf("%d passed, %d failed\n", passed, failed);
