@@ -1671,6 +1671,7 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
     snprintf(title, sizeof title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s", dir,
              model->num_parameters / 1e6, o->B, o->T, o->train_path);
     history_save(&r->history, dir, title);
+    atomic_keep();  // a later error does not remove this checkpoint
 }
 
 // where training stands before step: what a resume needs besides the weights and moments

@@ -130,6 +130,24 @@ for sig in TERM INT; do
     fi
 done
 
+# ---- 5a'. a full disk (simulated with ulimit -f, in KB: the 123 KB model fits in 200 and not in 100, the
+# 246 KB state file in neither): writing the step-20 checkpoint fails with one line, and the step-10
+# checkpoint stays the newest, whole and loadable, with no .tmp and no half of the new pair left
+for limit in 100 200; do
+    rm -rf "$TMP/full_disk"
+    ./train_gpt2 "${SMALL[@]}" -x 10 -n 10 -o "$TMP/full_disk" > /dev/null 2>&1
+    (ulimit -f $limit; ./train_gpt2 "${SMALL[@]}" -x 20 -n 10 -y 1 -o "$TMP/full_disk" > /dev/null 2> "$TMP/fd.err"); rc=$?
+    files=$(cd "$TMP/full_disk" && ls | tr '\n' ' ')
+    if [ $rc -eq 1 ] && grep -q "^train_gpt2: error: cannot write '.*_00000020.bin.tmp' (File too large)" "$TMP/fd.err" \
+          && [ "$files" == "loss.svg loss.tsv model_00000010.bin state_00000010.bin " ] \
+          && ./train_gpt2 "${SMALL[@]}" -x 20 -n 10 -y 1 -o "$TMP/full_disk" > "$TMP/fd_resume.log" 2>&1 \
+          && grep -q 'resuming from .*model_00000010.bin at step 10' "$TMP/fd_resume.log"; then
+        ok "a full disk (ulimit -f $limit) at the step-20 checkpoint: $(head -n 1 "$TMP/fd.err"); left: $files; resumed from step 10"
+    else
+        bad "full disk (ulimit -f $limit): exit $rc, files: $files, $(head -n 1 "$TMP/fd.err")"
+    fi
+done
+
 # ---- 5b. block variants (GQA, RoPE, sinusoids, post-LN, ReLU, no mask): a variant model trains, its
 # checkpoint carries the variant (version 103, slots 8-12), and resuming keeps it, bit for bit
 VAR=(-nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -kv 2 -pe rope -ln post -act relu)

@@ -33,11 +33,26 @@ static void print_error(const char* fmt, va_list ap) {
     fprintf(stderr, "\n");
 }
 
+// An error during a group of atomic writes (a checkpoint and its state file, say) removes
+// the temporary file being written and the files of the group already committed, so a full
+// disk leaves the previous checkpoint as the newest, and no stray file (atomic_open below).
+static char atomic_pending[4096];        // the temporary file being written, or ""
+static char atomic_group[8][4096];       // committed since the last atomic_keep()
+static int atomic_group_size;
+static void atomic_undo(void) {
+    if (atomic_pending[0]) remove(atomic_pending);
+    for (int i = 0; i < atomic_group_size; i++)
+        remove(atomic_group[i]);
+    atomic_pending[0] = 0;
+    atomic_group_size = 0;
+}
+
 static void die(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     print_error(fmt, ap);
     va_end(ap);
+    atomic_undo();
     exit(EXIT_BAD_INPUT);
 }
 
@@ -112,16 +127,28 @@ static void read_header(FILE* f, const char* path, int32_t header[256], int32_t 
 
 // write to a temporary file, flush it to disk, then rename over the target: a crash
 // leaves either the old file or the new one, never half of one
+// A file larger than the size limit (ulimit -f) is a failed write, not a SIGXFSZ that kills.
 static FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
+    signal(SIGXFSZ, SIG_IGN);
     snprintf(tmp, tmp_size, "%s.tmp", path);
-    return fopenCheck(tmp, "wb");
+    FILE* f = fopenCheck(tmp, "wb");
+    size_t n = strlen(tmp);
+    if (n < sizeof atomic_pending) memcpy(atomic_pending, tmp, n + 1);
+    return f;
 }
 
 static void atomic_commit(FILE* f, const char* tmp, const char* path) {
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
     if (rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
+    atomic_pending[0] = 0;
+    size_t n = strlen(path);
+    if (atomic_group_size < 8 && n < sizeof atomic_group[0])
+        memcpy(atomic_group[atomic_group_size++], path, n + 1);
 }
+
+// the group of files written since the last call is complete: an error no longer removes them
+static inline void atomic_keep(void) { atomic_group_size = 0; }
 
 // An output directory, checked before any work: created if missing (one level: its parent
 // must exist), and a file written and removed in it, so that a file, a missing parent or an
