@@ -1596,14 +1596,10 @@ void setup_model(const Options* o, Run* r) {
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     if (r->resume_step >= 0) {
-        char state_path[4096];
-        snprintf(state_path, sizeof state_path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
-        GPT2* m = &r->model;
-        gpt2_allocate_moments(m);
-        read_train_state(state_path, &r->state, m->m_memory, m->v_memory, m->num_parameters);
-        if (r->state.B != o->B || r->state.T != o->T)
-            die("'%s' was written with -b %d -t %d; resume with the same, not -b %d -t %d", state_path,
-                r->state.B, r->state.T, o->B, o->T);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
+        gpt2_allocate_moments(&r->model);
+        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters\n", c.num_layers, c.num_heads,
@@ -1634,6 +1630,12 @@ AdamWConfig adamw_config(const Options* o) {
     return c;
 }
 
+// where training stands before step: what a resume needs besides the weights and moments
+static TrainState train_state(const Options* o, const Run* r, int step) {
+    return (TrainState){step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng,
+                        (uint64_t)o->seed, o->shuffle, r->train.num_tokens};
+}
+
 // the training and validation batches, and the optimiser's settings
 void setup_data(const Options* o, Run* r) {
     int V = r->model.config.vocab_size;
@@ -1646,8 +1648,10 @@ void setup_data(const Options* o, Run* r) {
         size_t all = r->val.num_batches;  // sequential: every whole batch of the file
         r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
     }
-    if (r->resume_step >= 0 && o->max_steps > 0)
+    if (r->resume_step >= 0 && o->max_steps > 0) {  // the state must be this run's
+        check_resumed_state(&r->state, train_state(o, r, r->resume_step), r->last_checkpoint);
         dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+    }
     history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
     if (o->out_dir[0] && o->max_steps > 0) check_output_dir(o->out_dir, "-o");  // fail now, not at the end
 }
@@ -1674,10 +1678,6 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
     atomic_keep();  // a later error does not remove this checkpoint
 }
 
-// where training stands before step: what a resume needs besides the weights and moments
-static TrainState train_state(const Options* o, const Run* r, int step) {
-    return (TrainState){step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng};
-}
 
 // Ctrl-C or SIGTERM came during the step before this one, which has finished: save where
 // training stands (a checkpoint, as any other) and stop with an error, so scripts see it

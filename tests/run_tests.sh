@@ -321,6 +321,18 @@ for out in /etc/passwd "$TMP/no/such/parent" /proc/sys; do
         bad "-o $out: exit $rc after $took ms: $(head -n 1 "$TMP/err")"
     fi
 done
+# a training state that is not this run's is refused: another -sd, -sh, -b, training file, or a
+# state file copied beside a checkpoint of another step
+rm -rf "$TMP/own"; ./train_gpt2 "${SMALL[@]}" -x 20 -n 10 -o "$TMP/own" > /dev/null 2>&1
+cp "$TMP/own/state_00000010.bin" "$TMP/own/state_00000020.bin"   # now step 20 has step 10's state
+expect_error "a state file of another step" "(the step differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1
+rm "$TMP/own/model_00000020.bin" "$TMP/own/state_00000020.bin"
+expect_error "resumed with another seed" "(-sd differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 -sd 7
+expect_error "resumed with another -sh" "(-sh differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 -sh 0
+expect_error "resumed with another -b" "(-b differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 -b 2
+expect_error "resumed on other training data" "(-i differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 \
+    -i data/tiny_shakespeare_val.bin
+
 expect_error "a directory as a checkpoint" "'/tmp' is a directory, not a file" ./train_gpt2 -e /tmp
 expect_error "a device as training data" "'/dev/zero' is a device, not a file" ./train_gpt2 "${SMALL[@]}" -i /dev/zero
 expect_error "a directory as the tokenizer" "is a directory, not a file" ./train_gpt2 -tok "$TMP"
