@@ -835,8 +835,10 @@ static void check_config(GPT2Config c, const char* source) {
     if (c.padded_vocab_size < c.vocab_size)
         die("%s: padded vocabulary %d is smaller than the vocabulary %d", source, c.padded_vocab_size,
             c.vocab_size);
-    if (c.vocab_size > 65536)
-        die("%s: vocabulary %d does not fit llm.c's uint16 token files", source, c.vocab_size);
+    if (c.vocab_size > 65536 || c.padded_vocab_size > 1 << 20 || c.channels > 1 << 16 ||  // no size overflows
+        c.num_layers > 1 << 12 || c.max_seq_len > 1 << 20)
+        die("%s: model shape out of range (V %d: at most 65536, uint16 tokens; Vp %d, C %d, L %d, maxT %d)",
+            source, c.vocab_size, c.padded_vocab_size, c.channels, c.num_layers, c.max_seq_len);
     if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
         die("%s: key/value heads %d must divide the heads %d", source, c.num_kv_heads, c.num_heads);
     if (c.pos_encoding == POS_ROPE && (c.channels / c.num_heads) % 2 != 0)
@@ -906,9 +908,8 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     int32_t h[256];
     read_header(f, path, h, 20240326, "llm.c model checkpoint");
     if (h[1] != 3 && h[1] != CHECKPOINT_VARIANTS)
-        die("'%s': checkpoint version %d is not supported (expected 3, float32 parameters, or %d, with "
-            "block variants%s)", path, h[1], CHECKPOINT_VARIANTS,
-            h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
+        die("'%s': checkpoint version %d is not supported (3: float32 parameters; %d: with block variants)%s",
+            path, h[1], CHECKPOINT_VARIANTS, h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
     GPT2Config c = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
                     .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
     if (h[1] == CHECKPOINT_VARIANTS) {
@@ -916,14 +917,13 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
         c.activation = h[11]; c.mask = h[12];
     }
     check_config(c, path);
+    size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
+    fill_in_parameter_sizes(sizes, c);
+    long n = (long)sum_sizes(sizes, NUM_PARAMETER_TENSORS), expected = 1024 + 4 * n, actual = file_size(f);
+    if (actual != expected)
+        die("'%s' is %s: its header describes %ld parameters (%ld bytes), the file has %ld bytes", path,
+            actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
     gpt2_allocate_parameters(model, c);
-    long expected = 1024L + (long)(model->num_parameters * sizeof(float));
-    long actual = file_size(f);
-    if (actual < expected)
-        die("'%s' is truncated: its header describes %zu parameters (%ld bytes), the file has %ld bytes",
-            path, model->num_parameters, expected, actual);
-    if (actual > expected)
-        die("'%s' is longer than its header says (%ld bytes, expected %ld)", path, actual, expected);
     fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path, "parameters");
     fclose(f);
 }

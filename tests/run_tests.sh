@@ -333,6 +333,15 @@ expect_error "resumed with another -b" "(-b differs)" ./train_gpt2 "${SMALL[@]}"
 expect_error "resumed on other training data" "(-i differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 \
     -i data/tiny_shakespeare_val.bin
 
+# a header that claims a huge model: refused before anything is allocated (C = 2^28 is out of range;
+# C = 16384 would need 24 GB: the 121 KB file cannot hold it)
+cp data/ref/ref_a_model.bin "$TMP/huge_c.bin"; patch_int "$TMP/huge_c.bin" 6 268435456
+cp data/ref/ref_a_model.bin "$TMP/big_c.bin"; patch_int "$TMP/big_c.bin" 6 16384
+expect_error "checkpoint claiming C = 2^28" "model shape out of range" ./train_gpt2 -e "$TMP/huge_c.bin"
+limit_memory="ulimit -v 400000;"  # 400 MB of address space: allocating first would fail otherwise
+[ -n "${ASAN_OPTIONS:-}" ] && limit_memory=""  # (AddressSanitizer reserves terabytes of address space)
+expect_error "checkpoint claiming 6.4 billion parameters" "header describes 6445268992 parameters" \
+    bash -c "$limit_memory ./train_gpt2 -e $TMP/big_c.bin"
 expect_error "a directory as a checkpoint" "'/tmp' is a directory, not a file" ./train_gpt2 -e /tmp
 expect_error "a device as training data" "'/dev/zero' is a device, not a file" ./train_gpt2 "${SMALL[@]}" -i /dev/zero
 expect_error "a directory as the tokenizer" "is a directory, not a file" ./train_gpt2 -tok "$TMP"
