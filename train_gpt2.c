@@ -1667,7 +1667,6 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
         if (!isfinite(model->params_memory[i]))
             die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
-    check_output_dir(dir, "-o");  // checked at the start too; it may have gone since
     snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", dir, step);
     gpt2_write_checkpoint(model, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", dir, step);
