@@ -27,7 +27,8 @@ __attribute__((noreturn)) void fuzz_exit(int code) {
     (void)code;
     longjmp(fuzz_return, 1);
 }
-// the files a reader left open when it refused its input, closed after each input so that the harness does not run out of them
+// the files a reader left open when it refused its input, closed after each input so that
+// the harness does not run out of them
 static FILE* fuzz_open_files[16];
 FILE* fuzz_fopen(const char* path, const char* mode) {
     FILE* f = fopen(path, mode);
