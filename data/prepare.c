@@ -263,14 +263,6 @@ static size_t encode_chunk(const Encoder* e, const unsigned char* text, size_t n
     return count;
 }
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 // Encodes every chunk, in parallel, each into its own place in tokens, then closes the gaps
 // between them; returns the number of tokens. The result does not depend on the order in
 // which the chunks finish.

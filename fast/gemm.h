@@ -268,15 +268,6 @@ static int team_size(void) {
 #endif
 }
 
-// the threads a parallel region gets (OMP_NUM_THREADS, or the number of cores; 1 without OpenMP)
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 // Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias).
 // C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
 // re-packs the whole operand along the other dimension, so split the dimension that makes

@@ -19,6 +19,9 @@ crash leaves the old file or the new one, never half of one.
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -175,6 +178,15 @@ static inline void catch_stop_signals(void) {
     sa.sa_handler = on_stop_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+// the threads a parallel region gets (OMP_NUM_THREADS, or the number of cores; 1 without OpenMP)
+static inline int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 
 static inline double now_seconds(void) {
