@@ -11,8 +11,9 @@ One file, the reader chosen at compile time (-DREADER=1..5). Build and run, e.g.
 
 A reader that refuses its input calls die(), which calls exit(); this file turns that exit
 into a jump back here, so a refusal is a normal outcome and only a crash, a sanitizer
-report, a hang or a single allocation over 2 GB is a finding. A refused input's allocations
-are not freed (the program would exit), hence no leak check and no limit on the total RSS.
+report, a hang or a single allocation over 2 GB is a finding. The program would exit on a
+refused input without freeing what it had allocated; the harness keeps a table of the live
+allocations and frees them after each input, so that a long run's memory stays flat.
 */
 #define _POSIX_C_SOURCE 200809L  // as train_gpt2.c, before the first system header
 #define _DEFAULT_SOURCE
@@ -46,6 +47,41 @@ static void fuzz_close_all(void) {
         if (fuzz_open_files[i]) { fclose(fuzz_open_files[i]); fuzz_open_files[i] = NULL; }
 }
 
+// every live allocation of the reader, in an open-addressing table (a freed slot becomes a
+// tombstone); what is left after an input is freed by fuzz_free_all
+#define FUZZ_SLOTS (1u << 21)
+#define FUZZ_TOMBSTONE ((void*)1)
+static void* fuzz_live[FUZZ_SLOTS];
+static size_t fuzz_used[FUZZ_SLOTS], fuzz_n_used;  // the slots filled since the last input
+static size_t fuzz_slot(const void* p) { return ((uintptr_t)p >> 4) * 2654435761u % FUZZ_SLOTS; }
+static void* fuzz_remember(void* p) {
+    if (!p) return p;
+    for (size_t i = fuzz_slot(p), n = 0; n < FUZZ_SLOTS; i = (i + 1) % FUZZ_SLOTS, n++)
+        if (!fuzz_live[i] || fuzz_live[i] == FUZZ_TOMBSTONE) {
+            if (fuzz_n_used == FUZZ_SLOTS) break;
+            fuzz_live[i] = p;
+            fuzz_used[fuzz_n_used++] = i;
+            return p;
+        }
+    abort();  // more live allocations than slots: the reader allocates without bound
+}
+void fuzz_free(void* p) {
+    if (!p) return;
+    for (size_t i = fuzz_slot(p); fuzz_live[i]; i = (i + 1) % FUZZ_SLOTS)
+        if (fuzz_live[i] == p) { fuzz_live[i] = FUZZ_TOMBSTONE; break; }
+    free(p);
+}
+void* fuzz_malloc(size_t size) { return fuzz_remember(malloc(size)); }
+void* fuzz_calloc(size_t count, size_t size) { return fuzz_remember(calloc(count, size)); }
+void* fuzz_aligned_alloc(size_t align, size_t size) { return fuzz_remember(aligned_alloc(align, size)); }
+static void fuzz_free_all(void) {
+    for (size_t k = 0; k < fuzz_n_used; k++) {
+        void** slot = &fuzz_live[fuzz_used[k]];
+        if (*slot && *slot != FUZZ_TOMBSTONE) free(*slot);
+        *slot = NULL;
+    }
+    fuzz_n_used = 0;
+}
 
 // the input as a file the readers can open by name
 static const char* as_file(const uint8_t* data, size_t size) {
@@ -58,8 +94,13 @@ static const char* as_file(const uint8_t* data, size_t size) {
     return path;
 }
 
-// the reader's exit, fopen and fclose become the harness's (above), in train_gpt2.c and its headers
+// the reader's exit, fopen, fclose and allocations become the harness's (above), in
+// train_gpt2.c and its headers
 #define exit fuzz_exit
+#define malloc fuzz_malloc
+#define calloc fuzz_calloc
+#define aligned_alloc fuzz_aligned_alloc
+#define free fuzz_free
 #define fopen fuzz_fopen
 #define fclose fuzz_fclose
 #define TESTING
@@ -101,5 +142,6 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
 #endif
     fuzz_close_all();
+    fuzz_free_all();
     return 0;
 }
