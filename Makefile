@@ -5,6 +5,8 @@
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
 # make gpt2-tokenizer  rewrite GPT-2's tokenizer file, the Unicode tables and tiktoken's test ids (npm)
 # make asan       the tests under AddressSanitizer and UBSan
+# make mpi        the trainer with Open MPI (`make` does this too when it finds mpicc);
+#                 make MPI=0 builds it without
 # make pictures   the default run, then doc/pictures/: its loss curve, its model, and the
 #                 attention maps of a prompt with where each head looks (doc/README.md)
 # Override the compiler or flags as usual: make CC=clang CFLAGS="-O2"
@@ -27,17 +29,35 @@ $(info notice: $(CC) has no OpenMP; building single-threaded)
 WARN += -Wno-unknown-pragmas
 endif
 
+# Open MPI when mpicc is there (Debian: openmpi-bin, libopenmpi-dev): train_gpt2 is then
+# built with mpicc and -DUSE_MPI, so that `mpirun -np N ./train_gpt2` trains on N
+# processes (util/dist.h); started without mpirun it is the one-process program
+MPICC ?= mpicc
+MPI ?= $(shell command -v $(MPICC) > /dev/null 2>&1 && echo 1 || echo 0)
+ifeq ($(MPI),1)
+TRAIN_CC = OMPI_CC="$(CC)" MPICH_CC="$(CC)" $(MPICC) -DUSE_MPI
+else
+TRAIN_CC = $(CC)
+endif
+
 # the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
 SRC = train_gpt2.c $(wildcard fast/*.h util/*.h)
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 
 all: train_gpt2 test_gpt2 $(DATA)
 
-train_gpt2: $(SRC)
-	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+train_gpt2: $(SRC) .mpi-$(MPI)
+	$(TRAIN_CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
 test_gpt2: test_gpt2.c tests/errata_checks.h $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+
+# which build train_gpt2 is (with MPI or not): switching rebuilds it
+.mpi-$(MPI):
+	rm -f .mpi-0 .mpi-1 && touch $@
+
+mpi:
+	$(MAKE) train_gpt2 MPI=1
 
 # any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c
 data/prepare: data/prepare.c util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h
@@ -54,7 +74,7 @@ test: all
 # the same tests, built with the sanitizers (slower; no -march=native vector tricks are lost)
 asan:
 	$(MAKE) clean-bin
-	$(MAKE) all CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+	$(MAKE) all MPI=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 	ASAN_OPTIONS=detect_leaks=0 bash tests/run_tests.sh
 	$(MAKE) clean-bin
 
@@ -87,10 +107,10 @@ gpt2-tokenizer:
 	NODE_PATH=$(NPM_TMP)/node_modules node tests/make_bpe_cases.js
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare
+	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare .mpi-0 .mpi-1
 
 clean: clean-bin
 	rm -f $(DATA)
 	rm -rf out tests/tmp
 
-.PHONY: pictures all data test asan bench reference gpt2-tokenizer clean clean-bin
+.PHONY: mpi pictures all data test asan bench reference gpt2-tokenizer clean clean-bin

@@ -41,6 +41,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/tokenizer.h"   // Tokenizer: ids <-> text
 #include "util/sampler.h"     // Sampler: logits -> next token
 #include "util/state.h"       // TrainState: the file that makes resuming exact
+#include "util/dist.h"        // data parallelism over MPI: N processes, one global batch
 #include "util/cli.h"         // Options: the command line
 #include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
@@ -63,16 +64,17 @@ typedef struct {
     float scale;      // 1/(1-p): inverted dropout keeps the expected value unchanged
     uint32_t threshold; // an element is dropped when its 24-bit hash is below this
     uint64_t key;     // hash of seed, step, layer and site
+    uint64_t first;   // the index of element 0: the rows before this process's (util/dist.h)
 } DropoutMask;
 
 static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
     DropoutMask m = {p, 1.0f / (1.0f - p), (uint32_t)floor((double)p * 16777216.0),
-                     splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site))};
+                     splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site)), 0};
     return m;
 }
 
 static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
-    return (uint32_t)(splitmix64(m->key ^ idx) >> 40) >= m->threshold;
+    return (uint32_t)(splitmix64(m->key ^ (m->first + idx)) >> 40) >= m->threshold;
 }
 
 // ----------------------------------------------------------------------------
@@ -823,6 +825,7 @@ typedef struct {
     float dropout_p;
     uint64_t dropout_seed;
     long dropout_step; // step of the last forward; -1 = evaluation (no dropout)
+    int dropout_row0;  // N processes: this one's first row of the global batch, whose masks it uses
 } GPT2;
 
 // checks a configuration read from a file or the command line; names the source on failure
@@ -1025,7 +1028,10 @@ static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
 // the dropout mask of one site for the current forward; p = 0 in evaluation
 static DropoutMask model_dropout(const GPT2* model, int layer, int site) {
     float p = model->dropout_step >= 0 ? model->dropout_p : 0.0f;
-    return dropout_mask(p, model->dropout_seed, (uint64_t)model->dropout_step, layer, site);
+    DropoutMask m = dropout_mask(p, model->dropout_seed, (uint64_t)model->dropout_step, layer, site);
+    int T = model->cur_T, NH = model->config.num_heads, C = model->config.channels;
+    m.first = (uint64_t)model->dropout_row0 * (site == DROP_ATT_PROBS ? NH * T * T : T * C);  // rows before
+    return m;
 }
 
 // attention branch: attproj = dropout(proj(attention(qkv(in)))), with q and k rotated
@@ -1337,6 +1343,7 @@ typedef struct {
 StepStats gpt2_backward_update(GPT2* model, int step, const AdamWConfig* opt) {
     gpt2_zero_grad(model);
     gpt2_backward(model);
+    dist_average_gradients(model->grads_memory, model->num_parameters);  // N processes: the mean
     StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
     s.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);
@@ -1522,14 +1529,16 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
 // ----------------------------------------------------------------------------
 // the program
 
-// mean loss over the first n batches of the validation file (no dropout)
+// mean loss over the first n batches of the validation file (no dropout); with N
+// processes each computes its rows of each batch
 float validation_loss(GPT2* model, DataLoader* val, int n) {
     double sum = 0.0;
+    int B = val->B / dist.size, T = val->T;
     for (int k = 0; k < n; k++) {
         dataloader_load_batch(val, (size_t)k);
-        sum += gpt2_forward(model, val->inputs, val->targets, val->B, val->T, -1);
+        sum += gpt2_forward(model, dist_rows(val->inputs, B, T), dist_rows(val->targets, B, T), B, T, -1);
     }
-    return (float)(sum / n);
+    return dist_mean((float)(sum / n));
 }
 
 // everything a run holds: the model and what feeds it, what samples from it
@@ -1595,6 +1604,7 @@ void setup_model(const Options* o, Run* r) {
     }
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
+    r->model.dropout_row0 = dist.rank * o->B;
     if (r->resume_step >= 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
@@ -1632,7 +1642,7 @@ AdamWConfig adamw_config(const Options* o) {
 
 // where training stands before step: what a resume needs besides the weights and moments
 static TrainState train_state(const Options* o, const Run* r, int step) {
-    return (TrainState){step, o->B, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng,
+    return (TrainState){step, o->B * dist.size, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng,
                         (uint64_t)o->seed, o->shuffle, r->train.num_tokens};
 }
 
@@ -1642,9 +1652,10 @@ void setup_data(const Options* o, Run* r) {
     r->adamw = adamw_config(o);
     r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
     if (o->max_steps > 0)
-        dataloader_init(&r->train, o->train_path, o->B, o->T, V, o->shuffle, (uint64_t)o->seed, "-b, -t");
+        dataloader_init(&r->train, o->train_path, o->B * dist.size, o->T, V, o->shuffle, (uint64_t)o->seed,
+                        "-b, -t");  // N processes: the global batch of N x B rows
     if (r->have_val) {
-        dataloader_init(&r->val, o->val_path, o->B, o->T, V, 0, 0, "-b, -t");
+        dataloader_init(&r->val, o->val_path, o->B * dist.size, o->T, V, 0, 0, "-b, -t");
         size_t all = r->val.num_batches;  // sequential: every whole batch of the file
         r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
     }
@@ -1653,7 +1664,8 @@ void setup_data(const Options* o, Run* r) {
         dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
     }
     history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
-    if (o->out_dir[0] && o->max_steps > 0) check_output_dir(o->out_dir, "-o");  // fail now, not at the end
+    if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0)
+        check_output_dir(o->out_dir, "-o");  // fail now, not at the end
 }
 
 // writes -o's model_STEP.bin and state_STEP.bin, and the loss curve (loss.svg to look at,
@@ -1663,6 +1675,7 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
     const GPT2* model = &r->model;
     const char* dir = o->out_dir;
     char path[4096], title[512];
+    if (dist.rank != 0) return;  // N processes: the weights are the same, process 0 writes them
     for (size_t i = 0; i < model->num_parameters; i++)
         if (!isfinite(model->params_memory[i]))
             die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
@@ -1682,20 +1695,22 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
 // training stands (a checkpoint, as any other) and stop with an error, so scripts see it
 static void stop_after(const Options* o, Run* r, int step) {
     TrainState now = train_state(o, r, step);
-    if (!o->out_dir[0]) die("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal, step);
+    if (!o->out_dir[0])
+        die_together("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal, step);
     save_checkpoint(o, r, step, &now);
-    die("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
+    die_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
         r->last_checkpoint);
 }
 
 static void sample(const Options* o, Run* r) {
+    if (dist.rank != 0) return;  // N processes: process 0 alone samples and prints
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     generate(&r->model, &r->kv, &r->sampler, tk, r->prompt, r->prompt_len, o->gen_tokens, o->slide, stdout);
 }
 
 static void stop_if_not_finite(const char* what, float value, int step, const Run* r) {
     if (isfinite(value)) return;
-    die("the %s became %f at step %d; stopping. Last good checkpoint: %s", what, value, step,
+    die_together("the %s became %f at step %d; stopping. Last good checkpoint: %s", what, value, step,
         r->last_checkpoint[0] ? r->last_checkpoint : "none");
 }
 
@@ -1705,8 +1720,10 @@ static void stop_if_not_finite(const char* what, float value, int step, const Ru
 static double train_step(const Options* o, Run* r, int step) {
     double t0 = now_seconds();
     TrainState before = train_state(o, r, step);
-    dataloader_next_batch(&r->train);
-    float loss = gpt2_forward(&r->model, r->train.inputs, r->train.targets, o->B, o->T, step);
+    dataloader_next_batch(&r->train);  // the global batch; this process computes its B rows of it
+    const int* inputs = dist_rows(r->train.inputs, o->B, o->T);
+    const int* targets = dist_rows(r->train.targets, o->B, o->T);
+    float loss = dist_mean(gpt2_forward(&r->model, inputs, targets, o->B, o->T, step));
     stop_if_not_finite("training loss", loss, step, r);
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
         save_checkpoint(o, r, step, &before);
@@ -1715,7 +1732,7 @@ static double train_step(const Options* o, Run* r, int step) {
     history_step(&r->history, step, loss, s.lr);
     double dt = now_seconds() - t0;
     printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
-           step + 1, o->max_steps, loss, s.lr, s.norm, dt * 1e3, o->B * o->T / dt);
+           step + 1, o->max_steps, loss, s.lr, s.norm, dt * 1e3, o->B * dist.size * o->T / dt);
     fflush(stdout);
     return dt;
 }
@@ -1732,6 +1749,7 @@ void train(const Options* o, Run* r) {
     for (int step = r->state.step; step <= o->max_steps; step++) {
         int last = step == o->max_steps;
         if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) {
+            dist_check_weights(r->model.params_memory, r->model.num_parameters, step);
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);
             printf("step %5d | val loss %.4f\n", step, val_loss);
             history_val(&r->history, step, val_loss);
@@ -1743,7 +1761,7 @@ void train(const Options* o, Run* r) {
         }
         if (last) break;
         double dt = train_step(o, r, step);
-        if (stop_signal) stop_after(o, r, step + 1);
+        if (dist_any(stop_signal)) stop_after(o, r, step + 1);  // N processes: all stop after this step
         if (step > r->state.step) {  // the first step warms up: not timed
             train_seconds += dt;
             timed_steps++;
@@ -1751,8 +1769,8 @@ void train(const Options* o, Run* r) {
     }
     if (o->out_dir[0] && o->max_steps > r->state.step) {
         if (r->have_val && !isfinite(val_loss))
-            die("the validation loss is %f at the end; not writing a checkpoint. Last good checkpoint: %s",
-                val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+            die_together("the validation loss is %f at the end; not writing a checkpoint. Last good "
+                         "checkpoint: %s", val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
         TrainState now = train_state(o, r, o->max_steps);
         save_checkpoint(o, r, o->max_steps, &now);
     }
@@ -1771,21 +1789,28 @@ void run_free(Run* r, const Options* o) {
 }
 
 #ifndef TESTING
+// -am: the attention maps of the prompt, as an SVG, and where each head looks
+static void draw_attention_map(const Options* o, Run* r) {
+    GPT2Config c = r->model.config;
+    gpt2_forward(&r->model, r->prompt, NULL, 1, r->prompt_len, -1);  // fills acts.att_probs
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    write_attention_svg(o->attention_map, r->model.acts.att_probs, c.num_layers, c.num_heads, r->prompt_len,
+                        r->prompt, tk, c.mask == MASK_CAUSAL, o->init[0] ? o->init : "a fresh model");
+    print_attention_summary(o->attention_map, r->model.acts.att_probs, c.num_layers, c.num_heads,
+                            r->prompt_len, r->prompt, tk);
+}
+
 int main(int argc, char** argv) {
+    dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
     static Run r;  // zeroed
     setup_model(&o, &r);
     setup_generation(&o, &r);
     if (o.attention_map[0]) {
-        GPT2Config c = r.model.config;
-        gpt2_forward(&r.model, r.prompt, NULL, 1, r.prompt_len, -1);  // fills acts.att_probs
-        const Tokenizer* tk = r.have_tokenizer ? &r.tokenizer : NULL;
-        write_attention_svg(o.attention_map, r.model.acts.att_probs, c.num_layers, c.num_heads, r.prompt_len,
-                            r.prompt, tk, c.mask == MASK_CAUSAL, o.init[0] ? o.init : "a fresh model");
-        print_attention_summary(o.attention_map, r.model.acts.att_probs, c.num_layers, c.num_heads,
-                                r.prompt_len, r.prompt, tk);
+        if (dist.rank == 0) draw_attention_map(&o, &r);  // N processes: one picture
     } else {
         setup_data(&o, &r);
+        dist_setup_done();
         if (o.max_steps > 0) train(&o, &r);
         else if (o.gen_tokens > 0) sample(&o, &r);  // -x 0: generate, or evaluate
         else if (r.have_val)

@@ -13,6 +13,7 @@ are those of llm.c's train_gpt2.cu, plus flags for the model shape and more.
 #include <stdlib.h>
 #include <string.h>
 #include "io.h"
+#include "dist.h"  // dist: the processes of a data-parallel run
 
 typedef struct {
     const char* train_path;      // -i
@@ -181,7 +182,10 @@ Options parse_args(int argc, char** argv) {
         {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
     for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
-        if (checks[k].bad) { fprintf(stderr, "train_gpt2: error: %s\n", checks[k].msg); exit(EXIT_USAGE); }
+        if (checks[k].bad) {  // a value out of range: its line is enough, no usage after it
+            print_usage_to = NULL;
+            usage_error("%s", checks[k].msg);
+        }
     const char* words[3] = {o.pe, o.ln, o.act};
     for (int k = 0; k < 3; k++) {
         for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)
@@ -237,13 +241,20 @@ static void print_training_settings(const Options* o, int threads, size_t train_
            o->weight_decay, o->grad_clip, o->dropout, threads, threads == 1 ? "" : "s");
     printf("data: %s (%zu tokens), %s (%zu tokens, %d validation batches)\n", o->train_path, train_tokens,
            have_val ? o->val_path : "no validation", val_tokens, val_batches);
+    if (dist.size > 1)
+        printf("processes: %d, each B=%d: a global batch of %d rows (util/dist.h)\n", dist.size, o->B,
+               dist.size * o->B);
 }
 
 // the last line of a training run (val_loss NaN: no validation; checkpoint "": none)
 static void print_training_done(const Options* o, int steps, double seconds_per_step, float val_loss,
                                 const char* checkpoint) {
     printf("done: %d steps, %.1f ms/step (%.0f tok/s)", steps, 1e3 * seconds_per_step,
-           o->B * o->T / seconds_per_step);
+           o->B * dist.size * o->T / seconds_per_step);
+    if (dist.allreduce_calls > 0) {
+        double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;
+        printf(", all-reduce %.2f ms/step (%.1f%%)", ms, ms / (10 * seconds_per_step));
+    }
     if (!isnan(val_loss)) printf(", final val loss %.4f", val_loss);
     if (checkpoint[0]) printf(", checkpoint %s", checkpoint);
     printf("\n");

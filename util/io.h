@@ -29,13 +29,6 @@ crash leaves the old file or the new one, never half of one.
 // the program that errors name (data/prepare sets its own)
 static const char* error_program = "train_gpt2";
 
-// "train_gpt2: error: " and the message, one line on stderr
-static void print_error(const char* fmt, va_list ap) {
-    fprintf(stderr, "%s: error: ", error_program);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-}
-
 // An error during a group of atomic writes (a checkpoint and its state file, say) removes
 // the temporary file being written and the files of the group already committed, so a full
 // disk leaves the previous checkpoint as the newest, and no stray file (atomic_open below).
@@ -50,25 +43,44 @@ static void atomic_undo(void) {
     atomic_group_size = 0;
 }
 
+// print_usage_to: the program's usage, printed after a bad flag's line (set by the program
+// that parses flags). dist_exit_hook: set by util/dist.h when several processes train
+// together; it says the line once for all of them and ends them all (together: every
+// process meets this error at the same step, as a stop they agreed on).
+static void (*print_usage_to)(FILE*);
+static void (*dist_exit_hook)(const char* line, int status, int together);
+
+// "train_gpt2: error: " and the message, one line on stderr, then exit with status
+static void fail(int status, int together, const char* fmt, va_list ap) {
+    static char line[16384];
+    vsnprintf(line, sizeof line, fmt, ap);
+    atomic_undo();
+    if (dist_exit_hook) dist_exit_hook(line, status, together);
+    fprintf(stderr, "%s: error: %s\n", error_program, line);
+    if (status == EXIT_USAGE && print_usage_to) print_usage_to(stderr);
+    exit(status);
+}
+
+// a bad file, a failed write, a run that cannot go on
 static void die(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    print_error(fmt, ap);
-    va_end(ap);
-    atomic_undo();
-    exit(EXIT_BAD_INPUT);
+    fail(EXIT_BAD_INPUT, 0, fmt, ap);
 }
 
-// a bad flag: the error line, then the program's usage (print_usage_to, set by the program
-// that parses flags), exit status EXIT_USAGE
-static void (*print_usage_to)(FILE*);
+// the same, for a stop that every process of a data-parallel run reaches at the same step
+// (a loss that is not finite, a signal they agreed on); one process alone: die
+static void die_together(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail(EXIT_BAD_INPUT, 1, fmt, ap);
+}
+
+// a bad flag: the error line, then the program's usage, exit status EXIT_USAGE
 static void usage_error(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    print_error(fmt, ap);
-    va_end(ap);
-    if (print_usage_to) print_usage_to(stderr);
-    exit(EXIT_USAGE);
+    fail(EXIT_USAGE, 0, fmt, ap);
 }
 
 // fopen/fread/malloc that name the file (and the source line) when they fail
