@@ -1651,11 +1651,12 @@ void setup_data(const Options* o, Run* r) {
     int V = r->model.config.vocab_size;
     r->adamw = adamw_config(o);
     r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
+    int B = o->B * dist.size;  // N processes: the global batch of N x B rows
+    const char* flags = dist.size > 1 ? "-b times the processes, -t" : "-b, -t";
     if (o->max_steps > 0)
-        dataloader_init(&r->train, o->train_path, o->B * dist.size, o->T, V, o->shuffle, (uint64_t)o->seed,
-                        "-b, -t");  // N processes: the global batch of N x B rows
+        dataloader_init(&r->train, o->train_path, B, o->T, V, o->shuffle, (uint64_t)o->seed, flags);
     if (r->have_val) {
-        dataloader_init(&r->val, o->val_path, o->B * dist.size, o->T, V, 0, 0, "-b, -t");
+        dataloader_init(&r->val, o->val_path, B, o->T, V, 0, 0, flags);
         size_t all = r->val.num_batches;  // sequential: every whole batch of the file
         r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
     }
@@ -1761,7 +1762,7 @@ void train(const Options* o, Run* r) {
         }
         if (last) break;
         double dt = train_step(o, r, step);
-        if (dist_any(stop_signal)) stop_after(o, r, step + 1);  // N processes: all stop after this step
+        if ((stop_signal = dist_any(stop_signal))) stop_after(o, r, step + 1);  // N processes: together
         if (step > r->state.step) {  // the first step warms up: not timed
             train_seconds += dt;
             timed_steps++;

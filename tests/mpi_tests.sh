@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Data-parallel training over MPI (util/dist.h), run by CI where Open MPI is installed:
+# 2 processes of batch B against one process of batch 2B, identical weights across the
+# processes (and a build whose processes diverge is caught), determinism, a killed
+# process, a stop signal and resume, resume with another number of processes, and bad
+# input under mpirun. The last line is "N passed, M failed".
+set -u
+cd "$(dirname "$0")/.."
+TMP=tests/tmp/mpi
+rm -rf "$TMP"; mkdir -p "$TMP"
+pass=0; fail=0
+ok()  { echo "PASS $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+if ! command -v mpirun > /dev/null || ! command -v mpicc > /dev/null; then
+    echo "Open MPI is not installed (openmpi-bin, libopenmpi-dev)"; echo "0 passed, 1 failed"; exit 1
+fi
+make -s train_gpt2 MPI=1 || { echo "0 passed, 1 failed"; exit 1; }
+# as root (CI), Open MPI wants these two; -q: no banners of its own, only our error lines
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+mpi() { local n=$1; shift; timeout 120 mpirun -q --oversubscribe -np "$n" "$@"; }
+SMALL=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1)
+losses() { grep -oP '^step +\K[0-9]+/[0-9]+ \| loss [0-9.]+' "$1"; }
+# the largest relative difference between the losses (training and validation) of two logs
+max_rel() {
+    paste <(grep -oP 'loss \K[0-9.]+' "$1") <(grep -oP 'loss \K[0-9.]+' "$2") |
+        awk 'NF != 2 { bad = 1 } { d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d }
+             END { if (bad || NR == 0) print "mismatch"; else printf "%.2e\n", m }'
+}
+
+# ---- 1. N = 2 processes of B = 4 against one process of B = 8: the same global batch,
+# shuffled, with dropout (each process draws the masks of its own rows of the global batch)
+mpi 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 30 -o "$TMP/two" > "$TMP/two.log" 2>&1; rc2=$?
+./train_gpt2 "${SMALL[@]}" -b 8 -x 30 -o "$TMP/one" > "$TMP/one.log" 2>&1; rc1=$?
+rel=$(max_rel "$TMP/two.log" "$TMP/one.log")
+n=$(grep -c 'loss' "$TMP/two.log")
+if [ $rc2 -eq 0 ] && [ $rc1 -eq 0 ] && [ "$rel" != mismatch ] && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-6) }'; then
+    ok "2 processes x B=4 vs 1 process x B=8: $n losses (30 steps, 4 validations, dropout 0.1) agree to $rel relative (printed to 6 decimals; tolerance 1e-6)"
+else
+    bad "2 x B=4 vs 1 x B=8: exit $rc2/$rc1, largest relative difference $rel"
+fi
+wdiff=$(cmp -l "$TMP/two/model_00000030.bin" "$TMP/one/model_00000030.bin" 2> /dev/null | wc -l)
+ok_files=$(ls "$TMP/two" | tr '\n' ' ')
+if [ "$ok_files" == "loss.svg loss.tsv model_00000030.bin state_00000030.bin " ]; then
+    ok "2 processes: process 0 alone wrote the checkpoint, state and loss curve ($ok_files); $wdiff of its bytes differ from the one-process run's (rounding of the averaged gradients)"
+else
+    bad "2 processes wrote: $ok_files"
+fi
+if grep -q 'processes: 2, each B=4: a global batch of 8 rows' "$TMP/two.log" && grep -qP 'all-reduce [0-9.]+ ms/step' "$TMP/two.log" \
+      && [ "$(grep -c '^step' "$TMP/two.log")" -eq "$(grep -c '^step' "$TMP/one.log")" ]; then
+    ok "2 processes: one process prints (one line per step), says the global batch and the all-reduce's time: $(grep -oP 'all-reduce [^,]+' "$TMP/two.log")"
+else
+    bad "2 processes: the output is not one process's"
+fi
+
+# ---- 2. determinism: the same N, flags and threads give the same losses, bit for bit
+mpi 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 30 -o "" > "$TMP/two_again.log" 2>&1
+if [ -n "$(losses "$TMP/two.log")" ] && [ "$(losses "$TMP/two.log")" == "$(losses "$TMP/two_again.log")" ]; then
+    ok "2 processes, run twice: the same losses bit for bit"
+else
+    bad "2 processes, run twice: the losses differ"
+fi
+
+# ---- 3. the weights stay identical across the processes: checked at every validation (-v 10);
+# a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
+mkdir -p "$TMP/diverge/util"
+cp -r train_gpt2.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
+sed -i 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' "$TMP/diverge/util/dist.h"
+if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
+      "$TMP/diverge/train_gpt2.c" -lm 2> "$TMP/diverge/build.log"; then
+    mpi 2 "$TMP/diverge/train_gpt2" "${SMALL[@]}" -b 4 -x 30 -o "" > "$TMP/diverge.log" 2> "$TMP/diverge.err"; rc=$?
+    if [ $rc -ne 0 ] && grep -q 'the weights of the 2 processes differ at step 10' "$TMP/diverge.err" \
+          && [ "$(wc -l < "$TMP/diverge.err")" -eq 1 ]; then
+        ok "weights compared across processes at each validation: a diverging build stops at step 10 with one line ($(cut -c1-90 "$TMP/diverge.err")...)"
+    else
+        bad "a diverging build was not caught: exit $rc, $(cat "$TMP/diverge.err")"
+    fi
+else
+    bad "could not build the diverging copy: $(head -3 "$TMP/diverge/build.log")"
+fi
+
+# ---- 4. a process killed mid-run ends the job (no hang), with an error, and leaves the last
+# checkpoint whole; resuming from it on 2 processes reproduces the uninterrupted losses bit for bit
+RUN=("${SMALL[@]}" -b 4 -x 120 -n 20)
+mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/full" > "$TMP/full.log" 2>&1
+mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/part" > "$TMP/part.log" 2>&1 &
+job=$!
+for _ in $(seq 1 2000); do [ -f "$TMP/part/state_00000040.bin" ] && break; sleep 0.01; done
+victim=$(pgrep -f "^\./train_gpt2 .*-o $TMP/part" | tail -n 1)  # a process, not mpirun
+kill -KILL "$victim" 2> /dev/null
+t0=$(date +%s.%N); wait $job; rc=$?; secs=$(echo "$(date +%s.%N) - $t0" | bc)
+last=$(ls "$TMP/part"/model_*.bin 2> /dev/null | tail -n 1)
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$last" ] && ./train_gpt2 -e "$last" -x 0 -g 0 -b 4 -t 32 > /dev/null 2>&1; then
+    ok "a process killed with SIGKILL: the job ended in $(printf %.1f "$secs") s with exit $rc, the last checkpoint $(basename "$last") loads"
+else
+    bad "killed process: exit $rc (124 = hung), last checkpoint '$last'"
+fi
+step=$(basename "$last" .bin); step=$((10#${step##*_}))
+for f in "$TMP"/part/*.bin; do  # what the run wrote after the checkpoint kept, as if it had died there
+    s=$(basename "$f" .bin); [ $((10#${s##*_})) -gt $step ] && rm -f "$f"
+done
+mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/part" -y 1 > "$TMP/resumed.log" 2>&1
+after() { losses "$1" | awk -F/ -v s="$2" '$1 > s'; }
+if [ "$(after "$TMP/resumed.log" $step | wc -l)" -eq $((120 - step)) ] && [ "$(after "$TMP/resumed.log" $step)" == "$(after "$TMP/full.log" $step)" ]; then
+    ok "resumed on 2 processes from step $step: the $((120 - step)) remaining losses equal the uninterrupted run's, bit for bit"
+else
+    bad "resume on 2 processes from step $step does not reproduce the losses"
+fi
+
+# ---- 5. SIGTERM to one process (or to mpirun, which passes it on): every process finishes the
+# step, they agree to stop, process 0 writes the checkpoint, the job exits 1; resume continues
+for target in process mpirun; do
+    rm -rf "$TMP/sig"
+    mpi 2 ./train_gpt2 "${RUN[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
+    job=$!
+    for _ in $(seq 1 2000); do [ "$(grep -c '^step' "$TMP/sig.log" 2> /dev/null)" -ge 30 ] && break; sleep 0.01; done
+    if [ $target == process ]; then pid=$(pgrep -f "^\./train_gpt2 .*-o $TMP/sig" | tail -n 1)
+    else pid=$(pgrep -f "^mpirun .*-o $TMP/sig"); fi
+    kill -TERM $pid
+    wait $job; rc=$?
+    at=$(grep -oP 'stopped by signal 15 after \K\d+(?= steps; saved)' "$TMP/sig.err")
+    mpi 2 ./train_gpt2 "${RUN[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
+    if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$(wc -l < "$TMP/sig.err")" -eq 1 ] \
+          && [ "$(after "$TMP/sig_resumed.log" "$at" | wc -l)" -eq $((120 - at)) ] \
+          && [ "$(after "$TMP/sig_resumed.log" "$at")" == "$(after "$TMP/full.log" "$at")" ]; then
+        ok "SIGTERM to $target: stopped together after step $at, one line ($(cut -c1-70 "$TMP/sig.err")...), exit 1; resumed, the losses equal the uninterrupted run's"
+    else
+        bad "SIGTERM to $target: exit $rc, stopped at '$at': $(cat "$TMP/sig.err")"
+    fi
+done
+
+# ---- 6. resume with another number of processes: the state records the global batch, so
+# 1 process of B=8 continues a run of 2 x B=4 (same data order; the losses agree to rounding);
+# 1 process of B=4 (another global batch) is refused, naming -b
+cp -r "$TMP/full" "$TMP/other_n"
+rm -f "$TMP"/other_n/*_000001[0-2]0.bin
+./train_gpt2 "${SMALL[@]}" -b 8 -x 120 -n 20 -o "$TMP/other_n" -y 1 > "$TMP/other_n.log" 2>&1; rc=$?
+rel=$(max_rel <(after "$TMP/other_n.log" 80) <(after "$TMP/full.log" 80))
+if [ $rc -eq 0 ] && grep -q 'resuming from .* at step 80' "$TMP/other_n.log" && [ "$rel" != mismatch ] \
+      && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-5) }'; then
+    ok "a 2 x B=4 run resumed by 1 process of B=8 at step 80: the 40 losses agree to $rel relative"
+else
+    bad "resume of 2 x B=4 by 1 x B=8: exit $rc, difference $rel"
+fi
+./train_gpt2 "${SMALL[@]}" -b 4 -x 120 -n 20 -o "$TMP/other_n" -y 1 > /dev/null 2> "$TMP/other_b.err"; rc=$?
+if [ $rc -eq 1 ] && grep -q 'belongs to another run (-b differs)' "$TMP/other_b.err"; then
+    ok "the same run resumed with another global batch (1 x B=4) is refused: $(cut -c1-80 "$TMP/other_b.err")..."
+else
+    bad "another global batch on resume: exit $rc, $(cat "$TMP/other_b.err")"
+fi
+
+# ---- 7. bad input under mpirun: one line, from process 0, non-zero exit
+expect_mpi_error() {  # name, expected text, then the mpirun arguments
+    local name="$1" want="$2"; shift 2
+    timeout 120 mpirun -q --oversubscribe "$@" > "$TMP/bad.log" 2> "$TMP/bad.err"; local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c 'error' "$TMP/bad.err")" -eq 1 ] && grep -qF -- "$want" "$TMP/bad.err"; then
+        ok "mpirun, $name: exit $rc, one line: $(head -n 1 "$TMP/bad.err")"
+    else
+        bad "mpirun, $name: exit $rc, $(cat "$TMP/bad.err")"
+    fi
+}
+expect_mpi_error "process 1 cannot open its training file" "process 1 of 2: cannot open '$TMP/nope.bin'" \
+    -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" : -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" -i "$TMP/nope.bin"
+expect_mpi_error "a global batch larger than the data" "fewer than one batch of B*T+1 = 1280001 (-b times the processes, -t)" \
+    -np 2 ./train_gpt2 "${SMALL[@]}" -b 20000 -x 5 -o ""
+head -c 3000 data/tiny_shakespeare_val.bin > "$TMP/short.bin"
+expect_mpi_error "a truncated validation file" "'$TMP/short.bin' is truncated" \
+    -np 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 5 -o "" -j "$TMP/short.bin"
+expect_mpi_error "a nonsense flag (-kv 3 with 4 heads)" "-kv 3 must divide" -np 2 ./train_gpt2 "${SMALL[@]}" -kv 3
+touch "$TMP/a_file"
+expect_mpi_error "-o naming a file" "$TMP/a_file" -np 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 5 -o "$TMP/a_file"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
