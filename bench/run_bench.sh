@@ -7,6 +7,8 @@
 #   5. PyTorch's training step of the same models, when /usr/bin/python3 imports torch
 #   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
 #   7. our GPT-2 encoder (data/prepare) against tiktoken, MB/s
+#   9. (when train_gpt2 is built with Open MPI) 1 process x all threads against N processes x
+#      1 thread, the same global batch, default and 124M shapes, and the all-reduce's time
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
 # exit status is non-zero only if a part crashed. Takes 2-3 minutes on 2 cores. bench/README.md
 # describes each part, the machine and the results.
@@ -109,6 +111,7 @@ bench() {
     section "7. preparing your own text: GPT-2 encoding, MB/s"
     encoding_speed
     [ -n "${BASE:-}" ] && ab_against_base
+    mpi_scaling
     [ "$crashed" -eq 0 ]
 }
 
@@ -193,6 +196,44 @@ ab_against_base() {
                        shape, med("base"), v["base", 1], med("this"), v["this", 1], med("this") / med("base"), v["this", 1] / v["base", 1]
             }' "$OUT/ab_$shape.txt"
     done
+}
+
+# part 9: data parallelism (util/dist.h). The same global batch on 1 process with all the
+# threads and on N processes (one per CPU) of one thread each; train_gpt2's own step time
+# (the mean after the first step) and its all-reduce time per step. The 124M shape uses
+# GPT-2's tokenizer (V = 50257), on Tiny Shakespeare encoded with it.
+mpi_scaling() {
+    section "9. data parallelism over MPI: 1 process x $(nproc) threads vs $(nproc) processes x 1 thread"
+    if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 | grep -q libmpi; then
+        echo "train_gpt2 is not built with MPI here (Open MPI: openmpi-bin, libopenmpi-dev); skipped"; return
+    fi
+    local n; n=$(nproc)
+    local mpirun=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+                  mpirun -q --oversubscribe -np "$n")
+    ./data/prepare -i data/tiny_shakespeare.txt -o "$OUT/ts_gpt2" -m bpe -tok data/gpt2_tokenizer.bin > /dev/null 2>&1 \
+        || { echo "!! could not encode Tiny Shakespeare with GPT-2's tokenizer"; crashed=1; return; }
+    local quick=0 shape
+    [ "${BENCH_QUICK:-0}" = 1 ] && quick=1
+    for shape in default 124m; do
+        local B=12 x=$((quick ? 3 : 40)) args=(-o "" -g 0 -j "" -t 64)
+        if [ $shape = 124m ]; then
+            B=4; x=$((quick ? 2 : 12))
+            args+=(-e d12 -tok data/gpt2_tokenizer.bin -i "$OUT/ts_gpt2_train.bin")
+        fi
+        [ $((B % n)) -eq 0 ] || { echo "$shape: B=$B is not divisible by $n processes; skipped"; continue; }
+        local one many
+        one=$(OMP_NUM_THREADS=$n ./train_gpt2 "${args[@]}" -b $B -x $x 2>&1 | grep '^done:')
+        many=$("${mpirun[@]}" ./train_gpt2 "${args[@]}" -b $((B / n)) -x $x 2>&1 | grep '^done:')
+        echo "$shape, B=$B T=64, $x steps:"
+        echo "  1 process x $n threads:   ${one:-!! no result}"
+        echo "  $n processes x 1 thread:  ${many:-!! no result}"
+        local a b
+        a=$(echo "$one" | grep -oP '[0-9.]+(?= ms/step)'); b=$(echo "$many" | grep -oP '^done: [0-9]+ steps, \K[0-9.]+')
+        [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v s="$shape" \
+            'BEGIN { printf "  %s: step time, processes / threads: %.3f\n", s, b / a }'
+        [ -z "$one" ] || [ -z "$many" ] && crashed=1
+    done
+    rm -f "$OUT"/ts_gpt2_*.bin
 }
 
 bench 2>&1 | tee "$REPORT"
