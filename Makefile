@@ -41,7 +41,7 @@ TRAIN_CC = $(CC)
 endif
 
 # the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
-SRC = train_gpt2.c $(wildcard fast/*.h util/*.h)
+SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h)
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 
 all: train_gpt2 test_gpt2 $(DATA)

@@ -20,7 +20,7 @@ root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=(train_gpt2.c fast/matmul.h fast/rows.h)
-cp -r train_gpt2.c test_gpt2.c fast util "$work/"
+cp -r train_gpt2.c train_setup.h test_gpt2.c fast util "$work/"
 mkdir -p "$work/tests" && cp tests/errata_checks.h "$work/tests/"
 CC=${CC:-cc}
 CFLAGS="-O1 -march=native -fopenmp -std=c11"

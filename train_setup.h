@@ -1,0 +1,148 @@
+/*
+train_setup.h: a run's setup from the command line, the plumbing of train_gpt2.c's program
+section (it is included there, after the model, and uses it): the model resumed, loaded or
+fresh, with its tokenizer; the sampler, KV cache and prompt; the training and validation
+data; and run_free. A reader of the model may skip it: train() and main() in train_gpt2.c
+show what each part is for.
+*/
+#ifndef TRAIN_SETUP_H
+#define TRAIN_SETUP_H
+
+// everything a run holds: the model and what feeds it, what samples from it
+typedef struct {
+    GPT2 model;
+    TrainState state;            // where training stands (step 0 unless resumed)
+    int resume_step;             // the checkpoint resumed from, or -1
+    char last_checkpoint[4096];  // the newest checkpoint written or resumed from
+    Tokenizer tokenizer;
+    int have_tokenizer;          // loaded, and its vocabulary matches the model's
+    Sampler sampler;
+    KVCache kv;
+    int* prompt;                 // (maxT) the tokens generation starts from
+    int prompt_len;
+    DataLoader train, val;
+    int have_val, val_batches;
+    AdamWConfig adamw;           // from the flags
+    LossHistory history;         // every step's loss and learning rate, the validation losses
+} Run;
+
+// the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
+// its vocabulary
+void setup_model(const Options* o, Run* r) {
+    struct stat sb;
+    int default_tokenizer = strcmp(o->tokenizer_path, default_options().tokenizer_path) == 0;
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
+    if (o->resume && r->resume_step < 0)
+        printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
+    GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
+                        .num_heads = o->heads, .channels = o->channels};
+    int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh.num_layers,
+                                             &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
+    if (is_fresh || !default_tokenizer || stat(o->tokenizer_path, &sb) == 0) {
+        tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
+        r->have_tokenizer = 1;
+    }
+    if (r->resume_step >= 0) {
+        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
+                 r->resume_step);
+        gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
+    } else if (!is_fresh) {
+        gpt2_build_from_checkpoint(&r->model, o->init);
+    } else {
+        fresh.vocab_size = r->tokenizer.vocab_size;
+        fresh.padded_vocab_size = (r->tokenizer.vocab_size + 127) / 128 * 128;
+        int* settings[5] = {&fresh.pos_encoding, &fresh.ln_place, &fresh.activation, &fresh.num_kv_heads,
+                            &fresh.mask};
+        apply_variant_flags(o, settings, 1, "", fresh.num_heads, fresh.channels);
+        gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
+    }
+    GPT2Config* mc = &r->model.config;  // a loaded model: the flags must agree with it (-causal may switch)
+    int* settings[5] = {&mc->pos_encoding, &mc->ln_place, &mc->activation, &mc->num_kv_heads, &mc->mask};
+    const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
+    if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
+    GPT2Config c = r->model.config;
+    if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0) && !o->attention_map[0])
+        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
+    if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
+        printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
+               o->tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
+        tokenizer_free(&r->tokenizer);
+        r->have_tokenizer = 0;
+    }
+    r->model.dropout_p = o->dropout;
+    r->model.dropout_seed = (uint64_t)o->seed;
+    r->model.dropout_row0 = dist.rank * o->B;
+    if (r->resume_step >= 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
+        gpt2_allocate_moments(&r->model);
+        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
+        printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
+    }
+    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters\n", c.num_layers, c.num_heads,
+           c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, r->model.num_parameters / 1e6);
+    print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
+}
+
+// sampler, KV cache and the prompt (the end-of-text token when there is none)
+void setup_generation(const Options* o, Run* r) {
+    GPT2Config c = r->model.config;
+    sampler_init(&r->sampler, c.vocab_size, o->temperature, o->top_k, (uint64_t)o->seed ^ 0x5A4D504CULL);
+    if (r->resume_step >= 0) r->sampler.rng = r->state.sampler_rng;
+    if (o->gen_tokens > 0) kvcache_init(&r->kv, c);
+    r->prompt = mallocCheck((size_t)c.max_seq_len * sizeof(int));
+    r->prompt_len = 1;
+    r->prompt[0] = r->have_tokenizer ? r->tokenizer.eot_token : 0;
+    if (o->prompt[0]) {
+        if (!r->have_tokenizer) die("-pr needs a tokenizer that matches the model (-tok)");
+        r->prompt_len = tokenizer_encode(&r->tokenizer, o->prompt, r->prompt, c.max_seq_len);
+    }
+}
+
+// the optimiser's settings from the flags
+AdamWConfig adamw_config(const Options* o) {
+    AdamWConfig c = {.lr = o->lr, .warmup = o->warmup, .max_steps = o->max_steps,
+                     .final_lr_frac = o->final_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
+                     .eps = o->eps, .weight_decay = o->weight_decay, .grad_clip = o->grad_clip};
+    return c;
+}
+
+// where training stands before step: what a resume needs besides the weights and moments
+static TrainState train_state(const Options* o, const Run* r, int step) {
+    return (TrainState){step, o->B * dist.size, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng,
+                        (uint64_t)o->seed, o->shuffle, r->train.num_tokens};
+}
+
+// the training and validation batches, and the optimiser's settings
+void setup_data(const Options* o, Run* r) {
+    int V = r->model.config.vocab_size;
+    r->adamw = adamw_config(o);
+    r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
+    int B = o->B * dist.size;  // N processes: the global batch of N x B rows
+    const char* flags = dist.size > 1 ? "-b times the processes, -t" : "-b, -t";
+    if (o->max_steps > 0)
+        dataloader_init(&r->train, o->train_path, B, o->T, V, o->shuffle, (uint64_t)o->seed, flags);
+    if (r->have_val) {
+        dataloader_init(&r->val, o->val_path, B, o->T, V, 0, 0, flags);
+        size_t all = r->val.num_batches;  // sequential: every whole batch of the file
+        r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
+    }
+    if (r->resume_step >= 0 && o->max_steps > 0) {  // the state must be this run's
+        check_resumed_state(&r->state, train_state(o, r, r->resume_step), r->last_checkpoint);
+        dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+    }
+    history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+    if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0)
+        check_output_dir(o->out_dir, "-o");  // fail now, not at the end
+}
+
+void run_free(Run* r, const Options* o) {
+    free(r->prompt); sampler_free(&r->sampler); history_free(&r->history);
+    if (o->gen_tokens > 0) kvcache_free(&r->kv);
+    if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
+    if (o->max_steps > 0) dataloader_free(&r->train);
+    if (r->have_val) dataloader_free(&r->val);
+    gpt2_free(&r->model);
+}
+
+#endif
