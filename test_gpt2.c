@@ -2076,6 +2076,7 @@ static void test_bpe(void) {
 // ----------------------------------------------------------------------------
 
 #include "tests/errata_checks.h"
+#include "tests/bf16_checks.h"
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
     for (int i = 1; i < argc; i++) {
@@ -2133,6 +2134,7 @@ int main(int argc, char** argv) {
         test_errata();
         test_errata_variants();
         test_errata_articles();
+        test_bf16(dir);
         test_bpe();
     }
     printf("%d passed, %d failed\n", passed, failed);

@@ -1672,6 +1672,7 @@ static void draw_attention_map(const Options* o, Run* r) {
 int main(int argc, char** argv) {
     dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
+    gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)
     static Run r;  // zeroed
     setup_model(&o, &r);
     setup_generation(&o, &r);

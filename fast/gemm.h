@@ -205,6 +205,50 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
 #endif
 }
 
+#include "bf16.h"
+
+// the precision of the operands: GEMM_FP32 (the default) or GEMM_BF16 (-prec bf16: each
+// operand rounded to bfloat16 as it is packed, the products summed in float32; bf16.h)
+enum { GEMM_FP32 = 0, GEMM_BF16 = 1 };
+static int gemm_precision = GEMM_FP32;
+
+// gemm_block (below) with bf16 operands: the same loops, the slivers packed as pairs of k
+static void gemm_block_bf16(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B,
+                            int ldb, float* C, int ldc, int accumulate, const float* bias) {
+    static _Thread_local uint32_t *Ap, *Bp;
+    enum { KC2 = (GEMM_KC + 1) / 2 };
+    if (!Ap) {
+        Ap = aligned_alloc(64, sizeof(uint32_t) * GEMM_MC * KC2);
+        Bp = aligned_alloc(64, sizeof(uint32_t) * KC2 * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
+        if (!Ap || !Bp) die("out of memory for the matmul packing buffers");
+    }
+    for (int jc = 0; jc < n; jc += GEMM_NC) {
+        int nc = gemm_imin(GEMM_NC, n - jc);
+        for (int pc = 0; pc < K; pc += GEMM_KC) {
+            int kc = gemm_imin(GEMM_KC, K - pc), kc2 = (kc + 1) / 2;
+            for (int jr = 0; jr < nc; jr += GEMM_NR) {
+                int w = gemm_imin(GEMM_NR, nc - jr);
+                if (tB) bf16_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc2);
+                else    bf16_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc2);
+            }
+            for (int ic = 0; ic < m; ic += GEMM_MC) {
+                int mc = gemm_imin(GEMM_MC, m - ic);
+                for (int ir = 0; ir < mc; ir += GEMM_MR) {
+                    int h = gemm_imin(GEMM_MR, mc - ir);
+                    if (tA) bf16_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc2);
+                    else    bf16_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc2);
+                }
+                for (int jr = 0; jr < nc; jr += GEMM_NR)
+                    for (int ir = 0; ir < mc; ir += GEMM_MR)
+                        gemm_kernel_bf16(kc2, Ap + (size_t)ir * kc2, Bp + (size_t)jr * kc2,
+                                         C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
+                                         gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr),
+                                         !accumulate && pc == 0, bias ? bias + jc + jr : NULL);
+            }
+        }
+    }
+}
+
 // Per-thread packing buffers, allocated on first use and kept for the thread's lifetime
 // (OpenMP worker threads persist). _Thread_local also keeps callers in different
 // threads of an outer parallel region from sharing a buffer.
@@ -215,6 +259,10 @@ static _Thread_local float* gemm_Bp;
 // offset to the matching row / column.
 static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
                        float* C, int ldc, int accumulate, const float* bias) {
+    if (gemm_precision == GEMM_BF16) {
+        gemm_block_bf16(tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        return;
+    }
     if (!gemm_Ap) {
         gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_MC * GEMM_KC);
         gemm_Bp = aligned_alloc(64, sizeof(float) * GEMM_KC * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));

@@ -46,6 +46,8 @@ typedef struct {
     const char *pe, *ln, *act;   // -pe -ln -act: words ("" = not given)
     int variant[3];              // their indices in VARIANT_WORDS; -1 = not given
     int causal;                  // -causal 1 or 0; -1 = not given
+    const char* precision;       // -prec fp32 | bf16: the matmuls' operands (fast/bf16.h)
+    int bf16;                    // -prec bf16
 } Options;
 
 // the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
@@ -99,6 +101,7 @@ static const Flag FLAGS[] = {
     {"-act", 's', OPT(act), "fresh model: MLP non-linearity gelu | relu"},
     {"-causal", 'i', OPT(causal), "1 = causal attention; 0 = no mask, an experiment (doc/variants.md); "
                                   "-1 = the model's"},
+    {"-prec", 's', OPT(precision), "matmul operands: fp32 | bf16 (rounded to bfloat16, summed in fp32)"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -111,7 +114,8 @@ static Options default_options(void) {
         .checkpoint_every = 0, .resume = 0, .layers = 4, .heads = 4, .channels = 128, .max_seq_len = 0,
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
-        .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1};
+        .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
+        .precision = "fp32"};
     return o;
 }
 
@@ -186,6 +190,9 @@ Options parse_args(int argc, char** argv) {
             print_usage_to = NULL;
             usage_error("%s", checks[k].msg);
         }
+    o.bf16 = strcmp(o.precision, "bf16") == 0;
+    if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
+        usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
     const char* words[3] = {o.pe, o.ln, o.act};
     for (int k = 0; k < 3; k++) {
         for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)

@@ -1,0 +1,150 @@
+/*
+fast/bf16.h: the matrix multiply with bfloat16 operands (-prec bf16), included by gemm.h.
+
+bfloat16 is the top half of a float32: the same sign and 8 exponent bits (the same range,
+so no loss scaling is needed), 8 significant bits instead of 24 (a relative rounding
+error up to 2^-9 = 0.2%). With -prec bf16 every operand of a product is rounded to it
+(round to nearest, ties to even) as the blocked sgemm packs it, and the products are
+accumulated in float32. Two bf16 numbers multiply exactly into a float32 (8 x 8 = 16
+significant bits), so the only roundings are the operands' and the float32 sums'.
+
+Zen 5 and recent Xeons do this in one instruction, vdpbf16ps: for each of 16 float32
+lanes, acc += a[2l+1]*b[2l+1], then acc += a[2l]*b[2l], from 32 bf16 pairs; per
+instruction twice the multiply-adds of a float32 FMA. So the packed slivers hold pairs of
+consecutive k: A's sliver, for each pair p, MR pairs (a[i][2p], a[i][2p+1]); B's, for each
+p, NR pairs (b[2p][j], b[2p+1][j]); an odd kc is padded with a zero.
+
+Plain twin: gemm_kernel_bf16_plain (and the plain packing loops), the same pairs and the
+same two rounded additions per pair in C; test_gpt2.c checks the instruction against it
+bit for bit, and it is what runs on a CPU without AVX512-BF16.
+*/
+#ifndef FAST_BF16_H
+#define FAST_BF16_H
+
+#include <stdint.h>
+#include <string.h>
+
+// float32 -> bf16, rounding to nearest even (a NaN stays a NaN)
+static inline uint16_t bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+// a pair of bf16 as one 32-bit word: the even k in the low half, as the instruction reads it
+static inline uint32_t bf16_pair(float even, float odd) {
+    return (uint32_t)bf16_round(even) | (uint32_t)bf16_round(odd) << 16;
+}
+
+// dst[p*R + r] = pair (src[r*ld + 2p], src[r*ld + 2p+1]) for r < rows, 0 for rows <= r < R:
+// rows of src contiguous in k
+static void bf16_pack_rows(const float* src, int ld, int rows, int R, int kc, uint32_t* dst) {
+    int kc2 = (kc + 1) / 2;
+    for (int r = 0; r < R; r++) {
+        const float* s = src + (size_t)r * ld;
+        for (int p = 0; p < kc2; p++) {
+            int k = 2 * p;
+            dst[(size_t)p * R + r] = r >= rows ? 0 : bf16_pair(s[k], k + 1 < kc ? s[k + 1] : 0.0f);
+        }
+    }
+}
+
+// dst[p*R + c] = pair (src[2p*ld + c], src[(2p+1)*ld + c]) for c < cols, 0 for cols <= c < R:
+// rows of src contiguous in c
+static void bf16_pack_cols(const float* src, int ld, int cols, int R, int kc, uint32_t* dst) {
+    int kc2 = (kc + 1) / 2;
+    for (int p = 0; p < kc2; p++) {
+        const float* even = src + (size_t)(2 * p) * ld;
+        const float* odd = 2 * p + 1 < kc ? even + ld : NULL;
+        uint32_t* d = dst + (size_t)p * R;
+        int c = 0;
+#if defined(__AVX512BF16__)
+        __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+        for (; c + 16 <= cols; c += 16) {  // 16 columns: round both rows, interleave them
+            __m512 e = _mm512_loadu_ps(even + c), o = odd ? _mm512_loadu_ps(odd + c) : _mm512_setzero_ps();
+            __m512i both = (__m512i)_mm512_cvtne2ps_pbh(o, e);  // e's 16 bf16, then o's
+            _mm512_storeu_si512(d + c, _mm512_permutexvar_epi16(order, both));
+        }
+#endif
+        for (; c < R; c++)
+            d[c] = c >= cols ? 0 : bf16_pair(even[c], odd ? odd[c] : 0.0f);
+    }
+}
+
+// Plain twin of the kernel: C[m x n] (=, or +=) a-sliver * b-sliver over kc2 pairs of k,
+// each pair adding the odd product, then the even one, rounded to float32 each time
+static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc,
+                                   int m, int n, int overwrite, const float* bias) {
+    float acc[GEMM_MR][GEMM_NR];
+    memset(acc, 0, sizeof acc);
+    for (int p = 0; p < kc2; p++, a += GEMM_MR, b += GEMM_NR)
+        for (int i = 0; i < GEMM_MR; i++)
+            for (int j = 0; j < GEMM_NR; j++) {
+                float a0 = bf16_to_float((uint16_t)a[i]), a1 = bf16_to_float((uint16_t)(a[i] >> 16));
+                float b0 = bf16_to_float((uint16_t)b[j]), b1 = bf16_to_float((uint16_t)(b[j] >> 16));
+                acc[i][j] += a1 * b1;  // exact products: each sum rounds once to float32
+                acc[i][j] += a0 * b0;
+            }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f)
+                                               : C[(size_t)i * ldc + j] + acc[i][j];
+}
+
+#if defined(__AVX512BF16__)
+// the kernel with vdpbf16ps: per pair of k, 2 loads of B (2 x 16 columns of pairs), MR
+// broadcasts of A's pairs, 2 x MR instructions of 32 products each
+static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                             int ldc, int m, int n, int overwrite, const float* bias) {
+    enum { NV = GEMM_NR / 16 };
+    __m512 acc[GEMM_MR][NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            acc[i][j] = _mm512_setzero_ps();
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j += 16)
+            _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
+    for (int p = 0; p < kc2; p++, a += GEMM_MR, b += GEMM_NR) {
+        __m512bh bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            bv[j] = (__m512bh)_mm512_load_si512(b + 16 * j);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++)
+                acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++) {
+        if (i >= m) break;
+        float* c = C + (size_t)i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) {
+            __mmask16 mk = gemm_lanes(n - 16 * j);
+            __m512 v = acc[i][j];
+            if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c + 16 * j), v);
+            else if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + 16 * j));
+            _mm512_mask_storeu_ps(c + 16 * j, mk, v);
+        }
+    }
+}
+#else
+#define gemm_kernel_bf16 gemm_kernel_bf16_plain
+#endif
+
+#endif

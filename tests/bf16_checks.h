@@ -1,0 +1,187 @@
+/*
+tests/bf16_checks.h: the tests of -prec bf16 (fast/bf16.h), included by test_gpt2.c.
+- bf16_round: round to nearest, ties to even, on values whose answer is known;
+- the packing (vectorised where there are 16 columns) against the definition, and the
+  vdpbf16ps kernel against its plain twin, bit for bit;
+- sgemm with bf16 operands against a float64 product of the same rounded operands, for
+  every transpose (the only difference left: float32 sums);
+- the gradients of the reference configurations against PyTorch's float64 ones, per
+  tensor, relative to each tensor's largest value; the tolerances are from the measured
+  errors (README, "Test tolerances");
+- determinism: the same bits twice, and on 1 thread as on all.
+*/
+#define TOL_BF16_LOSS_REL 5e-4  // measured up to 7.5e-5 (README)
+#define TOL_BF16_GRAD_REL 3e-2  // measured up to 1.2e-2 (README)
+#define TOL_BF16_GRAD_REL_RELU 0.3  // ReLU's kinks: measured 0.18 (README)
+
+static void test_bf16_round(void) {
+    struct { float x; uint16_t want; const char* what; } cases[] = {
+        {1.0f, 0x3f80, "1"},
+        {1.0f + 0x1p-8f, 0x3f80, "1 + 2^-8: a tie, to the even 1"},
+        {1.0f + 0x1p-7f + 0x1p-8f, 0x3f82, "1 + 3*2^-8: a tie, to the even 1 + 2^-6"},
+        {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81, "just above a tie: up"},
+        {-2.5f, 0xc020, "-2.5 (exact)"},
+        {3.4028235e38f, 0x7f80, "the largest float rounds to infinity"},
+        {0.0f, 0x0000, "0"},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (bf16_round(cases[i].x) != cases[i].want) {
+            ok = 0;
+            printf("   bf16_round(%s) = %04x, expected %04x\n", cases[i].what, bf16_round(cases[i].x),
+                   cases[i].want);
+        }
+    uint16_t nan = bf16_round(NAN);
+    ok &= (nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0;
+    check(ok, "bf16_round: ties to even, overflow to infinity, NaN stays NaN (%zu values)",
+          sizeof cases / sizeof cases[0] + 1);
+}
+
+// the packed pairs of a kc x cols block against their definition; and the kernel, fed the
+// same slivers, against its plain twin, bit for bit
+static void test_bf16_pack_kernel(void) {
+    uint64_t rng = 7;
+    int worst_pack = 0, worst_kernel = 0;
+    for (int kc = 1; kc <= 37; kc += 9) {
+        for (int cols = 1; cols <= GEMM_NR; cols += 5) {
+            int kc2 = (kc + 1) / 2, ld = 40;
+            float* src = uniform_floats(&rng, (size_t)kc * ld);
+            uint32_t* packed = aligned_alloc(64, (size_t)kc2 * GEMM_NR * 4);  // the kernel's aligned loads
+            bf16_pack_cols(src, ld, cols, GEMM_NR, kc, packed);
+            for (int p = 0; p < kc2; p++)
+                for (int c = 0; c < GEMM_NR; c++) {
+                    float even = c < cols ? src[(size_t)2 * p * ld + c] : 0.0f;
+                    float odd = c < cols && 2 * p + 1 < kc ? src[(size_t)(2 * p + 1) * ld + c] : 0.0f;
+                    worst_pack |= packed[(size_t)p * GEMM_NR + c] != bf16_pair(even, odd);
+                }
+            uint32_t* a = aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
+            float* at = uniform_floats(&rng, (size_t)GEMM_MR * kc);
+            bf16_pack_rows(at, kc, GEMM_MR, GEMM_MR, kc, a);
+            float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR];
+            for (int acc = 0; acc < 2; acc++) {
+                for (int i = 0; i < GEMM_MR * GEMM_NR; i++)
+                    C1[i] = C2[i] = (float)i * 0.01f;
+                gemm_kernel_bf16(kc2, a, packed, C1, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                gemm_kernel_bf16_plain(kc2, a, packed, C2, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                worst_kernel |= memcmp(C1, C2, sizeof C1) != 0;
+            }
+            free(src); free(packed); free(a); free(at);
+        }
+    }
+    check(!worst_pack, "bf16 packing (vectorised by 16 columns) equals its definition: pairs of k, zero-padded");
+#if defined(__AVX512BF16__)
+    check(!worst_kernel, "bf16 kernel (vdpbf16ps) equals its plain twin bit for bit, = and +=, kc 1..37");
+#else
+    check(!worst_kernel, "bf16 kernel: no AVX512-BF16 here, the plain twin runs (compared with itself)");
+#endif
+}
+
+// sgemm with bf16 operands against the float64 product of the rounded operands: the error
+// left is the float32 accumulation's, a few ulps of sum |a||b|
+static void test_bf16_sgemm(void) {
+    uint64_t rng = 11;
+    int M = 37, N = 45, K = 300;  // K over one KC block, edges in every direction
+    float worst = 0.0f;
+    gemm_precision = GEMM_BF16;
+    for (int tA = 0; tA < 2; tA++)
+        for (int tB = 0; tB < 2; tB++) {
+            float* A = uniform_floats(&rng, (size_t)M * K);
+            float* B = uniform_floats(&rng, (size_t)K * N);
+            float* C = zeros((size_t)M * N);
+            sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double sum = 0.0, mag = 0.0;
+                    for (int k = 0; k < K; k++) {
+                        float av = tA ? A[(size_t)k * M + i] : A[(size_t)i * K + k];
+                        float bv = tB ? B[(size_t)j * K + k] : B[(size_t)k * N + j];
+                        double a = bf16_to_float(bf16_round(av)), b = bf16_to_float(bf16_round(bv));
+                        sum += a * b;
+                        mag += fabs(a * b);
+                    }
+                    float e = (float)(fabs(C[(size_t)i * N + j] - sum) / mag);
+                    worst = e > worst ? e : worst;
+                }
+            free(A); free(B); free(C);
+        }
+    gemm_precision = GEMM_FP32;
+    check(worst <= 4e-7f, "sgemm with bf16 operands, 4 transposes, 37x45x300: error of the float32 sums "
+          "%.2e of sum |a||b| (tolerance 4e-7: 300 sums of a 2^-24 rounding, as for fp32)", worst);
+}
+
+// the reference configurations' loss and gradients with bf16 matmuls against PyTorch's
+// float64 ones: what bf16 costs in accuracy, per tensor
+static void test_bf16_gradients(const char* model_path, const char* state_path) {
+    GPT2 model;
+    gpt2_build_from_checkpoint(&model, model_path);
+    RefState s;
+    read_state(&s, state_path, &model);
+    gemm_precision = GEMM_BF16;
+    float loss = gpt2_forward(&model, s.x, s.y, s.B, s.T, -1);
+    gpt2_zero_grad(&model);
+    gpt2_backward(&model);
+    gemm_precision = GEMM_FP32;
+    float loss_rel = fabsf(loss - s.loss) / fabsf(s.loss);
+    check(loss_rel <= TOL_BF16_LOSS_REL, "-prec bf16, %s: loss relative error %.2e (tolerance %.0e)",
+          model_path, loss_rel, TOL_BF16_LOSS_REL);
+    size_t offset = 0;
+    float worst = 0.0f;
+    const char* worst_name = "";
+    printf("   per tensor, error relative to its largest value:");
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
+        size_t n = model.param_sizes[k];
+        if (n == 0) continue;
+        float e = rel(compare(model.grads_memory + offset, s.grads + offset, 1, n, n));
+        printf(" %s %.1e", PARAMETER_NAMES[k], e);
+        if (e > worst) { worst = e; worst_name = PARAMETER_NAMES[k]; }
+        offset += n;
+    }
+    printf("\n");
+    // With ReLU, a pre-activation within bf16's rounding of 0 can change sign (3 of 4096 in
+    // configuration c, the largest 9e-4), switching its unit's whole gradient on or off
+    float tol = model.config.activation == ACT_RELU ? TOL_BF16_GRAD_REL_RELU : TOL_BF16_GRAD_REL;
+    check(worst <= tol, "-prec bf16, %s: every gradient within %.0e of its tensor's largest value (worst "
+          "%s: %.2e)%s", model_path, tol, worst_name, worst, tol > TOL_BF16_GRAD_REL ? ", ReLU" : "");
+    free_state(&s);
+    gpt2_free(&model);
+}
+
+// the same seed and flags give the same bits with bf16, on 1 thread as on all
+static void test_bf16_determinism(const char* model_path) {
+    float losses[3][6];
+    for (int run = 0; run < 3; run++) {
+        GPT2 model;
+        gpt2_build_from_checkpoint(&model, model_path);
+        int B = 2, T = 8, x[16], y[16];
+        int V = model.config.vocab_size;
+        for (int i = 0; i < B * T; i++) {
+            x[i] = (i * 7) % V;
+            y[i] = (i * 5 + 3) % V;
+        }
+        int threads = run == 2 ? use_threads(1) : 0;
+        gemm_precision = GEMM_BF16;
+        train_steps(&model, x, y, B, T, 6, losses[run]);
+        gemm_precision = GEMM_FP32;
+        if (run == 2) use_threads(threads);
+        gpt2_free(&model);
+    }
+    int same = memcmp(losses[0], losses[1], sizeof losses[0]) == 0;
+    same &= memcmp(losses[0], losses[2], sizeof losses[0]) == 0;
+    check(same, "-prec bf16: 6 training steps give the same losses twice and on 1 thread (last %.7f)", losses[0][5]);
+}
+
+static void test_bf16(const char* dir) {
+    printf("-- bf16 matmuls (-prec bf16, fast/bf16.h)\n");
+    test_bf16_round();
+    test_bf16_pack_kernel();
+    test_bf16_sgemm();
+    const char* configs[] = {"a", "b", "c", "d"};
+    char a[4096], b[4096];
+    for (int i = 0; i < 4; i++) {
+        snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
+        snprintf(b, sizeof b, "%s/ref_%s_state.bin", dir, configs[i]);
+        test_bf16_gradients(a, b);
+    }
+    snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
+    test_bf16_determinism(a);
+}
