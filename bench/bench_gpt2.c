@@ -889,7 +889,8 @@ static void bench_summary(const char* path) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: bench_gpt2 --machine | --shape 124m|default [--warmup N] [--steps N] [--kernel-ms MS]\n"
+            "usage: bench_gpt2 --machine | --shape 124m|default [--warmup N] [--steps N] [--kernel-ms MS] "
+            "[--prec fp32|bf16]\n"
             "                  | --gen [--gen-tokens N] [--gen-full 1] | --summary FILE\n");
     exit(EXIT_USAGE);
 }
@@ -910,6 +911,8 @@ int main(int argc, char** argv) {
         else if (strcmp(a, "--kernel-ms") == 0) kernel_ms = atof(v);
         else if (strcmp(a, "--gen-tokens") == 0) gen_tokens = atoi(v);
         else if (strcmp(a, "--gen-full") == 0) gen_full = atoi(v);
+        else if (strcmp(a, "--prec") == 0 && (strcmp(v, "fp32") == 0 || strcmp(v, "bf16") == 0))
+            gemm_precision = strcmp(v, "bf16") == 0 ? GEMM_BF16 : GEMM_FP32;  // as train_gpt2 -prec
         else usage();
         i++;
     }

@@ -48,6 +48,25 @@ static inline uint32_t bf16_pair(float even, float odd) {
 // dst[p*R + r] = pair (src[r*ld + 2p], src[r*ld + 2p+1]) for r < rows, 0 for rows <= r < R:
 // rows of src contiguous in k
 static void bf16_pack_rows(const float* src, int ld, int rows, int R, int kc, uint32_t* dst) {
+#if defined(__AVX512BF16__)
+    for (int r0 = 0; r0 < R; r0 += 16) {  // 16 rows x 32 k: round, then transpose the 16 x 16 pairs
+        int nr = rows - r0, w = gemm_imin(16, R - r0);
+        for (int k0 = 0; k0 < kc; k0 += 32) {
+            int nk = kc - k0, np = gemm_imin(16, (nk + 1) / 2);
+            __m512 v[16];
+            for (int i = 0; i < 16; i++) {
+                const float* s = src + (size_t)(r0 + i) * ld + k0;
+                v[i] = i >= nr ? _mm512_setzero_ps()
+                               : (__m512)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(gemm_lanes(nk - 16), s + 16),
+                                                             _mm512_maskz_loadu_ps(gemm_lanes(nk), s));
+            }
+            transpose16(v);  // v[p]: pair p of each of the 16 rows
+            for (int p = 0; p < np; p++)
+                _mm512_mask_storeu_ps((float*)(dst + (size_t)(k0 / 2 + p) * R + r0), gemm_lanes(w), v[p]);
+        }
+    }
+    return;
+#endif
     int kc2 = (kc + 1) / 2;
     for (int r = 0; r < R; r++) {
         const float* s = src + (size_t)r * ld;
