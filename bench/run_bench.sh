@@ -9,8 +9,9 @@
 #   7. our GPT-2 encoder (data/prepare) against tiktoken, MB/s
 #   9. (when train_gpt2 is built with Open MPI) 1 process x all threads against N processes x
 #      1 thread, the same global batch, default and 124M shapes, and the all-reduce's time
+#  10. -prec bf16 against fp32, both shapes, alternating rounds in this run: ratios
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
-# exit status is non-zero only if a part crashed. Takes 2-3 minutes on 2 cores. bench/README.md
+# exit status is non-zero only if a part crashed. Takes 4-5 minutes on 2 cores. bench/README.md
 # describes each part, the machine and the results.
 # A/B: with BASE=REV (make bench BASE=REV; a commit, branch or tag), part 8 builds the
 # benchmark of REV from git beside this one and times the training steps of both, alternating
@@ -112,6 +113,7 @@ bench() {
     encoding_speed
     [ -n "${BASE:-}" ] && ab_against_base
     mpi_scaling
+    bf16_speed
     [ "$crashed" -eq 0 ]
 }
 
@@ -234,6 +236,35 @@ mpi_scaling() {
         [ -z "$one" ] || [ -z "$many" ] && crashed=1
     done
     rm -f "$OUT"/ts_gpt2_*.bin
+}
+
+# part 10: the training step with bf16 matmul operands (-prec bf16, fast/bf16.h) against
+# float32, alternating fp32, bf16, fp32, ... (BF16_ROUNDS rounds, default 3): medians, the
+# minimum of each, and fp32/bf16 (> 1: bf16 is faster)
+bf16_speed() {
+    section "10. -prec bf16 against fp32: the training step, alternating in this run"
+    local rounds=${BF16_ROUNDS:-3} shape prec i
+    [ "${BENCH_QUICK:-0}" = 1 ] && rounds=1
+    for shape in default 124m; do
+        local steps=(--steps 20); [ $shape = 124m ] && steps=(--steps 5)
+        [ "${BENCH_QUICK:-0}" = 1 ] && steps=(--warmup 1 --steps 2)
+        : > "$OUT/prec_$shape.txt"
+        for i in $(seq 1 "$rounds"); do
+            for prec in fp32 bf16; do
+                local ms; ms=$("$BIN" --shape $shape "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 \
+                              | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
+                [ -z "$ms" ] && { echo "!! $prec $shape round $i did not report a time"; crashed=1; continue; }
+                echo "$prec $ms" >> "$OUT/prec_$shape.txt"
+                printf '  %-7s round %d  %s %9.2f ms/step\n' "$shape" "$i" "$prec" "$ms"
+            done
+        done
+        sort -k2 -n "$OUT/prec_$shape.txt" | awk -v shape="$shape" '
+            { v[$1, ++n[$1]] = $2 }
+            function med(w) { return n[w] % 2 ? v[w, (n[w] + 1) / 2] : (v[w, n[w] / 2] + v[w, n[w] / 2 + 1]) / 2 }
+            END { if (!n["fp32"] || !n["bf16"]) exit
+                  printf "  %-7s fp32: median %.2f ms, min %.2f | bf16: median %.2f ms, min %.2f | fp32/bf16: median %.3f, min %.3f\n",
+                         shape, med("fp32"), v["fp32", 1], med("bf16"), v["bf16", 1], med("fp32") / med("bf16"), v["fp32", 1] / v["bf16", 1] }'
+    done
 }
 
 bench 2>&1 | tee "$REPORT"

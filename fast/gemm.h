@@ -258,8 +258,8 @@ static _Thread_local float* gemm_Bp;
 // One thread's share: the m x n block of C whose top-left is C, with A and B already
 // offset to the matching row / column.
 static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
-                       float* C, int ldc, int accumulate, const float* bias) {
-    if (gemm_precision == GEMM_BF16) {
+                       float* C, int ldc, int accumulate, const float* bias, int precision) {
+    if (precision == GEMM_BF16) {
         gemm_block_bf16(tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
         return;
     }
@@ -320,8 +320,9 @@ static int team_size(void) {
 // C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
 // re-packs the whole operand along the other dimension, so split the dimension that makes
 // that duplicated operand the smaller one.)
-void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
-                 const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
+static void sgemm_share_in(int precision, int t, int T, int transA, int transB, int M, int N, int K,
+                           const float* A, int lda, const float* B, int ldb, float* C, int ldc, int accumulate,
+                           const float* bias) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {  // empty sum
         if (!accumulate && t == 0)
@@ -338,13 +339,19 @@ void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, cons
         int j0 = p0 * GEMM_NR, j1 = gemm_imin(N, p1 * GEMM_NR);
         if (j1 > j0)
             gemm_block(transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
-                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL);
+                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL, precision);
     } else {
         int i0 = p0 * GEMM_MR, i1 = gemm_imin(M, p1 * GEMM_MR);
         if (i1 > i0)
             gemm_block(transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
-                       C + (size_t)i0 * ldc, ldc, accumulate, bias);
+                       C + (size_t)i0 * ldc, ldc, accumulate, bias, precision);
     }
+}
+
+// sgemm_share_in in the precision of -prec (gemm_precision): the model's matmul layers
+void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
+    sgemm_share_in(gemm_precision, t, T, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
 // threads worth using for a product of M x N x K: 1 when already inside a parallel region
@@ -380,30 +387,31 @@ void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
 // The matrix products of attention, named by their formulas. Each runs on the calling
 // thread (attention calls them inside its parallel loop over heads). Every matrix is
 // row-major with its own row stride (ld), so a head's slice of Q, K or V (hs columns of
-// a row of 3C) is passed as it lies in memory.
+// a row of 3C) is passed as it lies in memory. They stay float32 under -prec bf16: they
+// are small (K = hs or T), where rounding and packing pairs cost more than they save.
 
 // C (M,N) = A (M,K) B^T, with B (N,K): every row of A against every row of B
 static inline void matmul_ABt(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                               int M, int N, int K) {
-    sgemm_share(0, 1, 0, 1, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+    sgemm_share_in(GEMM_FP32, 0, 1, 0, 1, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
 // C (M,N) = A (M,K) B (K,N)
 static inline void matmul_AB(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                              int M, int N, int K) {
-    sgemm_share(0, 1, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+    sgemm_share_in(GEMM_FP32, 0, 1, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
 // C (M,N) = A^T B, with A (K,M) and B (K,N)
 static inline void matmul_AtB(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                               int M, int N, int K) {
-    sgemm_share(0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+    sgemm_share_in(GEMM_FP32, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
 // C (M,N) += A^T B: grouped-query attention sums a shared K/V head's gradient over its group
 static inline void matmul_AtB_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                                   int M, int N, int K) {
-    sgemm_share(0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 1, NULL);
+    sgemm_share_in(GEMM_FP32, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 1, NULL);
 }
 
 #endif
