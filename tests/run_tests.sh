@@ -187,6 +187,25 @@ expect_usage "-pe unknown word" "flag -pe: unknown value 'alibi'" ./train_gpt2 -
 expect_usage "-ln unknown word" "flag -ln: unknown value 'sandwich'" ./train_gpt2 -ln sandwich
 expect_usage "-act unknown word" "flag -act: unknown value 'swish'" ./train_gpt2 -act swish
 expect_usage "-causal 2" "-causal must be 1 or 0" ./train_gpt2 -causal 2
+expect_usage "-prec fp16" "flag -prec: unknown value 'fp16' (fp32, bf16)" ./train_gpt2 -prec fp16
+
+# ---- -prec bf16: a short training falls, is deterministic, and a float32 run resumes in bf16
+./train_gpt2 "${SMALL[@]}" -x 40 -o "$TMP/prec" -n 20 -prec bf16 > "$TMP/bf16_a.log" 2>&1
+./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_b.log" 2>&1
+first=$(grep -oP '^step +1/40 \| loss \K[0-9.]+' "$TMP/bf16_a.log"); last=$(grep -oP '^step +40/40 \| loss \K[0-9.]+' "$TMP/bf16_a.log")
+same=$(diff <(grep -oP '^step +\d+/40 \| loss [0-9.]+' "$TMP/bf16_a.log") <(grep -oP '^step +\d+/40 \| loss [0-9.]+' "$TMP/bf16_b.log") > /dev/null && echo 1)
+if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.3) }' && [ "$same" == 1 ]; then
+    ok "-prec bf16: the loss falls from $first to $last in 40 steps, and a second run gives the same losses bit for bit"
+else
+    bad "-prec bf16: losses $first -> $last, repeatable: '$same'"
+fi
+rm -f "$TMP"/prec/*_00000040.bin
+./train_gpt2 "${SMALL[@]}" -x 40 -o "$TMP/prec" -n 20 -y 1 -prec fp32 > "$TMP/prec_switch.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q 'resuming from .* at step 20' "$TMP/prec_switch.log" && [ -f "$TMP/prec/model_00000040.bin" ]; then
+    ok "-prec: a run checkpointed in bf16 resumes in fp32 (the checkpoint is float32, the precision a flag)"
+else
+    bad "-prec switch on resume: exit $rc"
+fi
 expect_usage "-pe rope on a learned-position checkpoint" "-pe: the model in 'data/ref/ref_a_model.bin' was built otherwise" \
     ./train_gpt2 -e data/ref/ref_a_model.bin -pe rope -x 0 -g 0
 expect_usage "-kv 1 on a resumed GQA model" "-kv: the model in" ./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -x 50 -o "$TMP/var" -y 1 -kv 1
