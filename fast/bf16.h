@@ -56,9 +56,10 @@ static void bf16_pack_rows(const float* src, int ld, int rows, int R, int kc, ui
             __m512 v[16];
             for (int i = 0; i < 16; i++) {
                 const float* s = src + (size_t)(r0 + i) * ld + k0;
-                v[i] = i >= nr ? _mm512_setzero_ps()
-                               : (__m512)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(gemm_lanes(nk - 16), s + 16),
-                                                             _mm512_maskz_loadu_ps(gemm_lanes(nk), s));
+                v[i] = i >= nr ? _mm512_setzero_ps()  // (rows past the matrix are not read)
+                               : (__m512)_mm512_cvtne2ps_pbh(
+                                     _mm512_maskz_loadu_ps(gemm_lanes(nk - 16), s + 16),
+                                     _mm512_maskz_loadu_ps(gemm_lanes(nk), s));
             }
             transpose16(v);  // v[p]: pair p of each of the 16 rows
             for (int p = 0; p < np; p++)
@@ -114,10 +115,7 @@ static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint
                 acc[i][j] += a1 * b1;  // exact products: each sum rounds once to float32
                 acc[i][j] += a0 * b0;
             }
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++)
-            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f)
-                                               : C[(size_t)i * ldc + j] + acc[i][j];
+    gemm_tile_store_plain(acc, C, ldc, m, n, overwrite, bias);
 }
 
 #if defined(__AVX512BF16__)
@@ -125,42 +123,22 @@ static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint
 // broadcasts of A's pairs, 2 x MR instructions of 32 products each
 static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
                              int ldc, int m, int n, int overwrite, const float* bias) {
-    enum { NV = GEMM_NR / 16 };
-    __m512 acc[GEMM_MR][NV];
-#pragma GCC unroll 16
-    for (int i = 0; i < GEMM_MR; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++)
-            acc[i][j] = _mm512_setzero_ps();
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j += 16)
-            _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
+    __m512 acc[GEMM_MR][GEMM_NV];
+    gemm_tile_start(acc, C, ldc, m, n);
     for (int p = 0; p < kc2; p++, a += GEMM_MR, b += GEMM_NR) {
-        __m512bh bv[NV];
+        __m512bh bv[GEMM_NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++)
+        for (int j = 0; j < GEMM_NV; j++)
             bv[j] = (__m512bh)_mm512_load_si512(b + 16 * j);
 #pragma GCC unroll 16
         for (int i = 0; i < GEMM_MR; i++) {
             __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i]);
 #pragma GCC unroll 4
-            for (int j = 0; j < NV; j++)
+            for (int j = 0; j < GEMM_NV; j++)
                 acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
         }
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < GEMM_MR; i++) {
-        if (i >= m) break;
-        float* c = C + (size_t)i * ldc;
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) {
-            __mmask16 mk = gemm_lanes(n - 16 * j);
-            __m512 v = acc[i][j];
-            if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c + 16 * j), v);
-            else if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + 16 * j));
-            _mm512_mask_storeu_ps(c + 16 * j, mk, v);
-        }
-    }
+    gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
 }
 #else
 #define gemm_kernel_bf16 gemm_kernel_bf16_plain

@@ -149,41 +149,32 @@ static void gemm_pack_cols(const float* src, int ld, int cols, int R, int kc, fl
     }
 }
 
-// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
-// m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
-// if not NULL.
-static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
-                        int m, int n, int overwrite, const float* bias) {
+// The two ends every kernel shares (float32 and bf16, fast and plain): a tile of sums
+// starts at zero while C's rows are fetched, and ends as C = tile (+ bias) or C += tile.
 #ifdef __AVX512F__
-    enum { NV = GEMM_NR / 16 };
-    __m512 acc[GEMM_MR][NV];
+enum { GEMM_NV = GEMM_NR / 16 };  // vectors of 16 floats across a tile's row
+
+__attribute__((always_inline))
+static inline void gemm_tile_start(__m512 acc[GEMM_MR][GEMM_NV], const float* C, int ldc, int m, int n) {
 #pragma GCC unroll 16
     for (int i = 0; i < GEMM_MR; i++)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++)
+        for (int j = 0; j < GEMM_NV; j++)
             acc[i][j] = _mm512_setzero_ps();
     for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
         for (int j = 0; j < n; j += 16)
             _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
-    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
-        __m512 bv[NV];
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++)
-            bv[j] = _mm512_load_ps(b + 16 * j);
-#pragma GCC unroll 16
-        for (int i = 0; i < GEMM_MR; i++) {
-            __m512 av = _mm512_set1_ps(a[i]);
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++)
-                acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-        }
-    }
+}
+
+__attribute__((always_inline))
+static inline void gemm_tile_store(__m512 acc[GEMM_MR][GEMM_NV], float* C, int ldc, int m, int n,
+                                   int overwrite, const float* bias) {
 #pragma GCC unroll 16
     for (int i = 0; i < GEMM_MR; i++) {
         if (i >= m) break;
         float* c = C + (size_t)i * ldc;
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) {
+        for (int j = 0; j < GEMM_NV; j++) {
             __mmask16 mk = gemm_lanes(n - 16 * j);
             __m512 v = acc[i][j];
             if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c + 16 * j), v);
@@ -191,6 +182,40 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
             _mm512_mask_storeu_ps(c + 16 * j, mk, v);
         }
     }
+}
+#endif
+
+// the plain kernels' end: C (m x n of the tile) = acc (+ bias), or C += acc
+static inline void gemm_tile_store_plain(float acc[GEMM_MR][GEMM_NR], float* C, int ldc, int m, int n,
+                                         int overwrite, const float* bias) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f)
+                                               : C[(size_t)i * ldc + j] + acc[i][j];
+}
+
+// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
+// m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
+// if not NULL.
+static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
+                        int m, int n, int overwrite, const float* bias) {
+#ifdef __AVX512F__
+    __m512 acc[GEMM_MR][GEMM_NV];
+    gemm_tile_start(acc, C, ldc, m, n);
+    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
+        __m512 bv[GEMM_NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < GEMM_NV; j++)
+            bv[j] = _mm512_load_ps(b + 16 * j);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {
+            __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < GEMM_NV; j++)
+                acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+    gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
 #else
     float acc[GEMM_MR][GEMM_NR];
     memset(acc, 0, sizeof acc);
@@ -198,10 +223,7 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
         for (int i = 0; i < GEMM_MR; i++)
             for (int j = 0; j < GEMM_NR; j++)
                 acc[i][j] += a[i] * b[j];
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++)
-            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f)
-                                               : C[(size_t)i * ldc + j] + acc[i][j];
+    gemm_tile_store_plain(acc, C, ldc, m, n, overwrite, bias);
 #endif
 }
 
@@ -228,15 +250,19 @@ static void gemm_block_bf16(int tA, int tB, int m, int n, int K, const float* A,
             int kc = gemm_imin(GEMM_KC, K - pc), kc2 = (kc + 1) / 2;
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
-                if (tB) bf16_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc2);
-                else    bf16_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc, Bp + (size_t)jr * kc2);
+                if (tB) bf16_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
+                                       Bp + (size_t)jr * kc2);
+                else    bf16_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
+                                       Bp + (size_t)jr * kc2);
             }
             for (int ic = 0; ic < m; ic += GEMM_MC) {
                 int mc = gemm_imin(GEMM_MC, m - ic);
                 for (int ir = 0; ir < mc; ir += GEMM_MR) {
                     int h = gemm_imin(GEMM_MR, mc - ir);
-                    if (tA) bf16_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc2);
-                    else    bf16_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc, Ap + (size_t)ir * kc2);
+                    if (tA) bf16_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
+                                           Ap + (size_t)ir * kc2);
+                    else    bf16_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
+                                           Ap + (size_t)ir * kc2);
                 }
                 for (int jr = 0; jr < nc; jr += GEMM_NR)
                     for (int ir = 0; ir < mc; ir += GEMM_MR)
@@ -321,8 +347,8 @@ static int team_size(void) {
 // re-packs the whole operand along the other dimension, so split the dimension that makes
 // that duplicated operand the smaller one.)
 static void sgemm_share_in(int precision, int t, int T, int transA, int transB, int M, int N, int K,
-                           const float* A, int lda, const float* B, int ldb, float* C, int ldc, int accumulate,
-                           const float* bias) {
+                           const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                           int accumulate, const float* bias) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {  // empty sum
         if (!accumulate && t == 0)

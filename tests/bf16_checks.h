@@ -175,7 +175,8 @@ static void test_bf16_determinism(const char* model_path) {
     }
     int same = memcmp(losses[0], losses[1], sizeof losses[0]) == 0;
     same &= memcmp(losses[0], losses[2], sizeof losses[0]) == 0;
-    check(same, "-prec bf16: 6 training steps give the same losses twice and on 1 thread (last %.7f)", losses[0][5]);
+    check(same, "-prec bf16: 6 training steps give the same losses twice and on 1 thread (last %.7f)",
+          losses[0][5]);
 }
 
 static void test_bf16(const char* dir) {
