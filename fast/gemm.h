@@ -234,61 +234,32 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
 enum { GEMM_FP32 = 0, GEMM_BF16 = 1 };
 static int gemm_precision = GEMM_FP32;
 
-// gemm_block (below) with bf16 operands: the same loops, the slivers packed as pairs of k
-static void gemm_block_bf16(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B,
-                            int ldb, float* C, int ldc, int accumulate, const float* bias) {
-    static _Thread_local uint32_t *Ap, *Bp;
-    enum { KC2 = (GEMM_KC + 1) / 2 };
-    if (!Ap) {
-        Ap = aligned_alloc(64, sizeof(uint32_t) * GEMM_MC * KC2);
-        Bp = aligned_alloc(64, sizeof(uint32_t) * KC2 * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
-        if (!Ap || !Bp) die("out of memory for the matmul packing buffers");
-    }
-    for (int jc = 0; jc < n; jc += GEMM_NC) {
-        int nc = gemm_imin(GEMM_NC, n - jc);
-        for (int pc = 0; pc < K; pc += GEMM_KC) {
-            int kc = gemm_imin(GEMM_KC, K - pc), kc2 = (kc + 1) / 2;
-            for (int jr = 0; jr < nc; jr += GEMM_NR) {
-                int w = gemm_imin(GEMM_NR, nc - jr);
-                if (tB) bf16_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
-                                       Bp + (size_t)jr * kc2);
-                else    bf16_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
-                                       Bp + (size_t)jr * kc2);
-            }
-            for (int ic = 0; ic < m; ic += GEMM_MC) {
-                int mc = gemm_imin(GEMM_MC, m - ic);
-                for (int ir = 0; ir < mc; ir += GEMM_MR) {
-                    int h = gemm_imin(GEMM_MR, mc - ir);
-                    if (tA) bf16_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
-                                           Ap + (size_t)ir * kc2);
-                    else    bf16_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
-                                           Ap + (size_t)ir * kc2);
-                }
-                for (int jr = 0; jr < nc; jr += GEMM_NR)
-                    for (int ir = 0; ir < mc; ir += GEMM_MR)
-                        gemm_kernel_bf16(kc2, Ap + (size_t)ir * kc2, Bp + (size_t)jr * kc2,
-                                         C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                                         gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr),
-                                         !accumulate && pc == 0, bias ? bias + jc + jr : NULL);
-            }
-        }
-    }
-}
-
 // Per-thread packing buffers, allocated on first use and kept for the thread's lifetime
 // (OpenMP worker threads persist). _Thread_local also keeps callers in different
-// threads of an outer parallel region from sharing a buffer.
+// threads of an outer parallel region from sharing a buffer. Under bf16 the same buffers
+// hold the slivers as pairs of bf16 (one uint32_t, the size of a float, per pair of k).
 static _Thread_local float* gemm_Ap;
 static _Thread_local float* gemm_Bp;
 
+// a sliver of R rows (GEMM_MR of A, GEMM_NR of B), kc deep, of which n are real: from a
+// matrix whose sliver lies in rows (by_rows) or in columns; float32, or pairs of bf16
+__attribute__((always_inline))
+static inline void gemm_pack(int bf16, int by_rows, const float* src, int ld, int n, int R, int kc,
+                             float* dst) {
+    if (bf16 && by_rows) bf16_pack_rows(src, ld, n, R, kc, (uint32_t*)dst);
+    else if (bf16)       bf16_pack_cols(src, ld, n, R, kc, (uint32_t*)dst);
+    else if (by_rows)    gemm_pack_rows(src, ld, n, R, kc, dst);
+    else                 gemm_pack_cols(src, ld, n, R, kc, dst);
+}
+
 // One thread's share: the m x n block of C whose top-left is C, with A and B already
-// offset to the matching row / column.
-static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
-                       float* C, int ldc, int accumulate, const float* bias, int precision) {
-    if (precision == GEMM_BF16) {
-        gemm_block_bf16(tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-        return;
-    }
+// offset to the matching row / column. bf16 is a constant where this is called, so
+// each precision compiles to its own loops; a sliver is ks rows deep: kc floats, or
+// (kc + 1) / 2 pairs of bf16.
+__attribute__((always_inline))
+static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, const float* A, int lda,
+                                 const float* B, int ldb, float* C, int ldc, int accumulate,
+                                 const float* bias) {
     if (!gemm_Ap) {
         gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_MC * GEMM_KC);
         gemm_Bp = aligned_alloc(64, sizeof(float) * GEMM_KC * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
@@ -298,32 +269,47 @@ static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int 
     for (int jc = 0; jc < n; jc += GEMM_NC) {
         int nc = gemm_imin(GEMM_NC, n - jc);
         for (int pc = 0; pc < K; pc += GEMM_KC) {
-            int kc = gemm_imin(GEMM_KC, K - pc);
+            int kc = gemm_imin(GEMM_KC, K - pc), ks = bf16 ? (kc + 1) / 2 : kc;
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
-                if (tB) gemm_pack_rows(B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
-                                       Bp + (size_t)jr * kc);
-                else    gemm_pack_cols(B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
-                                       Bp + (size_t)jr * kc);
+                if (tB) gemm_pack(bf16, 1, B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
+                                  Bp + (size_t)jr * ks);
+                else    gemm_pack(bf16, 0, B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
+                                  Bp + (size_t)jr * ks);
             }
             for (int ic = 0; ic < m; ic += GEMM_MC) {
                 int mc = gemm_imin(GEMM_MC, m - ic);
                 for (int ir = 0; ir < mc; ir += GEMM_MR) {
                     int h = gemm_imin(GEMM_MR, mc - ir);
-                    if (tA) gemm_pack_cols(A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
-                                           Ap + (size_t)ir * kc);
-                    else    gemm_pack_rows(A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
-                                           Ap + (size_t)ir * kc);
+                    if (tA) gemm_pack(bf16, 0, A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
+                                      Ap + (size_t)ir * ks);
+                    else    gemm_pack(bf16, 1, A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
+                                      Ap + (size_t)ir * ks);
                 }
                 for (int jr = 0; jr < nc; jr += GEMM_NR)
-                    for (int ir = 0; ir < mc; ir += GEMM_MR)
-                        gemm_kernel(kc, Ap + (size_t)ir * kc, Bp + (size_t)jr * kc,
-                                    C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                                    gemm_imin(GEMM_MR, mc - ir), gemm_imin(GEMM_NR, nc - jr),
-                                    !accumulate && pc == 0, bias ? bias + jc + jr : NULL);
+                    for (int ir = 0; ir < mc; ir += GEMM_MR) {
+                        const float *a = Ap + (size_t)ir * ks, *b = Bp + (size_t)jr * ks;
+                        float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                        int mr = gemm_imin(GEMM_MR, mc - ir), nr = gemm_imin(GEMM_NR, nc - jr);
+                        int overwrite = !accumulate && pc == 0;
+                        const float* bias_j = bias ? bias + jc + jr : NULL;
+                        if (bf16)
+                            gemm_kernel_bf16(ks, (const uint32_t*)a, (const uint32_t*)b, c, ldc, mr, nr,
+                                             overwrite, bias_j);
+                        else
+                            gemm_kernel(ks, a, b, c, ldc, mr, nr, overwrite, bias_j);
+                    }
             }
         }
     }
+}
+
+static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
+                       float* C, int ldc, int accumulate, const float* bias, int precision) {
+    if (precision == GEMM_BF16)
+        gemm_block_in(1, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+    else
+        gemm_block_in(0, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
 // this thread's number and the size of its team (0 and 1 outside a parallel region)
