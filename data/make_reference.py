@@ -134,7 +134,8 @@ ref_a_dropout_state.bin   (config a only; none for b, c, d) same body as a versi
                        before the residual add, idx in (B,T,C)
                     3: MLP output projection (fcproj out incl. bias) of layer l, before
                        the residual add, idx in (B,T,C)
-ref_s2s_Y_model.bin, ref_s2s_Y_state.bin, ref_s2s_Y_train.bin   (Y in {pre, post})
+ref_s2s_Y_model.bin, ref_s2s_Y_state.bin, ref_s2s_Y_train.bin   (Y in {pre, post}),
+ref_s2s_pre_dropout_state.bin
                   The encoder-decoder of train_seq2seq.c, with torch.nn.Transformer
                   itself as the oracle (batch_first, float64, dropout 0,
                   dim_feedforward 4C, layer_norm_eps 1e-5, train mode so that no fast
@@ -176,6 +177,18 @@ ref_s2s_Y_model.bin, ref_s2s_Y_state.bin, ref_s2s_Y_train.bin   (Y in {pre, post
                       The steps are those of ref_X_train.bin, weight decay on wte, wpe
                       and every matrix (qkvw, attprojw, fcw, fcprojw of both stacks,
                       xqw, xkvw, xprojw), torch.optim.AdamW on the module's parameters.
+                  _pre_dropout_state: the 'pre' model and batch with dropout at all
+                      its 18 sites, which nn.Transformer cannot give (its masks come from
+                      torch's generator), so from the model written out by hand
+                      (s2s_by_hand, checked against nn.Transformer without dropout: logits
+                      and gradients within 1e-12) with the counter-based masks above:
+                      version 201, [5] seed 4242 [6] step 7 [7] p in ppm (100000); the
+                      same body. Sites ("layer", site): the source's embedding (0, 0), the
+                      target's (1, 0); sublayer s (encoder layer l: s = 2l self-attention,
+                      2l+1 MLP; decoder layer l: s = 2Le+3l self-attention, +1 cross-
+                      attention, +2 MLP): (s, 1) its attention probabilities, idx =
+                      ((b*NH + h)*Tq + t)*Tk + t2; (s, 2) an attention branch's output and
+                      (s, 3) an MLP branch's output, before the residual add, idx in (B,T,C).
 ref_article002.txt  worked attention example (3 tokens, d=2, Q=X@Wq, K=X@Wk, V=X@Wv,
                   scores=Q@K^T, scaled=scores/sqrt(2), softmax rows, out=weights@V),
                   without and with a causal mask, float64, 9 significant digits.
@@ -962,59 +975,81 @@ def s2s_forward(tr, cfg, emb, src, src_len, dec_in, dec_tgt):
     return logits, loss
 
 
-def s2s_by_hand(cfg, P, src, src_len, dec_in):
-    """The same model written out with explicit tensors (our layout, float64): a
-    self-check of how nn.Transformer is driven (masks, the in_proj split, norm order)."""
+def s2s_by_hand(cfg, P, src, src_len, dec_in, drop=None):
+    """The same model written out with explicit tensors in our layout (float64): with
+    drop None, a self-check of how nn.Transformer is driven (masks, the in_proj split,
+    the norm order); with drop (a Dropout), the dropout reference, which nn.Transformer
+    cannot give (its masks come from torch's generator). The dropout sites of
+    train_seq2seq.c: "layer" = 0 and 1 for the source's and the target's embedding
+    (site 0), else the index s of the sublayer (encoder layer l: 2l self-attention,
+    2l+1 MLP; decoder layer l: 2Le+3l self, +1 cross, +2 MLP) with site 1 the attention
+    probabilities (B,NH,Tq,Tk), site 2 an attention branch's output (after its
+    projection) and site 3 an MLP branch's output, before the residual add."""
     C, NH = cfg["C"], cfg["NH"]
     hs, post = C // NH, cfg["ln"] == "post"
     act = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu}[cfg["act"]]
     ln = lambda t, w, b: F.layer_norm(t, (C,), w, b, eps=1e-5)
+    dropped = drop if drop is not None else (lambda t, layer, site: t)
 
-    def attend(q, k, v, allowed):  # q (B,Tq,C), k v (B,Tk,C); allowed (B or 1, Tq, Tk)
+    def attend(q, k, v, allowed, s):  # q (B,Tq,C), k v (B,Tk,C); allowed (B or 1, Tq, Tk)
         B, Tq, Tk = q.shape[0], q.shape[1], k.shape[1]
         q = q.reshape(B, Tq, NH, hs).transpose(1, 2)
         k = k.reshape(B, Tk, NH, hs).transpose(1, 2)
         v = v.reshape(B, Tk, NH, hs).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
         att = torch.softmax(att.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
+        att = dropped(att, s, 1)
         return (att @ v).transpose(1, 2).reshape(B, Tq, C)
 
-    def sub(x, w, b, f):  # pre-LN: x + f(ln(x)); post-LN: ln(x + f(x))
-        return ln(x + f(x), w, b) if post else x + f(ln(x, w, b))
+    def sub(x, w, b, f, s, site):  # pre-LN: x + f(ln(x)); post-LN: ln(x + f(x))
+        g = lambda a: dropped(f(a), s, site)
+        return ln(x + g(x), w, b) if post else x + g(ln(x, w, b))
 
     def mlp(p, l):
         return lambda a: act(a @ P[p + "fcw"][l].T + P[p + "fcb"][l]) @ P[p + "fcprojw"][l].T \
             + P[p + "fcprojb"][l]
 
-    def self_att(p, l, allowed):
+    def self_att(p, l, allowed, s):
         def f(a):
             qkv = a @ P[p + "qkvw"][l].T + P[p + "qkvb"][l]
-            o = attend(qkv[..., :C], qkv[..., C:2 * C], qkv[..., 2 * C:], allowed)
+            o = attend(qkv[..., :C], qkv[..., C:2 * C], qkv[..., 2 * C:], allowed, s)
             return o @ P[p + "attprojw"][l].T + P[p + "attprojb"][l]
         return f
 
     B, Ts = src.shape
-    Tt = dec_in.shape[1]
+    Tt, Le = dec_in.shape[1], cfg["Le"]
     emb = {"wte": P["wte"], "wpe": P.get("wpe")}
     key_ok = (torch.arange(Ts)[None, :] < src_len[:, None])[:, None, :]  # (B,1,Ts)
-    x = P["wte"][src] + s2s_positions(emb, cfg, Ts)
-    for l in range(cfg["Le"]):
-        x = sub(x, P["e_ln1w"][l], P["e_ln1b"][l], self_att("e_", l, key_ok.expand(B, Ts, Ts)))
-        x = sub(x, P["e_ln2w"][l], P["e_ln2b"][l], mlp("e_", l))
+    x = dropped(P["wte"][src] + s2s_positions(emb, cfg, Ts), 0, 0)
+    for l in range(Le):
+        x = sub(x, P["e_ln1w"][l], P["e_ln1b"][l],
+                self_att("e_", l, key_ok.expand(B, Ts, Ts), 2 * l), 2 * l, 2)
+        x = sub(x, P["e_ln2w"][l], P["e_ln2b"][l], mlp("e_", l), 2 * l + 1, 3)
     memory = ln(x, P["enc_lnfw"], P["enc_lnfb"])
-    y = P["wte"][dec_in] + s2s_positions(emb, cfg, Tt)
+    y = dropped(P["wte"][dec_in] + s2s_positions(emb, cfg, Tt), 1, 0)
     causal = torch.tril(torch.ones(Tt, Tt, dtype=torch.bool))[None]
     for l in range(cfg["Ld"]):
-        y = sub(y, P["d_ln1w"][l], P["d_ln1b"][l], self_att("d_", l, causal))
+        s = 2 * Le + 3 * l
+        y = sub(y, P["d_ln1w"][l], P["d_ln1b"][l], self_att("d_", l, causal, s), s, 2)
 
-        def cross(a, l=l):
+        def cross(a, l=l, s=s + 1):
             q = a @ P["d_xqw"][l].T + P["d_xqb"][l]
             kv = memory @ P["d_xkvw"][l].T + P["d_xkvb"][l]
-            o = attend(q, kv[..., :C], kv[..., C:], key_ok.expand(B, Tt, Ts))
+            o = attend(q, kv[..., :C], kv[..., C:], key_ok.expand(B, Tt, Ts), s)
             return o @ P["d_xprojw"][l].T + P["d_xprojb"][l]
-        y = sub(y, P["d_lnxw"][l], P["d_lnxb"][l], cross)
-        y = sub(y, P["d_ln2w"][l], P["d_ln2b"][l], mlp("d_", l))
+        y = sub(y, P["d_lnxw"][l], P["d_lnxb"][l], cross, s + 1, 2)
+        y = sub(y, P["d_ln2w"][l], P["d_ln2b"][l], mlp("d_", l), s + 2, 3)
     return (ln(y, P["lnfw"], P["lnfb"]) @ P["wte"].T)[..., :cfg["V"]]
+
+
+def s2s_by_hand_backward(cfg, P32, batch, drop=None):
+    """Logits, loss and gradients of the hand-written model (autograd, float64)."""
+    src, src_len, dec_in, dec_tgt = batch
+    P = {n: P32[n].to(torch.float64).clone().requires_grad_(True) for n in s2s_shapes(cfg)}
+    logits = s2s_by_hand(cfg, P, src, src_len, dec_in, drop)
+    loss = F.cross_entropy(logits.reshape(-1, cfg["V"]), dec_tgt.reshape(-1), ignore_index=-1)
+    loss.backward()
+    return logits.detach(), loss.detach(), {n: P[n].grad.detach() for n in P}
 
 
 def s2s_model_header(cfg):
@@ -1046,6 +1081,20 @@ def s2s_trajectory(tr, cfg, emb, batch, step0_norm):
     return (hp, clip) + steps
 
 
+def s2s_write_state(path, cfg, hdr, batch, logits, loss, grads):
+    """A reference state, version 200 (201 with dropout): the batch, the logits (0 at
+    the positions without a target), the loss, every gradient in checkpoint order."""
+    real = (batch[3] >= 0)[..., None]
+    with open(path, "wb") as f:
+        f.write(header(hdr))
+        for t in batch:
+            f.write(i32bytes(t))
+        f.write(f32bytes(logits.detach() * real))
+        f.write(f32bytes(np.array([loss.item()])))
+        for n in s2s_shapes(cfg):
+            f.write(f32bytes(grads[n]))
+
+
 def seq2seq_references(out):
     """ref_s2s_{pre,post}_{model,state,train}.bin: see the docstring."""
     for name, cfg in S2S_CONFIGS.items():
@@ -1066,11 +1115,11 @@ def seq2seq_references(out):
         loss.backward()
         grads = s2s_grads(tr, cfg, emb)
         real = dec_tgt >= 0
-        # the self-check: our layout written out by hand gives the same logits
-        P64 = {n: P32[n].to(torch.float64) for n in P32}
-        by_hand = s2s_by_hand(cfg, P64, src, src_len, dec_in)
-        err = (by_hand - logits.detach()).abs().max().item()
-        assert err < 1e-12, f"{name}: nn.Transformer != the model by hand ({err:.3g})"
+        # the self-check: our layout written out by hand gives the same logits and gradients
+        hand_logits, _, hand_grads = s2s_by_hand_backward(cfg, P32, batch)
+        err = (hand_logits - logits.detach()).abs().max().item()
+        gerr = max((hand_grads[n] - grads[n]).abs().max().item() for n in grads)
+        assert err < 1e-12 and gerr < 1e-12, f"{name}: nn.Transformer != by hand ({err}, {gerr})"
         assert (grads["wte"][V:] == 0).all()
         # padding changes nothing real: the same pairs padded by 2 more positions
         src2 = torch.cat([src, torch.full((B, 2), PAD)], 1)
@@ -1081,14 +1130,18 @@ def seq2seq_references(out):
         pad_err = (logits2[:, :Tt][real] - logits.detach()[real]).abs().max().item()
         assert pad_err < 1e-12 and abs(loss2.item() - loss.item()) < 1e-12, name + ": padding"
 
-        with open(os.path.join(out, f"ref_s2s_{name}_state.bin"), "wb") as f:
-            f.write(header([20240327, 200, B, Ts, Tt]))
-            for t in (src, src_len, dec_in, dec_tgt):
-                f.write(i32bytes(t))
-            f.write(f32bytes(logits.detach() * real[..., None]))  # 0 where no target
-            f.write(f32bytes(np.array([loss.item()])))
-            for n in s2s_shapes(cfg):
-                f.write(f32bytes(grads[n]))
+        s2s_write_state(os.path.join(out, f"ref_s2s_{name}_state.bin"), cfg,
+                        [20240327, 200, B, Ts, Tt], batch, logits, loss, grads)
+        if name == "pre":  # dropout: the model by hand with train_seq2seq.c's masks
+            dr = Dropout(DROP_SEED, DROP_STEP, DROP_PPM / 1e6)
+            dlogits, dloss, dgrads = s2s_by_hand_backward(cfg, P32, batch, dr)
+            assert all(0.03 < frac < 0.2 for _, _, frac in dr.stats) and len(dr.stats) == 18
+            s2s_write_state(os.path.join(out, f"ref_s2s_{name}_dropout_state.bin"), cfg,
+                            [20240327, 201, B, Ts, Tt, DROP_SEED, DROP_STEP, DROP_PPM], batch,
+                            dlogits, dloss, dgrads)
+            print(f"-- dropout (seed {DROP_SEED}, step {DROP_STEP}, p {DROP_PPM / 1e6}) at "
+                  f"{len(dr.stats)} sites: loss {dloss.item():.9g} (no dropout "
+                  f"{loss.item():.9g})")
         norm0 = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
 
         tr = s2s_module(cfg)  # afresh from the checkpoint's values
@@ -1109,8 +1162,8 @@ def seq2seq_references(out):
               f"{cfg['act']}, {cfg['pe']} positions; B={B} Ts={Ts} Tt={Tt} ==")
         print(f"sources {S2S_SRC_LENS}, targets {S2S_TGT_LENS} (+ EOS); {int(real.sum())} "
               f"positions with a target")
-        print(f"nn.Transformer vs by hand: max |logit diff| {err:.3g}; padded by 2 more: "
-              f"{pad_err:.3g}")
+        print(f"nn.Transformer vs by hand: max |logit diff| {err:.3g}, |grad diff| {gerr:.3g}; "
+              f"padded by 2 more: {pad_err:.3g}")
         print_summary(loss, V, grads, list(s2s_shapes(cfg)), norm0, clip, losses, norms, lrs,
                       clipped)
         print()
@@ -1149,6 +1202,18 @@ def verify_seq2seq(out):
         body = (f32bytes(logits.detach() * real) + f32bytes(np.array([loss.item()]))
                 + b"".join(f32bytes(grads[n]) for n in shp))
         assert st[1024 + 4 * len(ints):] == body, name + ": model read back != state"
+        if name == "pre":
+            dst = open(os.path.join(out, f"ref_s2s_{name}_dropout_state.bin"), "rb").read()
+            hd = np.frombuffer(dst[:1024], "<i4")
+            assert list(hd[:8]) == [20240327, 201, B, Ts, Tt, DROP_SEED, DROP_STEP, DROP_PPM]
+            n_head = 1024 + 4 * len(ints)  # the header and the batch: the same as the state's
+            assert not hd[8:].any() and dst[1024:n_head] == st[1024:n_head]
+            batch = (src, src_len, dec_in, dec_tgt)
+            dr = Dropout(DROP_SEED, DROP_STEP, DROP_PPM / 1e6)
+            dlogits, dloss, dgrads = s2s_by_hand_backward(cfg, P32, batch, dr)
+            body = (f32bytes(dlogits * real) + f32bytes(np.array([dloss.item()]))
+                    + b"".join(f32bytes(dgrads[n]) for n in shp))
+            assert dst[1024 + 4 * len(ints):] == body, name + ": dropout state read back"
         tr_raw = open(os.path.join(out, f"ref_s2s_{name}_train.bin"), "rb").read()
         assert len(tr_raw) == 1024 + 64 + 12 * N_STEPS
         ht = np.frombuffer(tr_raw[:1024], "<i4")

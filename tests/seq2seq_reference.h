@@ -10,7 +10,10 @@ Two configurations, both V=13 Vp=16 maxT=12 Le=2 Ld=2 NH=2 C=16, on one padded b
 For each: the logits at every position with a target, the loss (the mean over those
 positions), the gradient of every parameter tensor, then 12 AdamW steps (warm-up, cosine
 decay, clipping, weight decay on the matrices and embeddings) at the tolerances of the
-GPT-2 references (test_gpt2.c). Included by test_seq2seq.c after its check(); it calls
+GPT-2 references (test_gpt2.c). And 'pre' with dropout p = 0.1 at all 18 sites (seed
+4242, step 7), whose reference is the same model written out by hand in PyTorch with our
+counter-based masks (ref_s2s_pre_dropout_state.bin): nn.Transformer's masks cannot be
+reproduced. Included by test_seq2seq.c after its check(); it calls
 check_seq2seq_references(dir).
 */
 #ifndef TESTS_SEQ2SEQ_REFERENCE_H
@@ -29,16 +32,23 @@ typedef struct {
     float* logits;                          // (B,Tt,V), 0 where dec_tgt is -1
     float loss;
     float* grads;                           // every parameter, checkpoint order
+    uint64_t seed, step;                    // version 201: dropout's seed, step and p
+    float dropout_p;
 } S2SRefState;
 
 // version 200 of the reference state (magic 20240327): [2] B [3] Ts [4] Tt; then src, src_len,
-// dec_in, dec_tgt (int32), logits, the loss, the gradients (float32)
+// dec_in, dec_tgt (int32), logits, the loss, the gradients (float32). Version 201 adds
+// dropout: [5] seed [6] step [7] p in parts per million.
 static void s2s_read_state(S2SRefState* s, const char* path, const Seq2Seq* m) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, 20240327, "reference state");
-    if (h[1] != 200) die("'%s': state version %d is not an encoder-decoder's (200)", path, h[1]);
+    if (h[1] != 200 && h[1] != 201)
+        die("'%s': state version %d is not an encoder-decoder's (200, 201 with dropout)", path, h[1]);
     s->B = h[2]; s->Ts = h[3]; s->Tt = h[4];
+    s->seed = (uint64_t)h[5]; s->step = (uint64_t)h[6];
+    s->dropout_p = h[1] == 201 ? h[7] / 1e6f : 0.0f;
+    if (!(s->dropout_p >= 0.0f && s->dropout_p < 1.0f)) die("'%s': dropout %d ppm", path, h[7]);
     int maxT = m->config.max_seq_len;
     if (s->B <= 0 || s->B > 64 || s->Ts <= 0 || s->Ts > maxT || s->Tt <= 0 || s->Tt > maxT)
         die("'%s': B %d, Ts %d, Tt %d do not fit the model (maxT %d)", path, s->B, s->Ts, s->Tt, maxT);
@@ -96,12 +106,14 @@ static void s2s_check_state(const char* model_path, const char* state_path) {
     S2SRefState s;
     s2s_read_state(&s, state_path, &m);
     Seq2SeqConfig c = m.config;
-    printf("-- %s + %s: B=%d Ts=%d Tt=%d Le=%d Ld=%d NH=%d C=%d V=%d Vp=%d, %s-LN, %s, %s positions\n",
+    printf("-- %s + %s: B=%d Ts=%d Tt=%d Le=%d Ld=%d NH=%d C=%d V=%d Vp=%d, %s-LN, %s, %s positions%s\n",
            model_path, state_path, s.B, s.Ts, s.Tt, c.enc_layers, c.dec_layers, c.num_heads, c.channels,
            c.vocab_size, c.padded_vocab_size, VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
-           VARIANT_WORDS[0][c.pos_encoding]);
+           VARIANT_WORDS[0][c.pos_encoding], s.dropout_p > 0 ? ", dropout" : "");
     PairBatch pb = s2s_state_batch(&s);
-    float loss = seq2seq_forward(&m, &pb, -1);
+    m.dropout_p = s.dropout_p;
+    m.dropout_seed = s.seed;
+    float loss = seq2seq_forward(&m, &pb, s.dropout_p > 0 ? (long)s.step : -1);
     size_t V = c.vocab_size, Vp = c.padded_vocab_size;
     float max_abs = 0.0f, max_ref = 0.0f;
     int real = 0;
@@ -113,7 +125,7 @@ static void s2s_check_state(const char* model_path, const char* state_path) {
     check(max_abs <= S2S_TOL_LOGITS_ABS, "logits at the %d positions with a target: max abs error %.2e "
           "(tolerance %.0e)", real, max_abs, S2S_TOL_LOGITS_ABS);
     float loss_rel = fabsf(loss - s.loss) / fabsf(s.loss);
-    check(loss_rel <= S2S_TOL_LOSS_REL, "loss %.7f vs nn.Transformer's %.7f: relative error %.2e (tolerance "
+    check(loss_rel <= S2S_TOL_LOSS_REL, "loss %.7f vs PyTorch's %.7f: relative error %.2e (tolerance "
           "%.0e)", loss, s.loss, loss_rel, S2S_TOL_LOSS_REL);
     if (m.grads_memory) zero_floats(m.grads_memory, m.num_parameters);
     seq2seq_backward(&m);
@@ -195,6 +207,10 @@ int check_seq2seq_references(const char* dir) {
         s2s_check_state(model, state);
         s2s_check_training(model, state, train);
     }
+    char model[4096], state[4096];
+    snprintf(model, sizeof model, "%s/ref_s2s_pre_model.bin", dir);
+    snprintf(state, sizeof state, "%s/ref_s2s_pre_dropout_state.bin", dir);
+    s2s_check_state(model, state);
     return failed - failed_before;
 }
 
