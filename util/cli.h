@@ -119,12 +119,12 @@ static Options default_options(void) {
     return o;
 }
 
-static void print_usage(FILE* f) {
-    Options d = default_options();
-    fprintf(f, "usage: ./train_gpt2 [flags]   (every flag takes a value)\n");
-    for (int i = 0; i < NUM_FLAGS; i++) {
-        const Flag* fl = &FLAGS[i];
-        const char* field = (const char*)&d + fl->offset;
+// the usage of a program from its table of flags and its defaults (an options struct)
+static void print_flag_table(FILE* f, const char* program, const Flag* flags, int n, const void* defaults) {
+    fprintf(f, "usage: ./%s [flags]   (every flag takes a value)\n", program);
+    for (int i = 0; i < n; i++) {
+        const Flag* fl = &flags[i];
+        const char* field = (const char*)defaults + fl->offset;
         char def[64];
         if (fl->type == 'i') snprintf(def, sizeof def, "%d", *(const int*)field);
         else if (fl->type == 'L') snprintf(def, sizeof def, "%lld", *(const long long*)field);
@@ -134,18 +134,23 @@ static void print_usage(FILE* f) {
     }
 }
 
-Options parse_args(int argc, char** argv) {
-    Options o = default_options();
-    print_usage_to = print_usage;
+static void print_usage(FILE* f) {
+    Options d = default_options();
+    print_flag_table(f, "train_gpt2", FLAGS, NUM_FLAGS, &d);
+}
+
+// fills the options struct opts from argv by the table of flags: one line naming the flag
+// for an unknown flag, a missing value or a value that is not a number. -h prints usage.
+static void parse_flag_table(const Flag* flags, int n, void* opts, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage(stdout); exit(0); }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage_to(stdout); exit(0); }
         const Flag* fl = NULL;
-        for (int k = 0; k < NUM_FLAGS; k++)
-            if (strcmp(argv[i], FLAGS[k].name) == 0) fl = &FLAGS[k];
+        for (int k = 0; k < n; k++)
+            if (strcmp(argv[i], flags[k].name) == 0) fl = &flags[k];
         if (!fl) usage_error("unknown flag '%s'", argv[i]);
         if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
         const char* v = argv[++i];
-        char* field = (char*)&o + fl->offset;
+        char* field = (char*)opts + fl->offset;
         char* end;
         errno = 0;
         if (fl->type == 's') { *(const char**)field = v; continue; }
@@ -163,6 +168,24 @@ Options parse_args(int argc, char** argv) {
             if (fl->type == 'i') *(int*)field = (int)x; else *(long long*)field = x;
         }
     }
+}
+
+// the words of -pe, -ln and -act ("" = not given) into their indices in VARIANT_WORDS (-1)
+static void parse_variant_words(const char* const words[3], int variant[3]) {
+    for (int k = 0; k < 3; k++) {
+        for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)
+            if (strcmp(words[k], VARIANT_WORDS[k][w]) == 0) variant[k] = w;
+        if (words[k][0] && variant[k] < 0)
+            usage_error("flag %s: unknown value '%s' (%s, %s%s%s)", VARIANT_FLAGS[k], words[k],
+                        VARIANT_WORDS[k][0], VARIANT_WORDS[k][1], VARIANT_WORDS[k][2] ? ", " : "",
+                        VARIANT_WORDS[k][2] ? VARIANT_WORDS[k][2] : "");
+    }
+}
+
+Options parse_args(int argc, char** argv) {
+    Options o = default_options();
+    print_usage_to = print_usage;
+    parse_flag_table(FLAGS, NUM_FLAGS, &o, argc, argv);
     // ranges: one line naming the flag
     struct { int bad; const char* msg; } checks[] = {
         {o.B <= 0, "-b (batch size) must be > 0"}, {o.T <= 0, "-t (sequence length) must be > 0"},
@@ -194,14 +217,7 @@ Options parse_args(int argc, char** argv) {
     if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
         usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
     const char* words[3] = {o.pe, o.ln, o.act};
-    for (int k = 0; k < 3; k++) {
-        for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)
-            if (strcmp(words[k], VARIANT_WORDS[k][w]) == 0) o.variant[k] = w;
-        if (words[k][0] && o.variant[k] < 0)
-            usage_error("flag %s: unknown value '%s' (%s, %s%s%s)", VARIANT_FLAGS[k], words[k],
-                        VARIANT_WORDS[k][0], VARIANT_WORDS[k][1], VARIANT_WORDS[k][2] ? ", " : "",
-                        VARIANT_WORDS[k][2] ? VARIANT_WORDS[k][2] : "");
-    }
+    parse_variant_words(words, o.variant);
     return o;
 }
 
