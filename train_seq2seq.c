@@ -653,6 +653,13 @@ void seq2seq_backward(Seq2Seq* m) {
 // ----------------------------------------------------------------------------
 // one training step: forward, backward, clipping, AdamW (train_gpt2.c's pieces)
 
+// AdamW's moments, zero until the first update (or read from a training-state file)
+void seq2seq_allocate_moments(Seq2Seq* m) {
+    if (m->m_memory) return;
+    m->m_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
+    m->v_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
+}
+
 StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const AdamWConfig* opt) {
     float loss = seq2seq_forward(m, pb, step);
     if (!isfinite(loss)) return (StepStats){loss, 0.0f, 0.0f};
@@ -661,10 +668,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
     StepStats st = {loss, (float)sqrt(sum_of_squares(m->grads_memory, m->num_parameters)), 0.0f};
     st.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (!isfinite(st.norm)) return st;
-    if (!m->m_memory) {
-        m->m_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
-        m->v_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
-    }
+    seq2seq_allocate_moments(m);
     adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes, S2S_DECAYS,
                  NUM_S2S_PARAMETERS, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip), step + 1);
     return st;
@@ -1029,6 +1033,7 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
         }
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
+    print_usage_to = NULL;  // from here on a value's one line is enough
     if (o.variant[0] == POS_ROPE)
         usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is train_gpt2's)");
     return o;
@@ -1133,8 +1138,7 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
     if (r->resume_step >= 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
-        r->model.m_memory = alignedCallocCheck(r->model.num_parameters, sizeof(float));
-        r->model.v_memory = alignedCallocCheck(r->model.num_parameters, sizeof(float));
+        seq2seq_allocate_moments(&r->model);
         TrainState now = r->state;
         read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
         now.step = r->state.step;
@@ -1172,7 +1176,8 @@ static void next_batch(const S2SOptions* o, S2SRun* r) {
 // -o's model_STEP.bin, state_STEP.bin (where training stands before step) and the loss curve
 static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
     char path[4096], title[512];
-    const Seq2Seq* m = &r->model;
+    Seq2Seq* m = &r->model;
+    seq2seq_allocate_moments(m);  // a run stopped before its first update
     for (size_t i = 0; i < m->num_parameters; i++)
         if (!isfinite(m->params_memory[i]))
             die("the weights became nan or inf before step %d; not writing a checkpoint. Last good checkpoint: "
@@ -1183,8 +1188,7 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
     TrainState st = r->state;
     st.step = step;
     st.sampler_rng = r->sampler.rng;
-    write_train_state(path, &st, m->m_memory ? m->m_memory : m->grads_memory, m->v_memory ? m->v_memory
-                      : m->grads_memory, m->num_parameters);
+    write_train_state(path, &st, m->m_memory, m->v_memory, m->num_parameters);
     snprintf(title, sizeof title, "train_seq2seq -o %s: %.3fM parameters, B=%d, %s", o->out_dir,
              m->num_parameters / 1e6, o->B, o->train_path);
     history_save(&r->history, o->out_dir, title);
