@@ -579,7 +579,7 @@ static void branch_backward(Seq2Seq* m, int s, const float* in, const float* dou
     matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, C);  // dQ -> the decoder stream
     // dK, dV -> the memory. Every decoder layer projects its own K and V from the same
     // memory, so the memory's gradient is the SUM of these terms over the decoder layers:
-    // dmemory = sum_l [dK_l dV_l] Wkv_l (doc/seq2seq.md derives it). Added here, layer by layer.
+    // dmemory = sum_l [dK_l dV_l] Wkv_l (derived in doc/seq2seq.md). Added here, layer by layer.
     int mem_rows = m->B * m->Ts;
     matmul_backward(g->dmemory_l, dw.wkv, dw.bkv, g->dqkv + kv_offset, m->acts.memory, w.wkv, mem_rows, C,
                     2 * C);
