@@ -180,8 +180,8 @@ static void test_finite_differences(void) {
         while (tensor + 1 < NUM_S2S_PARAMETERS && sum_sizes(m.param_sizes, tensor + 1) <= worst)
             tensor++;
         check(max_err <= TOL_FD_REL * max_ana && kinks * 4 < n, "finite differences, %-34s %zu parameters "
-              "(%zu skipped: a ReLU kink): max error %.2e (in %s), relative to max %.2e (tolerance %.0e)", v->name,
-              n, kinks, max_err, S2S_PARAMETER_NAMES[tensor], max_err / max_ana, TOL_FD_REL);
+              "(%zu skipped: a ReLU kink): max error %.2e (in %s), relative to max %.2e (tolerance %.0e)",
+              v->name, n, kinks, max_err, S2S_PARAMETER_NAMES[tensor], max_err / max_ana, TOL_FD_REL);
         seq2seq_free(&m);
     }
     pair_batch_free(&pb);
@@ -329,8 +329,8 @@ static void test_checkpoint(void) {
         int same = back.num_parameters == m.num_parameters &&
                    memcmp(back.params_memory, m.params_memory, m.num_parameters * sizeof(float)) == 0 &&
                    memcmp(&back.config, &m.config, sizeof m.config) == 0;
-        check(same && same_file("tests/tmp/s2s_a.bin", "tests/tmp/s2s_b.bin"), "checkpoint of %s: written, read "
-              "and written again byte for byte (%zu parameters)", VARIANTS[k].name, m.num_parameters);
+        check(same && same_file("tests/tmp/s2s_a.bin", "tests/tmp/s2s_b.bin"), "checkpoint of %s: written, "
+              "read and written again byte for byte (%zu parameters)", VARIANTS[k].name, m.num_parameters);
         seq2seq_free(&m);
         seq2seq_free(&back);
     }

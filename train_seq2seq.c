@@ -219,7 +219,8 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
     if (c.max_seq_len <= 0 || c.vocab_size <= 3 || c.enc_layers <= 0 || c.dec_layers <= 0 ||
         c.num_heads <= 0 || c.channels <= 0)
         die("%s: model shape must be positive, V above the 3 specials (maxT %d, V %d, Le %d, Ld %d, NH %d, "
-            "C %d)", source, c.max_seq_len, c.vocab_size, c.enc_layers, c.dec_layers, c.num_heads, c.channels);
+            "C %d)", source, c.max_seq_len, c.vocab_size, c.enc_layers, c.dec_layers, c.num_heads,
+            c.channels);
     if (c.channels % c.num_heads != 0)
         die("%s: channels %d are not divisible by heads %d", source, c.channels, c.num_heads);
     if (c.padded_vocab_size < c.vocab_size || c.vocab_size > 65536 || c.padded_vocab_size > 1 << 20 ||
@@ -339,12 +340,14 @@ static Sublayer sublayer(const Seq2SeqParams* p, Seq2SeqConfig c, int s) {
         u.site = u.decoder ? c.enc_layers + 2 * u.layer : u.layer;
         float *lnw = u.decoder ? p->d_ln1w : p->e_ln1w, *lnb = u.decoder ? p->d_ln1b : p->e_ln1b;
         float *qw = u.decoder ? p->d_qkvw : p->e_qkvw, *qb = u.decoder ? p->d_qkvb : p->e_qkvb;
-        float *pw = u.decoder ? p->d_attprojw : p->e_attprojw, *pb = u.decoder ? p->d_attprojb : p->e_attprojb;
+        float *pw = u.decoder ? p->d_attprojw : p->e_attprojw;
+        float *pb = u.decoder ? p->d_attprojb : p->e_attprojb;
         u.lnw = lnw + l * C; u.lnb = lnb + l * C; u.w1 = qw + l * 3 * C * C; u.b1 = qb + l * 3 * C;
         u.w2 = pw + l * C * C; u.b2 = pb + l * C;
     } else {
         u.site = c.enc_layers + 2 * u.layer + 1;
-        u.lnw = p->d_lnxw + l * C; u.lnb = p->d_lnxb + l * C; u.w1 = p->d_xqw + l * C * C; u.b1 = p->d_xqb + l * C;
+        u.lnw = p->d_lnxw + l * C; u.lnb = p->d_lnxb + l * C;
+        u.w1 = p->d_xqw + l * C * C; u.b1 = p->d_xqb + l * C;
         u.wkv = p->d_xkvw + l * 2 * C * C; u.bkv = p->d_xkvb + l * 2 * C;
         u.w2 = p->d_xprojw + l * C * C; u.b2 = p->d_xprojb + l * C;
     }
@@ -440,8 +443,8 @@ static void branch_forward(Seq2Seq* m, int s, const float* in) {
             matmul_forward(xkv, m->acts.memory, w.wkv, w.bkv, m->B * m->Ts, C, 2 * C);
             kv = xkv;
         }
-        attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, kv, sublayer_attention(m, w),
-                          &att_drop);
+        attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, kv,
+                          sublayer_attention(m, w), &att_drop);
         matmul_forward(a.branch, a.atty, w.w2, w.b2, rows, C, C);
     }
     dropout_forward(a.branch, (size_t)rows * C, &out_drop);
@@ -476,7 +479,8 @@ void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int T
     if (B <= 0 || Ts <= 0 || Ts > c.max_seq_len)
         die("source batch %d x %d does not fit the model (maxT %d)", B, Ts, c.max_seq_len);
     for (int b = 0; b < B; b++)
-        if (src_len[b] < 1 || src_len[b] > Ts) die("source %d has length %d, not in 1..%d", b, src_len[b], Ts);
+        if (src_len[b] < 1 || src_len[b] > Ts)
+            die("source %d has length %d, not in 1..%d", b, src_len[b], Ts);
     check_tokens(src, (size_t)B * Ts, c.vocab_size, "source");
     s2s_allocate_activations(m, B);
     memcpy(m->src, src, (size_t)B * Ts * sizeof(int));
@@ -501,7 +505,8 @@ void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int T
 float seq2seq_decode_teacher(Seq2Seq* m, const int* dec_in, const int* dec_tgt, int Tt) {
     Seq2SeqConfig c = m->config;
     int B = m->B, C = c.channels, V = c.vocab_size, Vp = c.padded_vocab_size, BT = B * Tt;
-    if (Tt <= 0 || Tt > c.max_seq_len) die("target length %d does not fit the model (maxT %d)", Tt, c.max_seq_len);
+    if (Tt <= 0 || Tt > c.max_seq_len)
+        die("target length %d does not fit the model (maxT %d)", Tt, c.max_seq_len);
     check_tokens(dec_in, (size_t)BT, V, "decoder input");
     memcpy(m->dec_in, dec_in, (size_t)BT * sizeof(int));
     m->Tt = Tt;
@@ -800,8 +805,8 @@ static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float*
             memcpy(kv + (size_t)pos * 2 * C, dc->qkv + (size_t)b * 3 * C + C, 2 * C * sizeof(float));
             AttentionShape one = {.B = 1, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = pos + 1,
                                   .q_row = 3 * C, .kv_row = 2 * C};
-            attention_forward(dc->atty + (size_t)b * C, dc->scores, dc->probs, NULL, dc->qkv + (size_t)b * 3 * C,
-                              kv, one, NULL);
+            attention_forward(dc->atty + (size_t)b * C, dc->scores, dc->probs, NULL,
+                              dc->qkv + (size_t)b * 3 * C, kv, one, NULL);
         }
     } else {                   // B queries against their sources' cached K,V, padding masked
         matmul_forward(dc->qkv, in, w.w1, w.b1, B, C, C);
@@ -817,7 +822,8 @@ static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float*
 const float* decoder_forward_token(const Seq2Seq* m, DecodeCache* dc, const int* tokens) {
     Seq2SeqConfig c = m->config;
     int B = dc->B, C = c.channels, pos = dc->pos, post = c.ln_place == LN_POST;
-    if (pos >= c.max_seq_len) die("the decoder's cache is full: position %d reaches maxT %d", pos, c.max_seq_len);
+    if (pos >= c.max_seq_len)
+        die("the decoder's cache is full: position %d reaches maxT %d", pos, c.max_seq_len);
     check_tokens(tokens, (size_t)B, c.vocab_size, "decoder input");
     const float* positions = s2s_positions(m);
     encoder_forward(dc->x, tokens, m->params.wte, positions ? positions + (size_t)pos * C : NULL, B, 1, C);
@@ -969,7 +975,7 @@ static const Flag S2S_FLAGS[] = {
     {"-nld", 'i', S2S_OPT(dec_layers), "fresh model: decoder layers (0 = -nl)"},
     {"-nh", 'i', S2S_OPT(heads), "fresh model: heads"},
     {"-nc", 'i', S2S_OPT(channels), "fresh model: channels"},
-    {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT (0 = the longest source or target + 1 of the data)"},
+    {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT (0 = the data's longest source or target + 1)"},
     {"-gc", 'f', S2S_OPT(grad_clip), "clip the global gradient norm to this (0 = off)"},
     {"-sd", 'L', S2S_OPT(seed), "seed for initialisation, dropout, shuffling and sampling"},
     {"-dr", 'f', S2S_OPT(dropout), "dropout probability, 0 <= p < 1 (training only)"},
@@ -993,7 +999,7 @@ static S2SOptions s2s_default_options(void) {
         .train_path = "data/reverse_train.bin", .val_path = "data/reverse_val.bin",
         .tokenizer_path = "data/reverse_tokenizer.bin", .init = "", .out_dir = "out_seq2seq", .B = 32,
         .lr = 3e-3f, .warmup = 100, .final_lr_frac = 0.0f, .weight_decay = 0.0f, .max_steps = 2000,
-        .val_every = 500, .checkpoint_every = 0, .resume = 0, .layers = 2, .enc_layers = 0, .dec_layers = 0,
+        .val_every = 250, .checkpoint_every = 0, .resume = 0, .layers = 2, .enc_layers = 0, .dec_layers = 0,
         .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
         .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
         .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}};
@@ -1023,7 +1029,8 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
         {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
         {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
         {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},
-        {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"}, {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
+        {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
+        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
         {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};
     for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
@@ -1035,7 +1042,8 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
     parse_variant_words(words, o.variant);
     print_usage_to = NULL;  // from here on a value's one line is enough
     if (o.variant[0] == POS_ROPE)
-        usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is train_gpt2's)");
+        usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is "
+                    "train_gpt2's)");
     return o;
 }
 
@@ -1071,7 +1079,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
     if (o->resume && r->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     if (r->resume_step >= 0) {
-        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, r->resume_step);
+        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
+                 r->resume_step);
         seq2seq_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (o->init[0]) {
         seq2seq_build_from_checkpoint(&r->model, o->init);
@@ -1081,7 +1090,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
         int maxT = ps->max_src > ps->max_tgt + 1 ? ps->max_src : ps->max_tgt + 1;
         if (r->have_val && r->val.max_src > maxT) maxT = r->val.max_src;
         if (r->have_val && r->val.max_tgt + 1 > maxT) maxT = r->val.max_tgt + 1;
-        Seq2SeqConfig c = {.max_seq_len = o->max_seq_len ? o->max_seq_len : maxT, .vocab_size = ps->vocab_size,
+        Seq2SeqConfig c = {.max_seq_len = o->max_seq_len ? o->max_seq_len : maxT,
+                           .vocab_size = ps->vocab_size,
                            .padded_vocab_size = (ps->vocab_size + 127) / 128 * 128,
                            .enc_layers = o->enc_layers ? o->enc_layers : o->layers,
                            .dec_layers = o->dec_layers ? o->dec_layers : o->layers, .num_heads = o->heads,
@@ -1120,7 +1130,8 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
         tokenizer_init(&r->tokenizer, o->tokenizer_path);
         r->have_tokenizer = 1;
         if (r->tokenizer.vocab_size != c.vocab_size)
-            die("-tok '%s' has %d tokens, the model %d", o->tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
+            die("-tok '%s' has %d tokens, the model %d", o->tokenizer_path, r->tokenizer.vocab_size,
+                c.vocab_size);
     }
     sampler_init(&r->sampler, c.vocab_size, o->temperature, o->top_k, (uint64_t)o->seed ^ 0x5A4D504CULL);
     decode_cache_init(&r->cache, c, o->B);
@@ -1180,8 +1191,8 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
     seq2seq_allocate_moments(m);  // a run stopped before its first update
     for (size_t i = 0; i < m->num_parameters; i++)
         if (!isfinite(m->params_memory[i]))
-            die("the weights became nan or inf before step %d; not writing a checkpoint. Last good checkpoint: "
-                "%s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+            die("the weights became nan or inf before step %d; not writing a checkpoint. Last good "
+                "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
     snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, step);
     seq2seq_write_checkpoint(m, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, step);
@@ -1195,18 +1206,19 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
     atomic_keep();
 }
 
-// the held-out loss and teacher-forced token accuracy (cheap: one forward per batch)
+// the held-out loss, teacher-forced token accuracy and greedy exact match (1,000 pairs of
+// reversal: about half a second, most of it the decoding)
 static void s2s_validate(const S2SOptions* o, S2SRun* r, int step) {
-    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 0, 0, NULL);
-    printf("step %5d | val loss %.4f | teacher-forced token accuracy %.2f%% (%d held-out pairs)\n", step, e.loss,
-           100 * e.token_acc, e.pairs);
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, 0, NULL);
+    printf("step %5d | val loss %.4f | teacher-forced token accuracy %.2f%% | exact match %.2f%% "
+           "(%d held-out pairs)\n", step, e.loss, 100 * e.token_acc, 100 * e.exact, e.pairs);
     history_val(&r->history, step, (float)e.loss);
 }
 
 void s2s_train(const S2SOptions* o, S2SRun* r) {
     printf("training: B=%d pairs, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
-           "dropout %g, %d thread%s\n", o->B, o->max_steps, o->lr, o->warmup, o->final_lr_frac, o->weight_decay,
-           o->grad_clip, o->dropout, max_threads(), max_threads() == 1 ? "" : "s");
+           "dropout %g, %d thread%s\n", o->B, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
+           o->weight_decay, o->grad_clip, o->dropout, max_threads(), max_threads() == 1 ? "" : "s");
     printf("data: %s (%d pairs), %s (%d pairs)\n", o->train_path, r->train.num_pairs,
            r->have_val ? o->val_path : "no held-out pairs", r->have_val ? r->val.num_pairs : 0);
     catch_stop_signals();
@@ -1222,14 +1234,14 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
         next_batch(o, r);
         StepStats st = seq2seq_train_step(&r->model, &r->batch, step, &r->adamw);
         if (!isfinite(st.loss) || !isfinite(st.norm))
-            die("the %s became %f at step %d; stopping. Last good checkpoint: %s", isfinite(st.loss) ? "gradient "
-                "norm" : "training loss", isfinite(st.loss) ? st.norm : st.loss, step,
-                r->last_checkpoint[0] ? r->last_checkpoint : "none");
+            die("the %s became %f at step %d; stopping. Last good checkpoint: %s",
+                isfinite(st.loss) ? "gradient norm" : "training loss", isfinite(st.loss) ? st.norm : st.loss,
+                step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
         r->state.step = step + 1;
         history_step(&r->history, step, st.loss, st.lr);
         double dt = now_seconds() - t0;
-        printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms\n", step + 1, o->max_steps, st.loss, st.lr,
-               st.norm, dt * 1e3);
+        printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms\n", step + 1, o->max_steps, st.loss,
+               st.lr, st.norm, dt * 1e3);
         fflush(stdout);
         if (step > start) {  // the first step warms up: not timed
             seconds += dt;
@@ -1252,12 +1264,15 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
 // exact match of the decoded outputs beside teacher-forced token accuracy: article 002
 static void s2s_report(const S2SOptions* o, S2SRun* r) {
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
-    printf("greedy decoding of the first %d held-out pairs, token by token (source -> output):\n", o->examples);
+    if (o->examples > 0)
+        printf("greedy decoding of the first %d held-out pairs, token by token (source -> output):\n",
+               o->examples);
     EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, o->examples, tk);
-    printf("held-out: %d pairs | exact match %.2f%% (greedy decoding) | teacher-forced token accuracy %.2f%% | "
-           "val loss %.4f\n", e.pairs, 100 * e.exact, 100 * e.token_acc, e.loss);
-    printf("(teacher forcing gives every position the true previous tokens; decoding feeds back its own, so one "
-           "wrong token can spoil the rest of a sequence: the gap between the two is article 002's lesson)\n");
+    printf("held-out: %d pairs | exact match %.2f%% (greedy decoding) | teacher-forced token accuracy "
+           "%.2f%% | val loss %.4f\n", e.pairs, 100 * e.exact, 100 * e.token_acc, e.loss);
+    printf("(teacher forcing gives every position the true previous tokens; decoding feeds back its own, so "
+           "one wrong token can spoil the rest of a sequence: the gap between the two is article 002's "
+           "lesson)\n");
 }
 
 // -am: the cross-attention maps of the first held-out pair, teacher forced on its target:
@@ -1280,11 +1295,22 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
         memcpy(probs + l * map, m->acts.att_probs + (c.enc_layers + 2 * l + 1) * slot, map * sizeof(float));
     char title[8400];
     snprintf(title, sizeof title, "the decoder's cross-attention (%s, a held-out pair of %s)",
-             o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model", o->val_path);
+             o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model",
+             o->val_path);
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     write_attention_map_svg(o->attention_map, probs, Ld, NH, Tt, Ts, pb.dec_tgt, pb.src, tk, 0, title);
     printf("cross-attention maps of held-out pair 0 (%d target + EOS rows, %d source columns): %s\n", Tt, Ts,
            o->attention_map);
+    // reversal's alignment: output i is source character n-1-i; the mean weight there
+    printf("mean weight on the anti-diagonal (output i reading source n-1-i, reversal's alignment):");
+    for (int l = 0; l < Ld; l++)
+        for (int h = 0; h < NH; h++) {
+            double sum = 0.0;
+            for (int i = 0; i < Tt - 1; i++)
+                sum += probs[l * map + ((size_t)h * Tt + i) * Ts + (Ts - 1 - i)];
+            printf(" L%dH%d %.2f", l, h, Tt > 1 ? sum / (Tt - 1) : 0.0);
+        }
+    printf("\n");
     free(probs);
     pair_batch_free(&pb);
 }
