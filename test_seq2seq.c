@@ -21,28 +21,8 @@ Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 #define TOL_PAD_REL 1e-5f    // padding: gradients, relative to the largest of the tensor
 #define TOL_KV_ABS 1e-5f     // KV-cache logits vs the training forward's
 
-static int passed = 0, failed = 0;
+#include "tests/check.h"  // check(), use_threads()
 
-static int check(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++; else failed++;
-    return ok;
-}
-
-static int use_threads(int n) {
-#ifdef _OPENMP
-    int before = omp_get_max_threads();
-    omp_set_num_threads(n);
-    return before;
-#else
-    return n;
-#endif
-}
 
 // ----------------------------------------------------------------------------
 // a small model and a padded batch

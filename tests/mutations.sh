@@ -25,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=(train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c)
 cp -r train_gpt2.c train_setup.h test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
-mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h "$work/tests/"
+mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h tests/check.h "$work/tests/"
 [ -f tests/seq2seq_reference.h ] && cp tests/seq2seq_reference.h "$work/tests/"
 CC=${CC:-cc}
 CFLAGS="-O1 -march=native -fopenmp -std=c11"
