@@ -39,6 +39,11 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 
 #include "tests/check.h"  // check(), use_threads()
 
+// the sizes of a self-attention call on fused qkv rows (the other fields 0: their defaults)
+static AttentionShape self_attention(int B, int T, int C, int NH, int NKV, int causal) {
+    return (AttentionShape){.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .causal = causal};
+}
+
 typedef struct { float max_abs; float max_ref; } Error;
 
 // our tensor (with a row stride, for padded logits) against a reference
@@ -258,8 +263,8 @@ static void fwd_matmul(FDCase* k) {
     else matmul_forward_plain(k->out, k->x, k->w, k->b, k->B * k->T, k->C, k->OC);
 }
 static void fwd_attention(FDCase* k) {
-    AttentionShape sh = {k->B, k->T, k->C, k->NH, k->NKV, k->causal};
-    attention_forward(k->out, k->scores, k->probs, k->dropped, k->x, sh, &k->drop);
+    AttentionShape sh = self_attention(k->B, k->T, k->C, k->NH, k->NKV, k->causal);
+    attention_forward(k->out, k->scores, k->probs, k->dropped, k->x, k->x + k->C, sh, &k->drop);
 }
 static void fwd_gelu(FDCase* k) { gelu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
 static void fwd_relu(FDCase* k) { relu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
@@ -341,8 +346,8 @@ static void test_finite_differences(void) {
         k.x = random_floats(&rng, n, 0, 1);
         dx = garbage(&rng, n);
         fwd_attention(&k);
-        AttentionShape sh = {k.B, k.T, k.C, k.NH, k.NKV, k.causal};
-        attention_backward(dx, k.R, k.x, k.probs, k.dropped, sh, &k.drop);
+        AttentionShape sh = self_attention(k.B, k.T, k.C, k.NH, k.NKV, k.causal);
+        attention_backward(dx, dx + k.C, k.R, k.x, k.x + k.C, k.probs, k.dropped, sh, &k.drop);
         char name[64];
         snprintf(name, sizeof name, "attention dqkv NH %d NKV %d%s%s", k.NH, k.NKV,
                  k.causal ? "" : " no mask", dropping ? " p 0.3" : "");
@@ -814,34 +819,47 @@ static void test_aligned_alloc(void) {
 // of the article "因果自注意力", each a plain loop over b, h, t, t2 and i, with expf for
 // exp_approx; same arguments and shapes. Grep a step label to find both versions.
 
+// the zero fields of an AttentionShape spelled out, and query t's last key (b's row of key_len)
+typedef struct { int Tk, q_row, kv_row; } PlainSizes;
+static PlainSizes plain_sizes(AttentionShape sh) {
+    int C3 = sh.C + 2 * sh.NKV * (sh.C / sh.NH);
+    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_row > 0 ? sh.q_row : C3, sh.kv_row > 0 ? sh.kv_row : C3};
+}
+static int plain_last(AttentionShape sh, int Tk, int b, int t) {
+    int last = sh.causal ? t : Tk - 1;
+    if (sh.key_len && last > sh.key_len[b] - 1) last = sh.key_len[b] - 1;
+    return last;
+}
+
 void attention_forward_plain(float* out, float* att_scores, float* att_probs, float* att_dropped,
-                             const float* inp, AttentionShape sh, const DropoutMask* drop) {
-    int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH, NKV = sh.NKV, C3 = C + 2 * NKV * (C / NH), hs = C / NH;
+                             const float* q, const float* kv, AttentionShape sh, const DropoutMask* drop) {
+    PlainSizes z = plain_sizes(sh);
+    int B = sh.B, T = sh.T, Tk = z.Tk, C = sh.C, NH = sh.NH, NKV = sh.NKV, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
-                const float* q = inp + ((size_t)b * T + t) * C3 + h * hs;  // query t of head h
-                size_t row = (((size_t)b * NH + h) * T + t) * T;            // row t of the head's (T,T)
-                int kvh = h / (NH / NKV), last = sh.causal ? t : T - 1;    // its K/V head (GQA), last key
+                const float* qt = q + ((size_t)b * T + t) * z.q_row + h * hs;  // query t of head h
+                size_t row = (((size_t)b * NH + h) * T + t) * Tk;   // row t of the head's (T,Tk)
+                int kvh = h / (NH / NKV), last = plain_last(sh, Tk, b, t);  // its K/V head (GQA), last key
                 float* s = att_scores + row;
                 float* p = att_probs + row;
                 // step 1 (计算注意力分数): query t against every key t2
-                for (int t2 = 0; t2 < T; t2++) {
-                    const float* k = inp + ((size_t)b * T + t2) * C3 + C + kvh * hs;  // key t2
+                for (int t2 = 0; t2 < Tk; t2++) {
+                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_row + kvh * hs;  // key t2
                     float dot = 0.0f;
                     for (int i = 0; i < hs; i++)
-                        dot += q[i] * k[i];
+                        dot += qt[i] * k[i];
                     s[t2] = dot;
                 }
                 // step 2 (注意力分数缩放): times 1/sqrt(hs)
-                for (int t2 = 0; t2 < T; t2++)
+                for (int t2 = 0; t2 < Tk; t2++)
                     s[t2] *= scale;
-                // step 3 (因果掩码): keys after t are the future: -inf
-                for (int t2 = last + 1; t2 < T; t2++)
+                // step 3 (因果掩码): keys after t (the future) and from key_len[b] on (padding): -inf
+                for (int t2 = last + 1; t2 < Tk; t2++)
                     s[t2] = -INFINITY;
-                // step 4 (计算 att Softmax): exp(s - max) / sum over the keys up to t; the future gets 0
+                // step 4 (计算 att Softmax): exp(s - max) / sum over the keys up to last; the rest get 0
                 // step 5: att_probs is the cache of this step's result
                 float maxval = s[0];
                 for (int t2 = 1; t2 <= last; t2++)
@@ -849,14 +867,14 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                 float sum = 0.0f;
                 for (int t2 = 0; t2 <= last; t2++)
                     sum += expf(s[t2] - maxval);
-                for (int t2 = 0; t2 < T; t2++)
+                for (int t2 = 0; t2 < Tk; t2++)
                     p[t2] = t2 <= last ? expf(s[t2] - maxval) / sum : 0.0f;
                 // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result (without dropout: att_probs)
                 const float* a = p;
                 if (dropping) {
                     float* d = att_dropped + row;
-                    for (int t2 = 0; t2 < T; t2++)
+                    for (int t2 = 0; t2 < Tk; t2++)
                         d[t2] = dropout_keep(drop, row + t2) ? p[t2] * drop->scale : 0.0f;
                     a = d;
                 }
@@ -864,8 +882,8 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                 float* o = out + ((size_t)b * T + t) * C + h * hs;
                 for (int i = 0; i < hs; i++) {
                     float acc = 0.0f;
-                    for (int t2 = 0; t2 < T; t2++) {
-                        const float* v = inp + ((size_t)b * T + t2) * C3 + C + (NKV + kvh) * hs;  // value t2
+                    for (int t2 = 0; t2 < Tk; t2++) {
+                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;  // value t2
                         acc += a[t2] * v[i];
                     }
                     o[i] = acc;
@@ -873,81 +891,87 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
             }
 }
 
-void attention_backward_plain(float* dinp, const float* dout, const float* inp,
+void attention_backward_plain(float* dq, float* dkv, const float* dout, const float* q, const float* kv,
                               const float* att_probs, const float* att_dropped,
                               AttentionShape sh, const DropoutMask* drop) {
-    int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH, NKV = sh.NKV, C3 = C + 2 * NKV * (C / NH), hs = C / NH;
+    PlainSizes z = plain_sizes(sh);
+    int B = sh.B, T = sh.T, Tk = z.Tk, C = sh.C, NH = sh.NH, NKV = sh.NKV, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
-    float* grad_att = mallocCheck((size_t)T * T * sizeof(float));  // one head's (T,T) gradient
-    float* head_dkv = mallocCheck((size_t)T * 2 * hs * sizeof(float));  // one head's dK and dV rows
-    for (size_t i = 0; i < (size_t)B * T * C3; i++)
-        dinp[i] = 0.0f;  // written, not added to
+    float* grad_att = mallocCheck((size_t)T * Tk * sizeof(float));  // one head's (T,Tk) gradient
+    float* head_dkv = mallocCheck((size_t)Tk * 2 * hs * sizeof(float));  // one head's dK and dV rows
+    for (int b = 0; b < B; b++) {  // written, not added to: the channels of Q, K and V are zeroed
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < C; i++)
+                dq[((size_t)b * T + t) * z.q_row + i] = 0.0f;
+        for (int t2 = 0; t2 < Tk; t2++)
+            for (int i = 0; i < 2 * NKV * hs; i++)
+                dkv[((size_t)b * Tk + t2) * z.kv_row + i] = 0.0f;
+    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            size_t head = ((size_t)b * NH + h) * T * T;
+            size_t head = ((size_t)b * NH + h) * T * Tk;
             int kvh = h / (NH / NKV);  // the shared K/V head (GQA): its gradients add up over the group
-            for (int i = 0; i < T * 2 * hs; i++)
+            for (int i = 0; i < Tk * 2 * hs; i++)
                 head_dkv[i] = 0.0f;
             // step 1 (计算输入梯度对注意力的梯度): grad_att[t][t2] = dout_t . v_t2
             for (int t = 0; t < T; t++)
-                for (int t2 = 0; t2 < T; t2++) {
+                for (int t2 = 0; t2 < Tk; t2++) {
                     const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
-                    const float* v = inp + ((size_t)b * T + t2) * C3 + C + (NKV + kvh) * hs;
+                    const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;
                     float dot = 0.0f;
                     for (int i = 0; i < hs; i++)
                         dot += dy[i] * v[i];
-                    grad_att[t * T + t2] = dot;
+                    grad_att[t * Tk + t2] = dot;
                 }
             // step 2 (计算输入梯度对 V_h 的梯度): dv_t2 += att_dropped[t][t2] dout_t
             for (int t = 0; t < T; t++)
-                for (int t2 = 0; t2 < T; t2++) {
+                for (int t2 = 0; t2 < Tk; t2++) {
                     const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
                     float* dv = head_dkv + (size_t)t2 * 2 * hs + hs;
                     for (int i = 0; i < hs; i++)
-                        dv[i] += att_dropped[head + t * T + t2] * dy[i];
+                        dv[i] += att_dropped[head + t * Tk + t2] * dy[i];
                 }
             for (int t = 0; t < T; t++) {
-                float* g = grad_att + t * T;
-                const float* p = att_probs + head + t * T;
-                int last = sh.causal ? t : T - 1;
+                float* g = grad_att + t * Tk;
+                const float* p = att_probs + head + t * Tk;
+                int last = plain_last(sh, Tk, b, t);
                 // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
                 if (dropping)
-                    for (int t2 = 0; t2 < T; t2++)
-                        g[t2] = dropout_keep(drop, head + t * T + t2) ? g[t2] * drop->scale : 0.0f;
+                    for (int t2 = 0; t2 < Tk; t2++)
+                        g[t2] = dropout_keep(drop, head + t * Tk + t2) ? g[t2] * drop->scale : 0.0f;
                 // step 4 (Softmax 层反向传播): dS = P * (dP - sum_j P_j dP_j)
                 float dot = 0.0f;
                 for (int t2 = 0; t2 <= last; t2++)
                     dot += p[t2] * g[t2];
                 for (int t2 = 0; t2 <= last; t2++)
                     g[t2] = p[t2] * (g[t2] - dot);
-                // step 5 (因果掩码反向传播): masked scores were constants (-inf): gradient 0
-                for (int t2 = last + 1; t2 < T; t2++)
+                // step 5 (因果掩码反向传播): masked scores (future, padding) were constants (-inf): gradient 0
+                for (int t2 = last + 1; t2 < Tk; t2++)
                     g[t2] = 0.0f;
                 // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
-                for (int t2 = 0; t2 < T; t2++)
+                for (int t2 = 0; t2 < Tk; t2++)
                     g[t2] *= scale;
             }
             // step 7 (计算对 Q_h 的梯度): dq_t += grad_att[t][t2] k_t2
             // step 8 (计算对 K_h 的梯度): dk_t2 += grad_att[t][t2] q_t
             for (int t = 0; t < T; t++)
-                for (int t2 = 0; t2 < T; t2++) {
-                    const float* q = inp + ((size_t)b * T + t) * C3 + h * hs;
-                    const float* k = inp + ((size_t)b * T + t2) * C3 + C + kvh * hs;
-                    float* dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+                for (int t2 = 0; t2 < Tk; t2++) {
+                    const float* qt = q + ((size_t)b * T + t) * z.q_row + h * hs;
+                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_row + kvh * hs;
+                    float* dqt = dq + ((size_t)b * T + t) * z.q_row + h * hs;
                     float* dk = head_dkv + (size_t)t2 * 2 * hs;
                     for (int i = 0; i < hs; i++) {
-                        dq[i] += grad_att[t * T + t2] * k[i];
-                        dk[i] += grad_att[t * T + t2] * q[i];
+                        dqt[i] += grad_att[t * Tk + t2] * k[i];
+                        dk[i] += grad_att[t * Tk + t2] * qt[i];
                     }
                 }
             // the head's dK and dV join its group's sum (as attention_backward: per head, in order)
-            for (int t2 = 0; t2 < T; t2++)
+            for (int t2 = 0; t2 < Tk; t2++)
                 for (int i = 0; i < 2 * hs; i++) {
                     int channel = i < hs ? kvh * hs + i : (NKV + kvh) * hs + i - hs;  // in K, then in V
-                    float* dkv = dinp + ((size_t)b * T + t2) * C3 + C + channel;
-                    *dkv += head_dkv[t2 * 2 * hs + i];
+                    dkv[((size_t)b * Tk + t2) * z.kv_row + channel] += head_dkv[t2 * 2 * hs + i];
                 }
         }
     free(head_dkv);
@@ -981,17 +1005,17 @@ static void test_fast_attention(void) {
                 // without dropout, drop = NULL and a mask with p = 0 must both mean "off"
                 const DropoutMask* dm = !dropping && ti % 2 ? NULL : &drop;
                 size_t BT = (size_t)B * T, att = (size_t)B * NH * T * T;
-                AttentionShape sh = {B, T, C, NH, NKV, heads[hi][3]};
+                AttentionShape sh = self_attention(B, T, C, NH, NKV, heads[hi][3]);
                 float *inp = random_floats(&rng, BT * C3, 0, 1), *dout = random_floats(&rng, BT * C, 0, 1);
                 float *out = garbage(&rng, BT * C), *sc = garbage(&rng, att), *pr = garbage(&rng, att);
                 float *dr = garbage(&rng, att), *dx = garbage(&rng, BT * C3);
                 float *out_p = garbage(&rng, BT * C), *sc_p = garbage(&rng, att), *pr_p = garbage(&rng, att);
                 float *dr_p = garbage(&rng, att), *dx_p = garbage(&rng, BT * C3);
                 float* dr0 = copy_floats(dr, att);
-                attention_forward(out, sc, pr, dr, inp, sh, dm);
-                attention_forward_plain(out_p, sc_p, pr_p, dr_p, inp, sh, dm);
-                attention_backward(dx, dout, inp, pr, dr, sh, dm);
-                attention_backward_plain(dx_p, dout, inp, pr_p, dr_p, sh, dm);
+                attention_forward(out, sc, pr, dr, inp, inp + C, sh, dm);
+                attention_forward_plain(out_p, sc_p, pr_p, dr_p, inp, inp + C, sh, dm);
+                attention_backward(dx, dx + C, dout, inp, inp + C, pr, dr, sh, dm);
+                attention_backward_plain(dx_p, dx_p + C, dout, inp, inp + C, pr_p, dr_p, sh, dm);
                 float max_sc = 0.0f, d_sc = 0.0f;  // scores: the masked entries -inf in both
                 for (size_t i = 0; i < att; i++) {
                     int inf = isinf(sc[i]) && sc[i] < 0, inf_p = isinf(sc_p[i]) && sc_p[i] < 0;
@@ -1437,7 +1461,7 @@ static void test_article_example(const char* path) {
                 qkvw[(m * 2 + o) * 2 + i] = W[m][i * 2 + o];
     float qkv[3 * 6], out[3 * 2], scores[9], probs[9];
     matmul_forward(qkv, X, qkvw, NULL, 3, 2, 6);
-    attention_forward(out, scores, probs, NULL, qkv, (AttentionShape){1, 3, 2, 1, 1, 1}, NULL);
+    attention_forward(out, scores, probs, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
     float *ref_scaled = read_matrix(path, "scaled_causal", 3, 3),
           *ref_w = read_matrix(path, "weights_causal", 3, 3);
     float *ref_out = read_matrix(path, "out_causal", 3, 2), *ref_w_full = read_matrix(path, "weights", 3, 3);
@@ -1503,7 +1527,7 @@ static void test_errata(void) {
     }
     // causal: the training path
     float Oc[6], Sc[9], Pc[9];
-    attention_forward(Oc, Sc, Pc, NULL, qkv, (AttentionShape){1, 3, 2, 1, 1, 1}, NULL);
+    attention_forward(Oc, Sc, Pc, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
     // PyTorch:
     const float pt_scores[9] = {0.0353f, 0.0801f, 0.1249f, 0.0769f, 0.1745f, 0.2721f, 0.1185f, 0.2689f,
                                 0.4193f};
@@ -1576,7 +1600,8 @@ static void test_errata(void) {
     // an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.
     const float G[6] = {1.0f, -0.5f, 0.25f, 2.0f, -1.0f, 0.5f};
     float dqkv[18] = {0};
-    attention_backward(dqkv, G, qkv, Pc, NULL, (AttentionShape){1, 3, 2, 1, 1, 1}, NULL);
+    attention_backward(dqkv, dqkv + 2, G, qkv, qkv + 2, Pc, NULL, self_attention(1, 3, 2, 1, 1, 1),
+                       NULL);
     float e_vt = 0.0f, d_v = 0.0f, e_qk = 0.0f;
     for (int j = 0; j < 3; j++)
         for (int c = 0; c < 2; c++) {
@@ -1640,7 +1665,7 @@ static void test_errata(void) {
         x[1 * 12 + 0] = 1.0f; x[1 * 12 + 1] = 2.0f;    // query of position 1, head 0: q.k = 4
         x[0 * 12 + 6] = 1.0f; x[0 * 12 + 7] = -3.0f;   // key of position 0, head 1
         x[1 * 12 + 2] = 0.5f; x[1 * 12 + 3] = -1.0f;   // query of position 1, head 1: q.k = 3.5
-        attention_forward(o, sc, pr, NULL, x, (AttentionShape){1, T, C, NH, NH, 1}, NULL);
+        attention_forward(o, sc, pr, NULL, x, x + C, self_attention(1, T, C, NH, NH, 1), NULL);
         float s0 = sc[(0 * T + 1) * T + 0], s1 = sc[(1 * T + 1) * T + 0];
         check(fabsf(s0 - 4.0f / sqrtf(2.0f)) < 1e-6f && fabsf(s1 - 3.5f / sqrtf(2.0f)) < 1e-6f
               && fabsf(s0 - 4.0f / sqrtf(4.0f)) > 0.5f && fabsf(s0 - 4.0f / 4.0f) > 0.5f,
@@ -1656,7 +1681,7 @@ static void test_errata(void) {
         float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
         float *o = zeros((size_t)T * C), *sc = zeros((size_t)T * T), *p1 = zeros((size_t)T * T),
               *p8 = zeros((size_t)T * T);
-        attention_forward(o, sc, p1, NULL, x, (AttentionShape){1, T, C, 1, 1, 1}, NULL);
+        attention_forward(o, sc, p1, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
         double s2 = 0.0; int n = 0;
         for (int t = 0; t < T; t++)
             for (int j = 0; j <= t; j++) {
@@ -1666,7 +1691,7 @@ static void test_errata(void) {
         for (int t = 0; t < T; t++)
             for (int i = 0; i < C; i++)
                 x[(size_t)t * 3 * C + i] *= 8.0f;  // undo the scale
-        attention_forward(o, sc, p8, NULL, x, (AttentionShape){1, T, C, 1, 1, 1}, NULL);
+        attention_forward(o, sc, p8, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
         double max1 = 0.0, max8 = 0.0;
         for (int t = T / 2; t < T; t++) {
             float a = 0.0f, b = 0.0f;

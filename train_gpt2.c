@@ -260,15 +260,18 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 }
 
 // ----------------------------------------------------------------------------
-// causal multi-head self-attention, following the article "因果自注意力"
+// causal multi-head self-attention, following the article "因果自注意力"; the same steps
+// serve the encoder's unmasked self-attention and the decoder's cross-attention (article 003)
 //
-// inp is (B,T,C3): the fused Q,K,V projection (article: "输入与注意力权重矩阵相乘"; the
-//   training forward keeps it, it is the qkv activation); C3 = 3C, or C + 2 NKV hs with
-//   GQA. Head h owns channels h*hs..(h+1)*hs-1 of Q ("多头计算"), and of K and V too
-//   unless NKV < NH (then it reads K/V head h / (NH/NKV): AttentionShape below).
-// att_scores is (B,NH,T,T): scaled, masked scores (steps 1-3); masked entries are -inf
-// att_probs is (B,NH,T,T): softmax probabilities (steps 4-5)
-// att_dropped is (B,NH,T,T) or NULL: the probabilities after dropout (steps 6-7); with
+// q is (B,T,q_row): Q in channels [0,C) of each row. Head h owns channels h*hs..(h+1)*hs-1
+//   of Q ("多头计算"), and of K and V too unless NKV < NH (then it reads K/V head h / (NH/NKV)).
+// kv is (B,Tk,kv_row): K in channels [0, NKV hs), V right after it. Self-attention passes the
+//   fused Q,K,V projection (article: "输入与注意力权重矩阵相乘"; the training forward keeps it,
+//   it is the qkv activation) as q = qkv, kv = qkv + C; cross-attention passes the decoder's
+//   queries as q and the K,V that a decoder layer projects from the encoder's output as kv.
+// att_scores is (B,NH,T,Tk): scaled, masked scores (steps 1-3); masked entries are -inf
+// att_probs is (B,NH,T,Tk): softmax probabilities (steps 4-5)
+// att_dropped is (B,NH,T,Tk) or NULL: the probabilities after dropout (steps 6-7); with
 //   dropout off it is att_probs itself, so nothing is copied
 // out is (B,T,C): the heads' outputs side by side (step 8), ready for the projection
 // drop describes the dropout of this layer's attention probabilities (drop->p == 0: off)
@@ -279,47 +282,61 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 // C = A B, matmul_AtB is C = A^T B (fast/gemm.h; each argument is a pointer and its row
 // stride, then the sizes M, N, K of C (M,N) and of the sum K).
 
-// the sizes of one attention call
+// the sizes of one attention call; {B, T, C, NH, NKV, causal} alone is self-attention
 typedef struct {
-    int B, T, C;  // batch, time, channels of the heads' output (NH heads of hs = C/NH)
+    int B, T, C;  // batch, queries per sequence, channels of the heads' output (NH heads of hs = C/NH)
     int NH, NKV;  // query heads, key/value heads: NKV = NH is multi-head attention; NKV < NH is
                   //   grouped-query attention (GQA, article 004): each group of NH/NKV query
                   //   heads shares one K/V head (its repeat_kv); NKV = 1 is multi-query
-    int causal;   // 1: the causal mask (step 3); 0: every query sees every key (an experiment)
+    int causal;   // 1: the causal mask (step 3; needs Tk == T); 0: every query sees every key
+    int Tk;       // keys per sequence; 0 = T. Cross-attention: the source length Ts
+    int q_row, kv_row;   // floats from one row of q (of kv) to the next; 0 = the fused qkv row C3
+    const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
 } AttentionShape;
 
-// inp's row: Q (NH heads), then K and V (NKV heads each); query head h reads K/V head
-// h / (NH/NKV), as repeat_kv's copies would give it
-static int qkv_row(AttentionShape s) { return s.C + 2 * s.NKV * (s.C / s.NH); }
-static const float* kv_head(const float* inp, AttentionShape s, int h) {
-    return inp + s.C + (size_t)(h / (s.NH / s.NKV)) * (s.C / s.NH);
+// the zero fields filled in (Tk = T, rows of C3 = C + 2 NKV hs); an impossible shape dies here
+static AttentionShape attention_sizes(AttentionShape s) {
+    int C3 = s.C + 2 * s.NKV * (s.C / s.NH);
+    s.Tk = s.Tk ? s.Tk : s.T, s.q_row = s.q_row ? s.q_row : C3, s.kv_row = s.kv_row ? s.kv_row : C3;
+    if (s.causal && s.Tk != s.T) die("attention: the causal mask needs Tk == T (Tk %d, T %d)", s.Tk, s.T);
+    for (int b = 0; s.key_len && b < s.B; b++)
+        if (s.key_len[b] < 1 || s.key_len[b] > s.Tk)
+            die("attention: key_len[%d] = %d is outside 1..Tk (Tk %d)", b, s.key_len[b], s.Tk);
+    return s;
+}
+// the last key query t of sequence b may see: not after t if causal, not in the padding
+static int last_key(AttentionShape s, int b, int t) {
+    int last = s.causal ? t : s.Tk - 1;
+    return s.key_len && s.key_len[b] <= last ? s.key_len[b] - 1 : last;
 }
 
 // Steps 1 and 8 are matrix products of one head's slices. Steps 2-7 go row by row: row t
-// of the scores is query t against every key; keys after t are the future.
+// of the scores is query t against every key; keys after `last` are the future or padding.
 void attention_forward(float* out, float* att_scores, float* att_probs, float* att_dropped,
-                       const float* inp, AttentionShape s, const DropoutMask* drop) {
-    int B = s.B, T = s.T, C = s.C, NH = s.NH, C3 = qkv_row(s), hs = C / NH, kv = s.NKV * hs;
+                       const float* q, const float* kv, AttentionShape s, const DropoutMask* drop) {
+    s = attention_sizes(s);
+    int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at row stride C3
-            const float* k = kv_head(inp + (size_t)b * T * C3, s, h);
-            const float* v = k + kv;
-            size_t head = ((size_t)b * NH + h) * T * T;          // this head's (T,T) matrices
+            const float* q_h = q + (size_t)b * T * s.q_row + h * hs;  // Q_h: (T,hs) at row stride q_row
+            const float* k_h = kv + (size_t)b * Tk * s.kv_row + h / group * hs;  // K_h, V_h: (Tk,hs)
+            const float* v_h = k_h + s.NKV * hs;
+            size_t head = ((size_t)b * NH + h) * T * Tk;         // this head's (T,Tk) matrices
             // step 1 (计算注意力分数): att = Q_h K_h^T, every query against every key
-            matmul_ABt(att_scores + head, T, q, C3, k, C3, T, T, hs);
+            matmul_ABt(att_scores + head, Tk, q_h, s.q_row, k_h, s.kv_row, T, Tk, hs);
             for (int t = 0; t < T; t++) {
-                float* scores_row = att_scores + head + (size_t)t * T;
-                float* probs_row = att_probs + head + (size_t)t * T;
-                int last = s.causal ? t : T - 1;  // the last key query t may see
+                float* scores_row = att_scores + head + (size_t)t * Tk;
+                float* probs_row = att_probs + head + (size_t)t * Tk;
+                int last = last_key(s, b, t);  // the last key query t may see
                 // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
                 //   grow with the head size and the softmax does not saturate
-                // step 3 (因果掩码): keys after t are the future: -inf, so softmax gives 0
-                for (int t2 = 0; t2 < T; t2++)
+                // step 3 (因果掩码): keys after t are the future, keys from key_len[b] on are
+                //   padding: -inf, so softmax gives 0
+                for (int t2 = 0; t2 < Tk; t2++)
                     scores_row[t2] = t2 <= last ? scores_row[t2] * scale : -INFINITY;
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
                 //   overflows; the result is unchanged. The future gets exactly 0.
@@ -335,38 +352,38 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                     sum += probs_row[t2];
                 }
                 float inv_sum = 1.0f / sum;
-                for (int t2 = 0; t2 < T; t2++)
+                for (int t2 = 0; t2 < Tk; t2++)
                     probs_row[t2] = t2 <= last ? probs_row[t2] * inv_sum : 0.0f;
                 // step 6 (对 att 应用 dropout): drop probabilities, scale the kept ones by 1/(1-p)
                 // step 7: att_dropped is the cache of this step's result
                 if (dropping) {
-                    float* dropped_row = att_dropped + head + (size_t)t * T;
-                    for (int t2 = 0; t2 < T; t2++) {
-                        int keep = t2 <= last && dropout_keep(drop, head + (size_t)t * T + t2);
+                    float* dropped_row = att_dropped + head + (size_t)t * Tk;
+                    for (int t2 = 0; t2 < Tk; t2++) {
+                        int keep = t2 <= last && dropout_keep(drop, head + (size_t)t * Tk + t2);
                         dropped_row[t2] = keep ? probs_row[t2] * drop->scale : 0.0f;
                     }
                 }
             }
             // step 8 (计算 att · V): the output of position t is the weighted sum of values,
             //   out_h = att_dropped V_h
-            matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, T, v, C3, T, hs, T);
+            matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, Tk, v_h, s.kv_row, T, hs, Tk);
         }
     }
 }
 
-// attention_backward's steps 3-6 on one head: grad_att (T,T) holds the gradient of the
-// dropped-out probabilities on entry and the gradient of the scores on exit
-static void attention_rows_backward(float* grad_att, const float* att_probs, int T, int causal, float scale,
-                                    const DropoutMask* drop, size_t head) {
-    int dropping = drop && drop->p > 0.0f;
-    for (int t = 0; t < T; t++) {
-        float* datt_row = grad_att + (size_t)t * T;
-        const float* probs_row = att_probs + (size_t)t * T;
-        int last = causal ? t : T - 1;
+// attention_backward's steps 3-6 on one head of sequence b: grad_att (T,Tk) holds the
+// gradient of the dropped-out probabilities on entry and the gradient of the scores on exit
+static void attention_rows_backward(float* grad_att, const float* att_probs, AttentionShape s, int b,
+                                    float scale, const DropoutMask* drop, size_t head) {
+    int dropping = drop && drop->p > 0.0f, Tk = s.Tk;
+    for (int t = 0; t < s.T; t++) {
+        float* datt_row = grad_att + (size_t)t * Tk;
+        const float* probs_row = att_probs + (size_t)t * Tk;
+        int last = last_key(s, b, t);
         // step 3 (dropout 层反向传播): the same mask as the forward, the same 1/(1-p)
         if (dropping) {
             for (int t2 = 0; t2 <= last; t2++) {
-                int keep = dropout_keep(drop, head + (size_t)t * T + t2);
+                int keep = dropout_keep(drop, head + (size_t)t * Tk + t2);
                 datt_row[t2] = keep ? datt_row[t2] * drop->scale : 0.0f;
             }
         }
@@ -376,27 +393,31 @@ static void attention_rows_backward(float* grad_att, const float* att_probs, int
         #pragma omp simd reduction(+ : dot)
         for (int t2 = 0; t2 <= last; t2++)
             dot += probs_row[t2] * datt_row[t2];
-        // step 5 (因果掩码反向传播): masked scores were constants (-inf), so their
-        //   gradient is zero (P is 0 there)
+        // step 5 (因果掩码反向传播): masked scores (the future, the padding) were constants
+        //   (-inf), so their gradient is zero (P is 0 there)
         // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
-        for (int t2 = 0; t2 < T; t2++)
+        for (int t2 = 0; t2 < Tk; t2++)
             datt_row[t2] = t2 <= last ? probs_row[t2] * (datt_row[t2] - dot) * scale : 0.0f;
     }
 }
 
-// dinp is (B,T,C3): receives dQ, dK, dV; dout is (B,T,C), the gradient of the heads'
-// outputs (the article's G_in, after the projection's backward).
-// As in the article, each head gets a (T,T) grad_att matrix (per-thread scratch). Steps
-// 1, 2, 7 and 8 are matrix products of one head's slices (the causal zeros take part in
+// dq is (B,T,q_row): receives dQ in q's channels; dkv is (B,Tk,kv_row): receives dK and dV
+// in kv's (self-attention: dq = dqkv, dkv = dqkv + C; a padded key gets exactly 0). Both
+// are written, not added to. dout is (B,T,C), the gradient of the heads' outputs (the
+// article's G_in, after the projection's backward). Cross-attention's dkv goes back through
+// its layer's K,V projection into the gradient of the encoder's output, to which every
+// decoder layer adds its share (doc/attention.md derives it).
+// As in the article, each head gets a (T,Tk) grad_att matrix (per-thread scratch). Steps
+// 1, 2, 7 and 8 are matrix products of one head's slices (the masked zeros take part in
 // them, which costs twice the FLOPs but runs at the matrix kernel's speed); steps 3-6 go
 // row by row. One task is a (b, K/V head) pair: it runs that K/V head's group of query
-// heads in order and alone writes their slices of dinp, so the threads never touch the
-// same gradient and the sums are in a fixed order.
-void attention_backward(float* dinp, const float* dout, const float* inp,
+// heads in order and alone writes their slices of dq and dkv, so the threads never touch
+// the same gradient and the sums are in a fixed order.
+void attention_backward(float* dq, float* dkv, const float* dout, const float* q, const float* kv,
                         const float* att_probs, const float* att_dropped,
                         AttentionShape s, const DropoutMask* drop) {
-    int B = s.B, T = s.T, C = s.C, NH = s.NH, C3 = qkv_row(s), hs = C / NH, kv = s.NKV * hs;
-    int group = NH / s.NKV;
+    s = attention_sizes(s);
+    int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
@@ -405,31 +426,32 @@ void attention_backward(float* dinp, const float* dout, const float* inp,
         for (int kvh = 0; kvh < s.NKV; kvh++) {
             for (int g = 0; g < group; g++) {
                 int h = kvh * group + g;
-                const float* q = inp + (size_t)b * T * C3 + h * hs;  // Q_h, K_h, V_h: (T,hs) at stride C3
-                const float* k = kv_head(inp + (size_t)b * T * C3, s, h);
-                const float* v = k + kv;
-                float* dq = dinp + (size_t)b * T * C3 + h * hs;      // dQ_h, dK_h, dV_h, the same layout
-                float* dk = dinp + (k - inp);
-                float* dv = dk + kv;
+                size_t q_at = (size_t)b * T * s.q_row + h * hs, k_at = (size_t)b * Tk * s.kv_row + kvh * hs;
+                const float* q_h = q + q_at;                    // Q_h: (T,hs) at row stride q_row
+                const float* k_h = kv + k_at;                   // K_h, V_h: (Tk,hs) at row stride kv_row
+                const float* v_h = k_h + s.NKV * hs;
+                float* dq_h = dq + q_at;                        // dQ_h, dK_h, dV_h: the same layouts
+                float* dk_h = dkv + k_at;
+                float* dv_h = dk_h + s.NKV * hs;
                 const float* dy = dout + (size_t)b * T * C + h * hs; // G_in of this head: (T,hs) at stride C
-                size_t head = ((size_t)b * NH + h) * T * T;
-                float* grad_att = thread_scratch((size_t)T * T);     // (T,T)
+                size_t head = ((size_t)b * NH + h) * T * Tk;
+                float* grad_att = thread_scratch((size_t)T * Tk);    // (T,Tk)
                 // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
                 //   the (dropped-out) probabilities
-                matmul_ABt(grad_att, T, dy, C, v, C3, T, T, hs);
+                matmul_ABt(grad_att, Tk, dy, C, v_h, s.kv_row, T, Tk, hs);
                 // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
                 //   collects att_dropped[t][t2] dy_t from every query t that saw it. With GQA
                 //   a K/V head's gradient is the sum over its group's query heads (the
                 //   backward of repeat_kv's copies): the first head writes it, the others add
-                if (g == 0) matmul_AtB(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
-                else matmul_AtB_add(dv, C3, att_dropped + head, T, dy, C, T, hs, T);
-                attention_rows_backward(grad_att, att_probs + head, T, s.causal, scale, drop, head);
+                if (g == 0) matmul_AtB(dv_h, s.kv_row, att_dropped + head, Tk, dy, C, Tk, hs, T);
+                else matmul_AtB_add(dv_h, s.kv_row, att_dropped + head, Tk, dy, C, Tk, hs, T);
+                attention_rows_backward(grad_att, att_probs + head, s, b, scale, drop, head);
                 // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
-                matmul_AB(dq, C3, grad_att, T, k, C3, T, hs, T);
+                matmul_AB(dq_h, s.q_row, grad_att, Tk, k_h, s.kv_row, T, hs, Tk);
                 // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects
                 //   grad_att[t][t2] q_t (summed over the group, as dV)
-                if (g == 0) matmul_AtB(dk, C3, grad_att, T, q, C3, T, hs, T);
-                else matmul_AtB_add(dk, C3, grad_att, T, q, C3, T, hs, T);
+                if (g == 0) matmul_AtB(dk_h, s.kv_row, grad_att, Tk, q_h, s.q_row, Tk, hs, T);
+                else matmul_AtB_add(dk_h, s.kv_row, grad_att, Tk, q_h, s.q_row, Tk, hs, T);
             }
         }
     }
@@ -651,8 +673,8 @@ typedef struct {
 static int qkv_channels(GPT2Config c) { return c.channels + 2 * c.num_kv_heads * (c.channels / c.num_heads); }
 
 static AttentionShape attention_shape(GPT2Config c, int B, int T) {
-    AttentionShape s = {B, T, c.channels, c.num_heads, c.num_kv_heads, c.mask == MASK_CAUSAL};
-    return s;
+    return (AttentionShape){.B = B, .T = T, .C = c.channels, .NH = c.num_heads, .NKV = c.num_kv_heads,
+                            .causal = c.mask == MASK_CAUSAL};
 }
 
 // The parameters, the activations and the backward's scratch each live in one
@@ -1051,8 +1073,8 @@ static void attention_branch_forward(GPT2* model, int l, const float* in, int B,
     matmul_forward(a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);
     if (c.pos_encoding == POS_ROPE)
         rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, 0);
-    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, attention_shape(c, B, T),
-                      &att_drop);
+    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + C,
+                      attention_shape(c, B, T), &att_drop);
     matmul_forward(a.attproj, a.atty, w.attprojw, w.attprojb, BT, C, C);
     dropout_forward(a.attproj, (size_t)BT * C, &att_out_drop);
 }
@@ -1173,8 +1195,8 @@ static void attention_branch_backward(GPT2* model, int l, const float* in, const
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
     matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
-    attention_backward(s->dqkv, s->datty, a.qkv, a.att_probs, a.att_dropped, attention_shape(c, B, T),
-                       &att_drop);
+    attention_backward(s->dqkv, s->dqkv + C, s->datty, a.qkv, a.qkv + C, a.att_probs, a.att_dropped,
+                       attention_shape(c, B, T), &att_drop);
     if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
         rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
     matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3);

@@ -408,7 +408,7 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 matmul_forward(A[l].qkv, A[l].ln1, W[l].qkvw, W[l].qkvb, BT, C, 3 * C));
     TIME_KERNEL("attention", "forward", fL, 0,
                 attention_forward(A[l].atty, A[l].att_scores, A[l].att_probs, A[l].att_dropped, A[l].qkv,
-                                  attention_shape(c, B, T), &off));
+                                  A[l].qkv + C, attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul attproj", "forward", fL, mm * C,
                 matmul_forward(A[l].attproj, A[l].atty, W[l].attprojw, W[l].attprojb, BT, C, C));
     TIME_KERNEL("residual (x 2L)", "forward", 2 * fL, 0,
@@ -442,8 +442,8 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 matmul_backward(s->datty, DW[l].attprojw, DW[l].attprojb, s->dbranch, A[l].atty,
                                 W[l].attprojw, BT, C, C));
     TIME_KERNEL("attention", "backward", fL, 0,
-                attention_backward(s->dqkv, s->datty, A[l].qkv, A[l].att_probs, A[l].att_dropped,
-                                   attention_shape(c, B, T), &off));
+                attention_backward(s->dqkv, s->dqkv + C, s->datty, A[l].qkv, A[l].qkv + C, A[l].att_probs,
+                                   A[l].att_dropped, attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul qkv", "backward", fL, 2 * mm * 3 * C,
                 matmul_backward(s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C));
     TIME_KERNEL("encoder", "backward", 1, 0,

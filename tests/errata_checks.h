@@ -28,10 +28,10 @@ static void test_errata_articles(void) {
     // dy_i/dE_i only. An encoder's self-attention has no mask, so E_1 reads x_3; and every
     // prediction's cross-attention reads every E_j, so the gradient of y_1 reaches E_2 and E_3.
     {
-        AttentionShape enc = {1, 3, 2, 1, 1, 0};  // no mask: the encoder (our -causal 0)
+        AttentionShape enc = self_attention(1, 3, 2, 1, 1, 0);  // no mask: the encoder (our -causal 0)
         float o[6], sc[9], pr[9], o2[6], sc2[9], pr2[9];
-        attention_forward(o, sc, pr, NULL, qkv, enc, NULL);
-        attention_forward(o2, sc2, pr2, NULL, qkv2, enc, NULL);
+        attention_forward(o, sc, pr, NULL, qkv, qkv + 2, enc, NULL);
+        attention_forward(o2, sc2, pr2, NULL, qkv2, qkv2 + 2, enc, NULL);
         float e_fwd = 0.0f;
         for (int k = 0; k < 2; k++) {  // E_1 of each input, recomputed in double from x and W
             const float* x = k ? X2 : X;
@@ -76,7 +76,7 @@ static void test_errata_articles(void) {
         // backward: cross-attention, queries from the decoder (Q), keys and values from the
         // encoder's E_1..E_3 (K, V); a gradient g on the first prediction's output only
         float dqkv[18], G[6] = {1.0f, -0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
-        attention_backward(dqkv, G, qkv, pr, NULL, enc, NULL);
+        attention_backward(dqkv, dqkv + 2, G, qkv, qkv + 2, pr, NULL, enc, NULL);
         float e_bwd = 0.0f, reach = 0.0f;
         double gv = 0.0, gvj[3];  // g . v_j and its mean under row 0's weights
         for (int j = 0; j < 3; j++) {
@@ -199,7 +199,7 @@ static void test_errata_articles(void) {
         gpt2_free(&m);
         // the article's example: its three "updated embeddings" are nearly one vector
         float o[6], sc[9], pr[9];
-        attention_forward(o, sc, pr, NULL, qkv, (AttentionShape){1, 3, 2, 1, 1, 0}, NULL);
+        attention_forward(o, sc, pr, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 0), NULL);
         float spread_out = fmaxf(fabsf(o[4] - o[0]), fabsf(o[5] - o[1]));
         float spread_res = fmaxf(fabsf(X[4] + o[4] - X[0] - o[0]), fabsf(X[5] + o[5] - X[1] - o[1]));
         check(e_proj < 1e-6f && e_res < 1e-6f && vs_atty > 0.05f && spread_out < 0.025f && spread_res > 0.4f,
@@ -271,7 +271,7 @@ static void test_errata_articles(void) {
         uint64_t rng = 4004;
         float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
         float *o = zeros((size_t)T * C), sc[T * T], pr[T * T];
-        attention_forward(o, sc, pr, NULL, x, (AttentionShape){1, T, C, 1, 1, 0}, NULL);
+        attention_forward(o, sc, pr, NULL, x, x + C, self_attention(1, T, C, 1, 1, 0), NULL);
         double smin = 1e30, rowsum_off = 0.0, e_sc = 0.0, e_pr = 0.0, prow_off = 0.0;
         for (int i = 0; i < T; i++) {
             double s[T], p[T], rs = 0.0, ps = 0.0, mx = -1e30, sum = 0.0;
@@ -384,8 +384,8 @@ static void test_errata_articles(void) {
                               0.3f,  -0.7f, 0.5f,  1.0f,  1.0f,  0.2f,  /* a again: the same q, k, v */
                               0.7f,  0.1f,  0.2f,  -1.2f, 0.3f,  0.5f}; /* token c */
         float o[T * C], sc[T * T], pr[T * T], oc[T * C], scc[T * T], prc[T * T];
-        attention_forward(o, sc, pr, NULL, x, (AttentionShape){1, T, C, 1, 1, 0}, NULL);
-        attention_forward(oc, scc, prc, NULL, x, (AttentionShape){1, T, C, 1, 1, 1}, NULL);
+        attention_forward(o, sc, pr, NULL, x, x + C, self_attention(1, T, C, 1, 1, 0), NULL);
+        attention_forward(oc, scc, prc, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
         double e_p = 0.0;
         for (int i = 0; i < T; i++) {
             double s[T], mx = -1e30, sum = 0.0;
@@ -438,10 +438,10 @@ static void test_errata_articles(void) {
         const int perm[3] = {2, 0, 1};  // new row t holds old row perm[t]
         for (int t = 0; t < 3; t++)
             memcpy(qp + t * 6, qkv + perm[t] * 6, 6 * sizeof(float));
-        attention_forward(o, sc, pr, NULL, qkv, (AttentionShape){1, 3, 2, 1, 1, 0}, NULL);
-        attention_forward(op, sc, pr, NULL, qp, (AttentionShape){1, 3, 2, 1, 1, 0}, NULL);
-        attention_forward(oc, sc, pr, NULL, qkv, (AttentionShape){1, 3, 2, 1, 1, 1}, NULL);
-        attention_forward(ocp, sc, pr, NULL, qp, (AttentionShape){1, 3, 2, 1, 1, 1}, NULL);
+        attention_forward(o, sc, pr, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 0), NULL);
+        attention_forward(op, sc, pr, NULL, qp, qp + 2, self_attention(1, 3, 2, 1, 1, 0), NULL);
+        attention_forward(oc, sc, pr, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
+        attention_forward(ocp, sc, pr, NULL, qp, qp + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
         float e_perm = 0.0f, causal_diff = 0.0f;
         for (int t = 0; t < 3; t++)
             for (int c = 0; c < 2; c++) {
