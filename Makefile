@@ -1,4 +1,5 @@
-# make            build train_gpt2, test_gpt2 and data/prepare, prepare the bundled data
+# make            build train_gpt2, test_gpt2, data/prepare and data/make_pairs, prepare the
+#                 bundled data and the reversal pairs of the encoder-decoder
 # make test       reference tests, finite differences, command-line and bad-input checks
 # make bench      speed benchmark (see bench/README.md); make bench BASE=REV also times
 #                 commit REV's build against this one, alternating, in the same run
@@ -43,8 +44,9 @@ endif
 # the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
 SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h)
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
+REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
-all: train_gpt2 test_gpt2 $(DATA)
+all: train_gpt2 test_gpt2 $(DATA) data/make_pairs $(REVERSE)
 
 train_gpt2: $(SRC) .mpi-$(MPI)
 	$(TRAIN_CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
@@ -60,13 +62,22 @@ mpi:
 	$(MAKE) train_gpt2 MPI=1
 
 # any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c
-data/prepare: data/prepare.c util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h
+data/prepare: data/prepare.c util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h util/pairs.h
 	$(CC) $(CFLAGS) $(WARN) $(OMP_FLAGS) -o $@ $<
+
+# synthetic source/target pairs for the encoder-decoder (reverse, copy, sort, add)
+data/make_pairs: data/make_pairs.c util/io.h util/random.h
+	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 $(DATA) &: data/prepare data/tiny_shakespeare.txt
 	./data/prepare -i data/tiny_shakespeare.txt -o data/tiny_shakespeare
 
-data: $(DATA)
+# reversal of 1..16 lowercase letters: 19,000 training pairs and 1,000 held out (the last 5%)
+$(REVERSE) &: data/make_pairs data/prepare
+	./data/make_pairs -t reverse -n 20000 -l 16 -sd 1 -o data/reverse.txt
+	./data/prepare -i data/reverse.txt -o data/reverse -m pairs -v 0.05
+
+data: $(DATA) $(REVERSE)
 
 test: all
 	bash tests/run_tests.sh
@@ -107,10 +118,10 @@ gpt2-tokenizer:
 	NODE_PATH=$(NPM_TMP)/node_modules node tests/make_bpe_cases.js
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare .mpi-0 .mpi-1
+	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
 
 clean: clean-bin
-	rm -f $(DATA)
+	rm -f $(DATA) $(REVERSE) data/reverse.txt
 	rm -rf out tests/tmp
 
 .PHONY: mpi pictures all data test asan bench reference gpt2-tokenizer clean clean-bin

@@ -4,6 +4,7 @@ character-level model its tokenizer (-tok).
 
   ./data/prepare -i book.txt                  characters: book_train.bin, book_val.bin, book_tokenizer.bin
   ./data/prepare -i web.txt -m bpe -eot 1     GPT-2's tokens: web_train.bin, web_val.bin
+  ./data/prepare -i rev.txt -m pairs          pairs: rev_train.bin, rev_val.bin, rev_tokenizer.bin
 
 -m char (the default): one token per Unicode character that occurs in the text, the
   vocabulary sorted by code point (nanoGPT's shakespeare_char/prepare.py, for any UTF-8
@@ -20,6 +21,16 @@ character-level model its tokenizer (-tok).
   "<|endoftext|>"; "" makes blank lines the separators). A separator line and its line
   break are not part of any document, and empty documents are dropped. Without -eot the
   text is encoded as it is, separator lines included.
+-m pairs: source/target pairs for the encoder-decoder, one pair per line: the source, the
+  separator -sep (default a tab), the target (a line may end in \r\n). Characters, with
+  the special tokens PAD = 0, BOS = 1, EOS = 2 (named <pad>, <bos>, <eos> in the
+  tokenizer, whose slot 3 is EOS) and the characters of the sources and targets from id 3
+  on, by code point; the separator is not a token. The outputs are pair token files
+  (util/pairs.h, doc/formats.md). A line without exactly one separator, with an empty
+  source or target, or not valid UTF-8 is an error naming its line; so is, with -mt N, a
+  source longer than N characters or a target longer than N - 1 (the model's maxT: the
+  decoder reads BOS + target). -v is the fraction of the pairs (rounded) for validation,
+  the last lines; -v 0 writes no validation file.
 
 The first (1 - v) of the tokens (rounded down) are PREFIX_train.bin, the rest
 PREFIX_val.bin (llm.c token files: magic 20240520, version 1; doc/formats.md). A large
@@ -40,6 +51,7 @@ error: ...", naming the file or flag; exit status 2 for a bad flag, 1 otherwise.
 #endif
 #include "../util/io.h"
 #include "../util/tokenizer.h"  // and util/bpe.h
+#include "../util/pairs.h"
 
 #define PROGRESS_BYTES (10 * 1000 * 1000)  // a progress line on stderr every ~10 MB
 #define MAX_CHARS 65536                    // a token file holds uint16 ids
@@ -47,11 +59,12 @@ error: ...", naming the file or flag; exit status 2 for a bad flag, 1 otherwise.
 typedef struct {
     const char* input;      // -i the text
     const char* prefix;     // -o the output prefix (default: -i without its extension)
-    const char* mode;       // -m char | bpe
+    const char* mode;       // -m char | bpe | pairs
     const char* tokenizer;  // -tok (bpe)
     double val_fraction;    // -v
     int eot;                // -eot 1: the end-of-text token before each document (bpe)
-    const char* separator;  // -sep the line between documents (with -eot 1)
+    const char* separator;  // -sep the line between documents (with -eot 1); pairs: source | target
+    int max_len;            // -mt (pairs): the model's maxT; 0 = no limit
     long long chunk_bytes;  // -cs the size of the chunks encoded in parallel
 } Args;
 
@@ -60,21 +73,25 @@ static void print_usage(FILE* f) {
                "  -i    the text to prepare (UTF-8; required)\n"
                "  -o    output prefix: PREFIX_train.bin, PREFIX_val.bin and, with -m char,\n"
                "        PREFIX_tokenizer.bin (default: TEXT without its extension)\n"
-               "  -m    char: one token per character; bpe: GPT-2's tokens (default char)\n"
+               "  -m    char: one token per character; bpe: GPT-2's tokens; pairs: source/target\n"
+               "        pairs of characters, one per line (default char)\n"
                "  -tok  -m bpe: the BPE tokenizer (default data/gpt2_tokenizer.bin)\n"
-               "  -v    the fraction of the tokens for validation, at the end (default 0.1)\n"
+               "  -v    the fraction of the tokens (of the pairs) for validation, at the end\n"
+               "        (default 0.1; -m pairs: 0 = none)\n"
                "  -eot  -m bpe: 1 = the end-of-text token before each document (default 0)\n"
                "  -sep  with -eot 1: the line that separates documents (default \"<|endoftext|>\";\n"
-               "        \"\" = blank lines)\n"
+               "        \"\" = blank lines); -m pairs: between source and target (default a tab)\n"
+               "  -mt   -m pairs: refuse a source longer than N characters or a target longer\n"
+               "        than N - 1 (the model's maxT; default 0 = no limit)\n"
                "  -cs   bytes per chunk encoded in parallel; the output does not depend on it\n"
                "        (default 65536)\n");
 }
 
 static Args parse_args(int argc, char** argv) {
     Args a = {.input = NULL, .prefix = NULL, .mode = "char", .tokenizer = NULL, .val_fraction = 0.1,
-              .eot = 0, .separator = "<|endoftext|>", .chunk_bytes = 1 << 16};
+              .eot = 0, .separator = NULL, .chunk_bytes = 1 << 16, .max_len = 0};
     print_usage_to = print_usage;
-    static const char* const flags[] = {"-i", "-o", "-m", "-tok", "-v", "-eot", "-sep", "-cs"};
+    static const char* const flags[] = {"-i", "-o", "-m", "-tok", "-v", "-eot", "-sep", "-cs", "-mt"};
     for (int i = 1; i < argc; i += 2) {
         const char* flag = argv[i];
         if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
@@ -100,17 +117,25 @@ static Args parse_args(int argc, char** argv) {
             long long x = strtoll(v, &end, 10);
             if (end == v || *end) usage_error("flag %s expects an integer, got '%s'", flag, v);
             if (strcmp(flag, "-eot") == 0) a.eot = x == 0 ? 0 : x == 1 ? 1 : -1;
+            else if (strcmp(flag, "-mt") == 0) a.max_len = x < 0 || x > INT32_MAX ? -1 : (int)x;
             else a.chunk_bytes = x;
         }
     }
-    int bpe = strcmp(a.mode, "bpe") == 0;
+    int bpe = strcmp(a.mode, "bpe") == 0, pairs = strcmp(a.mode, "pairs") == 0;
     if (!a.input) usage_error("-i is required: the text to prepare");
-    if (!bpe && strcmp(a.mode, "char") != 0) usage_error("-m must be char or bpe, not '%s'", a.mode);
-    if (!(a.val_fraction > 0 && a.val_fraction < 1))
-        usage_error("-v (validation fraction) must be > 0 and < 1");
+    if (!bpe && !pairs && strcmp(a.mode, "char") != 0)
+        usage_error("-m must be char, bpe or pairs, not '%s'", a.mode);
+    if (pairs ? !(a.val_fraction >= 0 && a.val_fraction < 1) : !(a.val_fraction > 0 && a.val_fraction < 1))
+        usage_error("-v (validation fraction) must be %s and < 1", pairs ? ">= 0" : "> 0");
+    if (a.max_len < 0) usage_error("-mt (the model's maxT) must be >= 0");
+    if (a.max_len && !pairs) usage_error("-mt is for -m pairs");
+    if (pairs && !a.separator) a.separator = "\t";
+    if (pairs && (!a.separator[0] || strchr(a.separator, '\n')))
+        usage_error("-sep must be a non-empty string without a line break for -m pairs");
+    if (!a.separator) a.separator = "<|endoftext|>";
     if (a.eot < 0) usage_error("-eot must be 0 or 1");
     if (a.eot && !bpe) usage_error("-eot 1 needs -m bpe: a character vocabulary has no end-of-text token");
-    if (a.tokenizer && !bpe) usage_error("-tok is for -m bpe; -m char writes its own tokenizer");
+    if (a.tokenizer && !bpe) usage_error("-tok is for -m bpe; -m %s writes its own tokenizer", a.mode);
     if (a.chunk_bytes < 1) usage_error("-cs (chunk size) must be >= 1");
     if (bpe && !a.tokenizer) a.tokenizer = "data/gpt2_tokenizer.bin";
     return a;
@@ -154,6 +179,22 @@ static int utf8_encode(uint32_t cp, unsigned char* out) {
     return len;
 }
 
+// The characters marked in seen, in order of code point, get the ids first_id, first_id + 1, ...:
+// chars[k] is the code point of id first_id + k, id_of[cp] its id; returns their number.
+static int number_chars(const unsigned char* seen, int first_id, const char* path, uint32_t* chars,
+                        uint16_t* id_of) {
+    int count = 0;
+    for (uint32_t cp = 0; cp < 0x110000; cp++) {
+        if (!seen[cp]) continue;
+        if (first_id + count == MAX_CHARS)
+            die("'%s' has more than %d distinct characters: too many for uint16 tokens", path,
+                MAX_CHARS - first_id);
+        id_of[cp] = (uint16_t)(first_id + count);
+        chars[count++] = cp;
+    }
+    return count;
+}
+
 // The characters of the text in order of code point: chars[id] is a code point, id_of[cp]
 // its id; returns their number. Stops at the first byte that is not well-formed UTF-8.
 static int char_vocabulary(const unsigned char* text, size_t n, const char* path, uint32_t* chars,
@@ -167,14 +208,7 @@ static int char_vocabulary(const unsigned char* text, size_t n, const char* path
         seen[cp] = 1;
         p += (size_t)len;
     }
-    int count = 0;
-    for (uint32_t cp = 0; cp < 0x110000; cp++) {
-        if (!seen[cp]) continue;
-        if (count == MAX_CHARS)
-            die("'%s' has more than %d distinct characters: too many for uint16 tokens", path, MAX_CHARS);
-        id_of[cp] = (uint16_t)count;
-        chars[count++] = cp;
-    }
+    int count = number_chars(seen, 0, path, chars, id_of);
     free(seen);
     return count;
 }
@@ -343,15 +377,175 @@ static void write_tokens(Output* o, const uint16_t* tokens, size_t count) {
     fwrite_check(tokens, sizeof(uint16_t), count, o->f, o->tmp);
 }
 
-// llm.c tokenizer, version 2: per token a uint8 length and its UTF-8 bytes
-static void write_char_tokenizer(Output* o, const uint32_t* chars, int vocab_size, int eot) {
-    int32_t header[256] = {20240328, 2, vocab_size, eot};
+// llm.c tokenizer, version 2: per token a uint8 length and its UTF-8 bytes; the names of the
+// special tokens (-m pairs) come first, then the characters
+static void write_char_tokenizer(Output* o, const char* const* specials, int num_specials,
+                                 const uint32_t* chars, int num_chars, int eot) {
+    int32_t header[256] = {20240328, 2, num_specials + num_chars, eot};
     fwrite_check(header, sizeof(int32_t), 256, o->f, o->tmp);
-    for (int i = 0; i < vocab_size; i++) {
+    for (int i = 0; i < num_specials; i++) {
+        unsigned char len = (unsigned char)strlen(specials[i]);
+        fwrite_check(&len, 1, 1, o->f, o->tmp);
+        fwrite_check(specials[i], 1, len, o->f, o->tmp);
+    }
+    for (int i = 0; i < num_chars; i++) {
         unsigned char bytes[5];
         bytes[0] = (unsigned char)utf8_encode(chars[i], bytes + 1);
         fwrite_check(bytes, 1, 1 + (size_t)bytes[0], o->f, o->tmp);
     }
+}
+
+// ----------------------------------------------------------------------------
+// -m pairs: one source/target pair per line, for the encoder-decoder (util/pairs.h)
+
+typedef struct {
+    size_t src, src_bytes, tgt, tgt_bytes;  // where the source and the target are in the text
+    int src_chars, tgt_chars;               // their lengths in characters (= tokens)
+    int line;                               // the line of the text, from 1
+} PairText;
+
+// the separator as errors name it
+static const char* separator_name(const char* sep) { return strcmp(sep, "\t") == 0 ? "a tab" : sep; }
+
+// where sep first occurs in s[0..n), or n
+static size_t find_separator(const unsigned char* s, size_t n, const char* sep) {
+    size_t k = strlen(sep);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(s + i, sep, k) == 0) return i;
+    return n;
+}
+
+// the characters of s[0..n) (well-formed UTF-8), marked in seen; returns their number
+static size_t mark_chars(const unsigned char* s, size_t n, unsigned char* seen) {
+    size_t count = 0;
+    for (size_t p = 0; p < n; count++) {
+        uint32_t cp;
+        p += (size_t)utf8_decode(s + p, n - p, &cp);
+        seen[cp] = 1;
+    }
+    return count;
+}
+
+// line number `line`, text[start..end) without its line break: checked and cut at the separator
+static PairText split_pair(const unsigned char* text, size_t start, size_t end, int line, const Args* a,
+                           unsigned char* seen) {
+    const unsigned char* s = text + start;
+    size_t n = end - start, k = strlen(a->separator);
+    const char *in = a->input, *sep = separator_name(a->separator);
+    for (size_t p = 0; p < n;) {  // UTF-8 first: then a byte match of the separator is a character match
+        uint32_t cp;
+        int len = utf8_decode(s + p, n - p, &cp);
+        if (cp == UTF8_INVALID)
+            die("'%s' line %d is not valid UTF-8: byte %zu of the line (0x%02X)", in, line, p + 1, s[p]);
+        p += (size_t)len;
+    }
+    size_t cut = find_separator(s, n, a->separator);
+    if (cut == n) die("'%s' line %d has no separator (%s) between a source and a target", in, line, sep);
+    if (find_separator(s + cut + k, n - cut - k, a->separator) < n - cut - k)
+        die("'%s' line %d has more than one separator (%s)", in, line, sep);
+    if (cut == 0 || cut + k == n)
+        die("'%s' line %d has an empty %s", in, line, cut == 0 ? "source" : "target");
+    PairText p = {start, cut, start + cut + k, n - cut - k, 0, 0, line};
+    size_t src_chars = mark_chars(s, cut, seen), tgt_chars = mark_chars(s + cut + k, n - cut - k, seen);
+    int most = PAIR_MAX_LEN;  // the pair file's uint16 lengths, or -mt
+    if (a->max_len && a->max_len < most) most = a->max_len;
+    if (src_chars > (size_t)most || tgt_chars + (a->max_len ? 1 : 0) > (size_t)most)
+        die("'%s' line %d: its %s of %zu characters is longer than %s allows", in, line,
+            src_chars > (size_t)most ? "source" : "target", src_chars > (size_t)most ? src_chars : tgt_chars,
+            a->max_len ? "-mt (a target needs one position more, for BOS)" : "a pair file");
+    p.src_chars = (int)src_chars;
+    p.tgt_chars = (int)tgt_chars;
+    return p;
+}
+
+// every line of the text as a pair; returns their number
+static int split_pairs(const unsigned char* text, size_t n, const Args* a, unsigned char* seen,
+                       PairText** pairs) {
+    int count = 0, capacity = 1024;
+    *pairs = mallocCheck((size_t)capacity * sizeof(PairText));
+    for (size_t start = 0; start < n; count++) {
+        const unsigned char* nl = memchr(text + start, '\n', n - start);
+        size_t end = nl ? (size_t)(nl - text) : n, next = nl ? end + 1 : n;
+        if (end > start && text[end - 1] == '\r') end--;
+        if (count == INT32_MAX - 1) die("'%s' has more than %d lines", a->input, INT32_MAX - 1);
+        if (count == capacity) {
+            capacity = capacity > INT32_MAX / 2 ? INT32_MAX : 2 * capacity;
+            PairText* grown = realloc(*pairs, (size_t)capacity * sizeof(PairText));
+            if (!grown) die("out of memory for %d pairs", capacity);
+            *pairs = grown;
+        }
+        (*pairs)[count] = split_pair(text, start, end, count + 1, a, seen);
+        start = next;
+    }
+    return count;
+}
+
+// the characters of text[0..n) as tokens, into out
+static uint16_t* encode_chars_to(const unsigned char* text, size_t n, const uint16_t* id_of, uint16_t* out) {
+    for (size_t p = 0; p < n;) {
+        uint32_t cp;
+        p += (size_t)utf8_decode(text + p, n - p, &cp);
+        *out++ = id_of[cp];
+    }
+    return out;
+}
+
+// a pair token file: the header, then per pair its two lengths, the source, the target
+static void write_pairs(Output* o, const unsigned char* text, const PairText* pairs, int n, int V,
+                        const uint16_t* id_of) {
+    int max_src = 0, max_tgt = 0;
+    for (int i = 0; i < n; i++) {
+        if (pairs[i].src_chars > max_src) max_src = pairs[i].src_chars;
+        if (pairs[i].tgt_chars > max_tgt) max_tgt = pairs[i].tgt_chars;
+    }
+    int32_t header[256] = {PAIRS_MAGIC, 1, n, V, max_src, max_tgt, pairs[0].line};
+    fwrite_check(header, sizeof(int32_t), 256, o->f, o->tmp);
+    uint16_t* pair = mallocCheck((2 + (size_t)max_src + (size_t)max_tgt) * sizeof(uint16_t));
+    for (int i = 0; i < n; i++) {
+        const PairText* p = &pairs[i];
+        pair[0] = (uint16_t)p->src_chars;
+        pair[1] = (uint16_t)p->tgt_chars;
+        uint16_t* end = encode_chars_to(text + p->src, p->src_bytes, id_of, pair + 2);
+        end = encode_chars_to(text + p->tgt, p->tgt_bytes, id_of, end);
+        fwrite_check(pair, sizeof(uint16_t), (size_t)(end - pair), o->f, o->tmp);
+    }
+    free(pair);
+}
+
+// -m pairs: the whole of it, from the text to the three files
+static void prepare_pairs(const Args* a, const unsigned char* text, size_t n) {
+    unsigned char* seen = callocCheck(0x110000, 1);
+    PairText* pairs;
+    int count = split_pairs(text, n, a, seen, &pairs);
+    uint32_t* chars = mallocCheck(MAX_CHARS * sizeof(uint32_t));
+    uint16_t* id_of = callocCheck(0x110000, sizeof(uint16_t));
+    int num_chars = number_chars(seen, PAIR_FIRST_CHAR, a->input, chars, id_of);
+    int V = PAIR_FIRST_CHAR + num_chars;
+    int n_val = (int)(count * a->val_fraction + 0.5), n_train = count - n_val;  // rounded
+    if (n_train < 1 || (a->val_fraction > 0 && n_val < 1))
+        die("'%s' has %d pair%s: too few for a training and a validation part (-v %g; -v 0 for none)",
+            a->input, count, count == 1 ? "" : "s", a->val_fraction);
+
+    make_parent_directory(a->prefix);
+    Output* train = open_output(a->prefix, "_train.bin");
+    Output* val = n_val ? open_output(a->prefix, "_val.bin") : NULL;
+    Output* tokenizer = open_output(a->prefix, "_tokenizer.bin");
+    write_pairs(train, text, pairs, n_train, V, id_of);
+    if (val) write_pairs(val, text, pairs + n_train, n_val, V, id_of);
+    write_char_tokenizer(tokenizer, PAIR_SPECIAL_NAMES, PAIR_FIRST_CHAR, chars, num_chars, PAIR_EOS);
+    for (int i = 0; i < num_outputs; i++) {
+        atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);
+        outputs[i].done = 1;
+    }
+    int max_src = 0, max_tgt = 0;
+    for (int i = 0; i < count; i++) {
+        if (pairs[i].src_chars > max_src) max_src = pairs[i].src_chars;
+        if (pairs[i].tgt_chars > max_tgt) max_tgt = pairs[i].tgt_chars;
+    }
+    printf("prepare: %s: %d pairs (longest source %d, target %d characters), vocabulary %d (3 specials + "
+           "%d characters), %d train and %d val -> %s_{train,%stokenizer}.bin\n", a->input, count, max_src,
+           max_tgt, V, num_chars, n_train, n_val, a->prefix, n_val ? "val," : "");
+    free(seen); free(pairs); free(chars); free(id_of);
 }
 
 // ----------------------------------------------------------------------------
@@ -365,6 +559,12 @@ int main(int argc, char** argv) {
     size_t n;
     double t0 = now_seconds();
     unsigned char* text = read_text(a.input, &n);
+    if (strcmp(a.mode, "pairs") == 0) {
+        prepare_pairs(&a, text, n);
+        printf("prepare: %.2f s in all\n", now_seconds() - t0);
+        free(text); free(prefix);
+        return 0;
+    }
 
     // the vocabulary: GPT-2's from -tok, or the text's characters
     Encoder enc = {NULL, 0, NULL};
@@ -409,7 +609,7 @@ int main(int argc, char** argv) {
     write_tokens(val, tokens + n_train, n_val);
     if (tokenizer) {  // slot 3: the id of '\n', or 0 (id_of is 0 for characters not in the text)
         int newline = chars[id_of['\n']] == '\n' ? id_of['\n'] : 0;
-        write_char_tokenizer(tokenizer, chars, vocab_size, newline);
+        write_char_tokenizer(tokenizer, NULL, 0, chars, vocab_size, newline);
     }
     for (int i = 0; i < num_outputs; i++) {
         atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);

@@ -284,7 +284,8 @@ expect_error() {
     "$@" > "$TMP/out" 2> "$TMP/err"
     local rc=$?
     local line; line=$(head -n 1 "$TMP/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] && [[ "$line" == train_gpt2:* || "$line" == prepare:* ]] \
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] \
+          && [[ "$line" =~ ^(train_gpt2|prepare|make_pairs|pairs_dump): ]] \
           && ! grep -qiE 'sanitizer|runtime error|segmentation|core dumped' "$TMP/err"; then
         ok "bad input: $name -> exit $rc: $line"
     else
@@ -491,7 +492,7 @@ else
 fi
 expect_prepare_error "no -i" "-i is required" ./data/prepare -o "$TMP/bad"
 expect_prepare_error "-v 1.5" "-v" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -v 1.5
-expect_prepare_error "-m words" "-m must be char or bpe" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -m words
+expect_prepare_error "-m words" "-m must be char, bpe or pairs" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -m words
 expect_prepare_error "-eot 1 in char mode" "-eot 1 needs -m bpe" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/bad" -eot 1
 expect_prepare_error "unknown flag" "unknown flag '-zz'" ./data/prepare -i "$TMP/zh.txt" -zz 1
 expect_prepare_error "flag without value" "needs a value" ./data/prepare -i
@@ -502,6 +503,135 @@ if ls "$TMP"/half_train* > /dev/null 2>&1; then bad "prepare left $TMP/half_trai
 expect_error "-pr with a character outside the vocabulary" "'é' (U+00E9)" ./train_gpt2 -e data/ref/ref_a_model.bin -x 0 -g 5 -pr "ROMEO: é"
 expect_error "-pr longer than maxT" "more than the 4 that fit" \
     ./train_gpt2 -tok data/gpt2_tokenizer.bin -nl 1 -nh 1 -nc 8 -mt 4 -x 0 -g 4 -o "" -pr "Hello, world and more"
+
+# ---- 8. pairs for the encoder-decoder: data/make_pairs, data/prepare -m pairs, util/pairs.h
+echo "-- pair data"
+# tests/pairs_dump.c reads pair files through util/pairs.h (built here with the sanitizers)
+${CC:-cc} -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wall -Wextra -std=c11 \
+    -o "$TMP/pairs_dump" tests/pairs_dump.c -lm 2> "$TMP/pairs_dump.build" \
+    || bad "tests/pairs_dump.c does not build: $(head -n 3 "$TMP/pairs_dump.build")"
+dump() { ASAN_OPTIONS=detect_leaks=0 "$TMP/pairs_dump" "$@"; }
+
+# the generator: the same flags give the same bytes, another seed other pairs, and every task's targets are right
+for t in reverse copy sort add; do ./data/make_pairs -t $t -n 400 -l 16 -d 3 -sd 7 -o "$TMP/gen_$t.txt" > /dev/null; done
+./data/make_pairs -t reverse -n 400 -l 16 -sd 7 -o "$TMP/gen_again.txt" > /dev/null
+./data/make_pairs -t reverse -n 400 -l 16 -sd 8 -o "$TMP/gen_seed8.txt" > /dev/null
+wrong=$(perl -ne 'BEGIN { $t = shift } chomp; my ($s, $g) = split /\t/, $_, -1;
+    my $want = $t eq "reverse" ? reverse($s) : $t eq "copy" ? $s : $t eq "sort" ? join("", sort split //, $s)
+             : do { my ($a, $b) = split /\+/, $s; $a + $b };
+    my $form = $t eq "add" ? $s =~ /^(0|[1-9]\d{0,2})\+(0|[1-9]\d{0,2})$/ : $s =~ /^[a-z]{1,16}$/;
+    $len{length $s}++ if $t ne "add"; $bad++ unless $form && $g eq $want;
+    END { $bad += 16 - keys %len if $t ne "add"; print $bad // 0 }' reverse "$TMP/gen_reverse.txt")
+for t in copy sort add; do
+    wrong=$((wrong + $(perl -ne 'BEGIN { $t = shift } chomp; my ($s, $g) = split /\t/, $_, -1;
+        my $want = $t eq "copy" ? $s : $t eq "sort" ? join("", sort split //, $s) : do { my ($a, $b) = split /\+/, $s; $a + $b };
+        $bad++ unless $g eq $want; END { print $bad // 0 }' $t "$TMP/gen_$t.txt")))
+done
+if cmp -s "$TMP/gen_reverse.txt" "$TMP/gen_again.txt" && ! cmp -s "$TMP/gen_reverse.txt" "$TMP/gen_seed8.txt" \
+      && [ "$wrong" -eq 0 ] && [ "$(wc -l < "$TMP/gen_add.txt")" -eq 400 ]; then
+    ok "make_pairs: reverse, copy, sort and add are right on 400 pairs each (all 16 lengths), the same bytes" \
+       "for the same seed, others for another"
+else
+    bad "make_pairs: $wrong wrong pairs, or the output depends on something besides the flags"
+fi
+
+# prepare -m pairs round trip: accents, Chinese, a \r\n line, a separator of several characters; the tokenizer is
+# <pad> <bos> <eos> then the characters by code point, slot 3 = EOS; the header; the train/val split
+printf 'abc -> cba\nélan -> nalé\r\n中文 -> 文中\nxy -> yx\n' > "$TMP/pairs.txt"
+./data/prepare -i "$TMP/pairs.txt" -o "$TMP/pairs" -m pairs -sep " -> " -v 0.25 > "$TMP/pairs.log" 2>&1
+vocab=$(perl -e 'open(my $f, "<:raw", shift) or die; local $/; my $d = <$f>; my ($V, $eot) = unpack("l<l<", substr($d, 8, 8));
+                 my $p = 1024; my @t; for (1 .. $V) { my $n = ord(substr($d, $p, 1)); push @t, substr($d, $p + 1, $n); $p += 1 + $n }
+                 print join("|", @t), " eot=$eot"' "$TMP/pairs_tokenizer.bin" 2> /dev/null)
+header() { perl -e 'open(my $f, "<:raw", shift) or die; read($f, my $h, 28); print join(" ", unpack("l<7", $h))' "$1"; }
+if [ "$vocab" == "<pad>|<bos>|<eos>|a|b|c|l|n|x|y|é|中|文 eot=2" ] \
+      && [ "$(header "$TMP/pairs_train.bin")" == "20241125 1 3 13 4 4 1" ] && [ "$(header "$TMP/pairs_val.bin")" == "20241125 1 1 13 2 2 4" ] \
+      && cmp -s <(dump "$TMP/pairs_train.bin" "$TMP/pairs_tokenizer.bin"; dump "$TMP/pairs_val.bin" "$TMP/pairs_tokenizer.bin") \
+                <(printf 'abc\tcba\nélan\tnalé\n中文\t文中\nxy\tyx\n'); then
+    ok "prepare -m pairs: 3 + 1 pairs of UTF-8, -sep \" -> \", \\r\\n; specials 0..2, characters by code point; reads back"
+else
+    bad "prepare -m pairs: vocabulary '$vocab', headers '$(header "$TMP/pairs_train.bin")' / '$(header "$TMP/pairs_val.bin")'," \
+        "or the pairs do not read back"; cat "$TMP/pairs.log"
+fi
+# a padded batch: sources and targets of different lengths (pair_batch_fill)
+want=$(printf '%s\n' "B 2 Ts 4 Tt 5" "row 0: src_len 3 tgt_len 4" "src a b c <pad>" "dec_in <bos> c b a <pad>" "dec_tgt c b a <eos> -" \
+       "row 1: src_len 4 tgt_len 5" "src é l a n" "dec_in <bos> n a l é" "dec_tgt n a l é <eos>")
+got=$(dump "$TMP/pairs_train.bin" "$TMP/pairs_tokenizer.bin" -b 0 1 2>&1)
+if [ "$got" == "$want" ]; then ok "pair_batch_fill: src PAD-padded, dec_in = BOS + target, dec_tgt = target + EOS then -1"
+else bad "pair_batch_fill: got"; echo "$got"; fi
+# the shipped reversal data reads back to its text; pairs_order is a permutation that changes with the epoch
+order0=$(dump data/reverse_val.bin data/reverse_tokenizer.bin -order 5 0 | tr '\n' ' ')
+order1=$(dump data/reverse_val.bin data/reverse_tokenizer.bin -order 5 1 | tr '\n' ' ')
+if cmp -s <(dump data/reverse_train.bin data/reverse_tokenizer.bin; dump data/reverse_val.bin data/reverse_tokenizer.bin) data/reverse.txt \
+      && [ "$(echo $order0 | tr ' ' '\n' | sort -n | tr '\n' ' ')" == "$(seq 0 999 | tr '\n' ' ')" ] && [ "$order0" != "$order1" ] \
+      && [ "$order0" == "$(dump data/reverse_val.bin data/reverse_tokenizer.bin -order 5 0 | tr '\n' ' ')" ]; then
+    ok "data/reverse_{train,val}.bin read back to data/reverse.txt; pairs_order: a permutation, the same for (seed, epoch)"
+else
+    bad "data/reverse_*.bin do not read back, or pairs_order is not a deterministic permutation"
+fi
+# -v 0: no validation file; the pair tokenizer is character level for train_gpt2 (-pr is encoded by characters)
+./data/prepare -i "$TMP/gen_reverse.txt" -o "$TMP/all" -m pairs -v 0 > /dev/null 2>&1
+out=$(./train_gpt2 -tok data/reverse_tokenizer.bin -nl 1 -nh 1 -nc 8 -x 0 -g 3 -o "" -pr "xyz" 2>&1)
+rc=$?
+if [ "$(header "$TMP/all_train.bin" | cut -d' ' -f3)" == 400 ] && [ ! -e "$TMP/all_val.bin" ] && [ $rc -eq 0 ] \
+      && [[ "$out" == *"xyz"* ]]; then
+    ok "prepare -m pairs -v 0: all 400 pairs for training, no _val.bin; -pr \"xyz\" with the pair tokenizer"
+else
+    bad "prepare -m pairs -v 0, or -pr with the pair tokenizer: $out"
+fi
+
+# bad pair texts: one line naming the file and the line, non-zero exit, nothing left behind
+printf 'ab\tba\ncd dc\n' > "$TMP/p_nosep.txt"
+printf 'ab\tba\ncd\tdc\tx\n' > "$TMP/p_twosep.txt"
+printf 'ab\tba\ncd\tdc\n\tx\n' > "$TMP/p_nosrc.txt"
+printf 'ab\tba\ncd\t\n' > "$TMP/p_notgt.txt"
+printf 'ab\tba\ncd\tdc\n\n' > "$TMP/p_blank.txt"
+printf 'ab\tba\nc\xe5\x9b\tx\n' > "$TMP/p_utf8.txt"
+printf 'ab\tba\nabcde\tedcba\n' > "$TMP/p_long.txt"
+expect_prepare_error "pairs: a line without the separator" "p_nosep.txt' line 2 has no separator (a tab)" \
+    ./data/prepare -i "$TMP/p_nosep.txt" -o "$TMP/bad" -m pairs
+expect_prepare_error "pairs: two separators" "p_twosep.txt' line 2 has more than one separator" \
+    ./data/prepare -i "$TMP/p_twosep.txt" -o "$TMP/bad" -m pairs
+expect_prepare_error "pairs: an empty source" "p_nosrc.txt' line 3 has an empty source" ./data/prepare -i "$TMP/p_nosrc.txt" -o "$TMP/bad" -m pairs
+expect_prepare_error "pairs: an empty target" "p_notgt.txt' line 2 has an empty target" ./data/prepare -i "$TMP/p_notgt.txt" -o "$TMP/bad" -m pairs
+expect_prepare_error "pairs: a blank line" "p_blank.txt' line 3 has no separator" ./data/prepare -i "$TMP/p_blank.txt" -o "$TMP/bad" -m pairs
+expect_prepare_error "pairs: invalid UTF-8" "p_utf8.txt' line 2 is not valid UTF-8: byte 2" \
+    ./data/prepare -i "$TMP/p_utf8.txt" -o "$TMP/bad" -m pairs
+expect_prepare_error "pairs: a target longer than -mt allows" "p_long.txt' line 2: its target of 5 characters" \
+    ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -m pairs -mt 5
+expect_prepare_error "pairs: too few to split" "too few" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -m pairs -v 0.1
+expect_prepare_error "pairs: -sep \"\"" "-sep must be a non-empty" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -m pairs -sep ""
+expect_prepare_error "-mt without -m pairs" "-mt is for -m pairs" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -mt 5
+expect_prepare_error "-v 0 without -m pairs" "must be > 0" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -v 0
+if ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/fits" -m pairs -v 0 -mt 6 > /dev/null 2>&1; then ok "prepare -mt 6: a target of 5 fits"
+else bad "prepare -mt 6 refused a target of 5 characters (+ BOS = 6 positions)"; fi
+
+# bad pair files: util/pairs.h names the file (and the pair with its line in the text)
+cp "$TMP/pairs_train.bin" "$TMP/pf_vocab.bin"; printf '\xe7\x03' | dd of="$TMP/pf_vocab.bin" bs=1 seek=1030 conv=notrunc status=none
+cp "$TMP/pairs_train.bin" "$TMP/pf_special.bin"; printf '\x01\x00' | dd of="$TMP/pf_special.bin" bs=1 seek=1030 conv=notrunc status=none
+cp "$TMP/pairs_train.bin" "$TMP/pf_empty.bin"; printf '\x00\x00' | dd of="$TMP/pf_empty.bin" bs=1 seek=1042 conv=notrunc status=none
+cp "$TMP/pairs_train.bin" "$TMP/pf_count.bin"; patch_int "$TMP/pf_count.bin" 2 100000
+cp "$TMP/pairs_train.bin" "$TMP/pf_longest.bin"; patch_int "$TMP/pf_longest.bin" 4 9
+cp "$TMP/pairs_train.bin" "$TMP/pf_version.bin"; patch_int "$TMP/pf_version.bin" 1 2
+cp "$TMP/pairs_train.bin" "$TMP/pf_vsize.bin"; patch_int "$TMP/pf_vsize.bin" 3 3
+head -c 1040 "$TMP/pairs_train.bin" > "$TMP/pf_trunc.bin"
+{ cat "$TMP/pairs_train.bin"; printf '\x01\x00'; } > "$TMP/pf_long.bin"
+PT="$TMP/pairs_tokenizer.bin"
+expect_error "pair file: a token outside the vocabulary" "token 999 of pair 0 (line 1 of the pair text)" dump "$TMP/pf_vocab.bin" "$PT"
+expect_error "pair file: a special token inside a pair" "token 1 of pair 0" dump "$TMP/pf_special.bin" "$PT"
+expect_error "pair file: an empty target" "pair 1 (line 2 of the pair text) has an empty target" dump "$TMP/pf_empty.bin" "$PT"
+expect_error "pair file: more pairs than bytes" "pf_count.bin' is truncated: 100000 pairs need" dump "$TMP/pf_count.bin" "$PT"
+expect_error "pair file: a wrong longest source" "the header's longest source and target (9, 4)" dump "$TMP/pf_longest.bin" "$PT"
+expect_error "pair file: version 2" "pair file version 2" dump "$TMP/pf_version.bin" "$PT"
+expect_error "pair file: vocabulary of specials only" "vocabulary size 3" dump "$TMP/pf_vsize.bin" "$PT"
+expect_error "pair file: truncated" "pf_trunc.bin' is truncated" dump "$TMP/pf_trunc.bin" "$PT"
+expect_error "pair file: bytes after the pairs" "longer than its 3 pairs" dump "$TMP/pf_long.bin" "$PT"
+expect_error "pair file: a token file given instead" "is not a pair token file" dump data/tiny_shakespeare_val.bin "$PT"
+expect_error "pair file: longer than maxT" "pair 1 (line 2 of the pair text) has a target of 4 characters; the model's maxT 4" \
+    dump "$TMP/pairs_train.bin" "$PT" -mt 4
+expect_error "make_pairs: unknown task" "-t must be reverse, copy, sort or add" ./data/make_pairs -t nope -o "$TMP/x.txt"
+expect_error "make_pairs: -l 0" "-l (longest string)" ./data/make_pairs -t reverse -l 0 -o "$TMP/x.txt"
+expect_error "make_pairs: -d 19" "-d (digits)" ./data/make_pairs -t add -d 19 -o "$TMP/x.txt"
+expect_error "make_pairs: -o a directory" "is not a regular file" ./data/make_pairs -t add -o "$TMP"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

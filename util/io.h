@@ -35,7 +35,7 @@ static const char* error_program = "train_gpt2";
 static char atomic_pending[4096];        // the temporary file being written, or ""
 static char atomic_group[8][4096];       // committed since the last atomic_keep()
 static int atomic_group_size;
-static void atomic_undo(void) {
+static inline void atomic_undo(void) {
     if (atomic_pending[0]) remove(atomic_pending);
     for (int i = 0; i < atomic_group_size; i++)
         remove(atomic_group[i]);
@@ -51,7 +51,7 @@ static void (*print_usage_to)(FILE*);
 static void (*dist_exit_hook)(const char* line, int status, int together);
 
 // "train_gpt2: error: " and the message, one line on stderr, then exit with status
-static void fail(int status, int together, const char* fmt, va_list ap) {
+static inline void fail(int status, int together, const char* fmt, va_list ap) {
     static char line[16384];
     vsnprintf(line, sizeof line, fmt, ap);
     atomic_undo();
@@ -62,7 +62,7 @@ static void fail(int status, int together, const char* fmt, va_list ap) {
 }
 
 // a bad file, a failed write, a run that cannot go on
-static void die(const char* fmt, ...) {
+static inline void die(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fail(EXIT_BAD_INPUT, 0, fmt, ap);
@@ -70,14 +70,14 @@ static void die(const char* fmt, ...) {
 
 // the same, for a stop that every process of a data-parallel run reaches at the same step
 // (a loss that is not finite, a signal they agreed on); one process alone: die
-static void die_together(const char* fmt, ...) {
+static inline void die_together(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fail(EXIT_BAD_INPUT, 1, fmt, ap);
 }
 
 // a bad flag: the error line, then the program's usage, exit status EXIT_USAGE
-static void usage_error(const char* fmt, ...) {
+static inline void usage_error(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fail(EXIT_USAGE, 0, fmt, ap);
@@ -86,7 +86,7 @@ static void usage_error(const char* fmt, ...) {
 // fopen/fread/malloc that name the file (and the source line) when they fail
 // A directory or a device opened to be read is named as such (it would otherwise look like
 // an empty or truncated file); a pipe is allowed.
-static FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
+static inline FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
     struct stat sb;
     int dir = 0, device = 0;
     if (mode[0] == 'r' && stat(path, &sb) == 0) {
@@ -100,23 +100,24 @@ static FILE* fopen_check(const char* path, const char* mode, const char* src, in
 }
 #define fopenCheck(path, mode) fopen_check(path, mode, __FILE__, __LINE__)
 
-static void fread_check(void* dst, size_t size, size_t count, FILE* f, const char* path, const char* what) {
+static inline void fread_check(void* dst, size_t size, size_t count, FILE* f, const char* path,
+                               const char* what) {
     if (fread(dst, size, count, f) != count)
         die("'%s' is truncated: it ends inside the %s", path, what);
 }
 
-static void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
+static inline void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
     if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
 }
 
-static void* malloc_check(size_t size, const char* src, int line) {
+static inline void* malloc_check(size_t size, const char* src, int line) {
     void* p = malloc(size ? size : 1);
     if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
     return p;
 }
 #define mallocCheck(size) malloc_check(size, __FILE__, __LINE__)
 
-static void* calloc_check(size_t count, size_t size, const char* src, int line) {
+static inline void* calloc_check(size_t count, size_t size, const char* src, int line) {
     void* p = calloc(count ? count : 1, size);
     if (!p) die("out of memory allocating %zu bytes [%s:%d]", count * size, src, line);
     return p;
@@ -124,7 +125,7 @@ static void* calloc_check(size_t count, size_t size, const char* src, int line) 
 #define callocCheck(count, size) calloc_check(count, size, __FILE__, __LINE__)
 
 // the size of an open file, to check it against what its header promises
-static long file_size(FILE* f) {
+static inline long file_size(FILE* f) {
     long here = ftell(f);
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
@@ -133,7 +134,8 @@ static long file_size(FILE* f) {
 }
 
 // reads the 256-int header every llm.c file starts with (doc/formats.md) and checks its magic
-static void read_header(FILE* f, const char* path, int32_t header[256], int32_t magic, const char* kind) {
+static inline void read_header(FILE* f, const char* path, int32_t header[256], int32_t magic,
+                               const char* kind) {
     if (fread(header, sizeof(int32_t), 256, f) != 256)
         die("'%s' is truncated: shorter than the 1024-byte header of a %s", path, kind);
     if (header[0] != magic)
@@ -143,7 +145,7 @@ static void read_header(FILE* f, const char* path, int32_t header[256], int32_t 
 // write to a temporary file, flush it to disk, then rename over the target: a crash
 // leaves either the old file or the new one, never half of one
 // A file larger than the size limit (ulimit -f) is a failed write, not a SIGXFSZ that kills.
-static FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
+static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
     signal(SIGXFSZ, SIG_IGN);
     snprintf(tmp, tmp_size, "%s.tmp", path);
     FILE* f = fopenCheck(tmp, "wb");
@@ -152,7 +154,7 @@ static FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
     return f;
 }
 
-static void atomic_commit(FILE* f, const char* tmp, const char* path) {
+static inline void atomic_commit(FILE* f, const char* tmp, const char* path) {
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
     if (rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));

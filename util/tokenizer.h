@@ -21,8 +21,13 @@ typedef struct {
     int* token_length;    // and how many they are (a token may hold a 0 byte)
     int eot_token;        // the first token of a generation
     int byte_to_token[256]; // the token of each single byte, -1 where there is none
-    int char_level;       // every token but the end-of-text one is one UTF-8 character
+    int char_level;       // every token but the end-of-text one (and the pair specials) is one
+                          //   UTF-8 character
 } Tokenizer;
+
+// the names of a pair vocabulary's special tokens 0, 1, 2 (util/pairs.h, data/prepare -m pairs);
+// they do not stop a vocabulary from being character level
+static const char* const PAIR_SPECIAL_NAMES[3] = {"<pad>", "<bos>", "<eos>"};
 
 void tokenizer_init(Tokenizer* tk, const char* path) {
     FILE* f = fopenCheck(path, "rb");
@@ -51,7 +56,9 @@ void tokenizer_init(Tokenizer* tk, const char* path) {
         if (len == 1 && tk->byte_to_token[bytes[0]] < 0) tk->byte_to_token[bytes[0]] = i;
         uint32_t cp;
         int one_char = utf8_decode(bytes, len, &cp) == len && cp != UTF8_INVALID;
-        if (i != tk->eot_token && !one_char) tk->char_level = 0;
+        int special = i < 3 && len == strlen(PAIR_SPECIAL_NAMES[i])
+                      && memcmp(bytes, PAIR_SPECIAL_NAMES[i], len) == 0;
+        if (i != tk->eot_token && !one_char && !special) tk->char_level = 0;
     }
     fclose(f);
 }

@@ -1,7 +1,8 @@
 /*
 tests/fuzz/fuzz_readers.c: libFuzzer harnesses for every reader of outside input: the model
-checkpoint, the token file, the tokenizer, the training-state file and the command line.
-One file, the reader chosen at compile time (-DREADER=1..5). Build and run, e.g.:
+checkpoint, the token file, the tokenizer, the training-state file, the command line and the
+pair token file (util/pairs.h, with a padded batch of every pair). One file, the reader chosen
+at compile time (-DREADER=1..6). Build and run, e.g.:
 
   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
       -DREADER=1 -o fuzz_checkpoint tests/fuzz/fuzz_readers.c -lm
@@ -106,6 +107,7 @@ static const char* as_file(const uint8_t* data, size_t size) {
 #define TESTING
 #undef _DEFAULT_SOURCE  // train_gpt2.c defines it again
 #include "../../train_gpt2.c"
+#include "../../util/pairs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #if READER == 5
@@ -138,6 +140,21 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         static float m[4096], v[4096];
         TrainState st;
         read_train_state(path, &st, m, v, 4096);
+#elif READER == 6
+        PairSet ps;
+        pairs_load(&ps, path);
+        PairBatch pb;
+        pair_batch_alloc(&pb, 4, ps.max_src, ps.max_tgt);
+        int ids[4];
+        for (int i = 0; i < ps.num_pairs; i += 4) {
+            int B = ps.num_pairs - i < 4 ? ps.num_pairs - i : 4;
+            for (int b = 0; b < B; b++)
+                ids[b] = i + b;
+            pair_batch_fill(&pb, &ps, ids, B);
+        }
+        pairs_check_max_len(&ps, path, 16);
+        pair_batch_free(&pb);
+        pairs_free(&ps);
 #endif
     }
 #endif

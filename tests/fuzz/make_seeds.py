@@ -2,7 +2,7 @@
 """Writes the seed corpora of the fuzz harnesses (tests/fuzz/fuzz_readers.c): for each
 reader a few small valid files and a few broken ones, from which libFuzzer mutates.
 Usage: make_seeds.py DIR   (writes DIR/checkpoint, DIR/tokens, DIR/tokenizer, DIR/state,
-DIR/cli). The formats are those of doc/formats.md; the files are tiny so that the fuzzer
+DIR/cli, DIR/pairs). The formats are those of doc/formats.md; the files are tiny so that the fuzzer
 runs fast, and each broken file is broken in one way the readers must name."""
 import os
 import struct
@@ -47,6 +47,14 @@ def state(n, version=2, count=None):
     return header(*slots) + floats(2 * n, 0.001)
 
 
+def pairs(items, V=8, version=1, count=None, longest=None, first_line=1):
+    """A pair token file (util/pairs.h): header, then per pair its lengths, source, target."""
+    n = len(items) if count is None else count
+    ms, mt = longest or (max(len(s) for s, _ in items), max(len(t) for _, t in items))
+    body = b"".join(struct.pack(f"<2H{len(s) + len(t)}H", len(s), len(t), *s, *t) for s, t in items)
+    return header(20241125, version, n, V, ms, mt, first_line) + body
+
+
 def cli(*args):
     return b"\0".join(a.encode() for a in args)
 
@@ -83,6 +91,16 @@ def seeds():
             "v1.bin": state(4096, version=1),
             "other_model.bin": state(4096, count=4095),
             "truncated.bin": state(4096)[:-7],
+        },
+        "pairs": {
+            "three.bin": pairs([([3, 4, 5], [5, 4, 3]), ([6], [6]), ([7, 3], [3, 7])]),
+            "long_target.bin": pairs([([3], [4] * 20), ([5, 6], [6, 5])]),
+            "lying_count.bin": pairs([([3], [4])], count=1000),
+            "outside_vocab.bin": pairs([([3, 9], [4])]),
+            "special_token.bin": pairs([([3, 1], [4])]),
+            "empty_source.bin": pairs([([], [4, 5])], longest=(1, 2)),
+            "wrong_longest.bin": pairs([([3, 4], [5])], longest=(7, 1)),
+            "truncated.bin": pairs([([3, 4, 5], [5, 4, 3])])[:-3],
         },
         "cli": {
             "train.txt": cli("-b", "4", "-t", "64", "-n", "10", "-o", "out", "-v", "5"),

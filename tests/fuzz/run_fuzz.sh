@@ -9,11 +9,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
 out=${FUZZ_OUT:-$(mktemp -d)}
-readers=(checkpoint tokens tokenizer state cli)
+readers=(checkpoint tokens tokenizer state cli pairs)
 command -v clang > /dev/null || { echo "clang is not installed"; echo "0 passed, 1 failed"; exit 1; }
 python3 tests/fuzz/make_seeds.py "$out/seeds" || { echo "0 passed, 1 failed"; exit 1; }
 
-fuzz_one() {  # $1 = reader number 1..5, $2 = its name
+fuzz_one() {  # $1 = reader number 1..6, $2 = its name
     local bin="$out/fuzz_$2" corpus="$out/corpus_$2"
     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -DREADER="$1" -o "$bin" tests/fuzz/fuzz_readers.c -lm 2> "$out/build_$2.log" || return 1
