@@ -933,6 +933,8 @@ EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B,
 
 // ----------------------------------------------------------------------------
 // the program: flags (util/cli.h's table), the run's setup, the training loop
+// (test_seq2seq.c defines TESTING_SEQ2SEQ and skips it)
+#ifndef TESTING_SEQ2SEQ
 
 typedef struct {
     const char *train_path, *val_path, *tokenizer_path, *init, *out_dir;  // -i -j -tok -e -o
@@ -1315,7 +1317,6 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
     pair_batch_free(&pb);
 }
 
-#ifndef TESTING_SEQ2SEQ
 int main(int argc, char** argv) {
     error_program = "train_seq2seq";
     S2SOptions o = s2s_parse_args(argc, argv);

@@ -285,7 +285,7 @@ expect_error() {
     local rc=$?
     local line; line=$(head -n 1 "$TMP/err")
     if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] \
-          && [[ "$line" =~ ^(train_gpt2|prepare|make_pairs|pairs_dump): ]] \
+          && [[ "$line" =~ ^(train_gpt2|train_seq2seq|prepare|make_pairs|pairs_dump): ]] \
           && ! grep -qiE 'sanitizer|runtime error|segmentation|core dumped' "$TMP/err"; then
         ok "bad input: $name -> exit $rc: $line"
     else
@@ -632,6 +632,9 @@ expect_error "make_pairs: unknown task" "-t must be reverse, copy, sort or add" 
 expect_error "make_pairs: -l 0" "-l (longest string)" ./data/make_pairs -t reverse -l 0 -o "$TMP/x.txt"
 expect_error "make_pairs: -d 19" "-d (digits)" ./data/make_pairs -t add -d 19 -o "$TMP/x.txt"
 expect_error "make_pairs: -o a directory" "is not a regular file" ./data/make_pairs -t add -o "$TMP"
+
+# ---- 9. the encoder-decoder (train_seq2seq.c, test_seq2seq.c)
+source tests/seq2seq_tests.sh
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
