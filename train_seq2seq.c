@@ -1017,29 +1017,12 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
     S2SOptions o = s2s_default_options();
     print_usage_to = s2s_print_usage;
     parse_flag_table(S2S_FLAGS, NUM_S2S_FLAGS, &o, argc, argv);
-    struct { int bad; const char* msg; } checks[] = {
-        {o.B <= 0, "-b (batch size) must be > 0"}, {o.lr < 0, "-l (learning rate) must be >= 0"},
-        {o.warmup < 0, "-u (warmup steps) must be >= 0"},
-        {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},
-        {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},
-        {o.val_every < 0, "-v must be >= 0"}, {o.checkpoint_every < 0, "-n must be >= 0"},
-        {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},
-        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},
+    RangeCheck checks[] = {  // util/cli.h: the flags train_gpt2 has too, then ours
+        COMMON_RANGE_CHECKS(o), {o.val_every < 0, "-v must be >= 0"},
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
-        {o.dec_layers < 0, "-nld must be >= 0"}, {o.heads <= 0, "-nh (heads) must be > 0"},
-        {o.channels <= 0, "-nc (channels) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
-        {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
-        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},
-        {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
-        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
-        {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
+        {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};
-    for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
-        if (checks[k].bad) {
-            print_usage_to = NULL;
-            usage_error("%s", checks[k].msg);
-        }
+    check_ranges(checks, sizeof checks / sizeof checks[0]);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
     print_usage_to = NULL;  // from here on a value's one line is enough

@@ -15,7 +15,7 @@
 # encoder-decoder) are mostly calls of the layers above; there each call statement is
 # switched off instead ("if (0) " before it: a lost gradient term, such as one decoder
 # layer's part of the memory's gradient, or a layernorm's backward), and test_seq2seq must
-# fail on every mutant. Only the code the compiler builds on this
+# fail on every mutant. MUTATE_FILES="FILE ..." picks files. Only the code the compiler builds on this
 # machine is mutated (the AVX-512 branch or its plain-C fallback, not both). Loop headers
 # and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-files=(train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c)
+files=(${MUTATE_FILES:-train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c})
 cp -r train_gpt2.c train_setup.h test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
 mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h tests/check.h "$work/tests/"
 [ -f tests/seq2seq_reference.h ] && cp tests/seq2seq_reference.h "$work/tests/"
@@ -45,7 +45,8 @@ candidates() {
             my ($head, $body) = $code =~ /^(\s*for\s*\(.*?\)\s*)(.*)$/s ? ($1, $2) : ("", $code);
             my $mutated = 1;
             if ($ENV{DELETE_CALLS}) {
-                $mutated = $body =~ /^(\s*)([a-z_]+\(.*)$/s && $body !~ /^\s*(if|for|while|return|die|sizeof)\b/;
+                my $keyword = $body =~ /^\s*(if|for|while|return|die|sizeof)\b/;
+                $mutated = !$keyword && $body =~ /^(\s*)([a-z_]+\(.*)$/s;
                 $body = "$1if (0) $2" if $mutated;
             } elsif ($body =~ /\+=/) {
                 $body =~ s/(.*)\+=/$1-=/s;

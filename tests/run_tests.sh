@@ -10,17 +10,22 @@ pass=0; fail=0
 ok()  { echo "PASS $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
+# a test program's checks, counted into ours: its last line is "N passed, M failed"
+run_test_program() {
+    ./"$1" > "$TMP/$1.log" 2>&1
+    local rc=$?
+    cat "$TMP/$1.log"
+    local counts; counts=$(tail -n 1 "$TMP/$1.log")
+    if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))
+        [ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || bad "$1 exited with status $rc"
+    else
+        bad "$1 did not finish (exit status $rc)"
+    fi
+}
+
 # ---- 1. test_gpt2: references, finite differences, fast vs plain, KV cache, determinism
-./test_gpt2 > "$TMP/test_gpt2.log" 2>&1
-rc=$?
-cat "$TMP/test_gpt2.log"
-counts=$(tail -n 1 "$TMP/test_gpt2.log")
-if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))
-    [ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || bad "test_gpt2 exited with status $rc"
-else
-    bad "test_gpt2 did not finish (exit status $rc)"
-fi
+run_test_program test_gpt2
 
 # ---- 1b. the reference check can fail: corrupted copies of a reference state must be rejected
 # (ref_a_state.bin: B=3 T=11 V=65, so the loss float sits at byte 1024 + 4*(2*33 + 33*65) = 9868 and

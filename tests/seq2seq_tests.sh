@@ -1,17 +1,8 @@
 # The encoder-decoder (train_seq2seq.c), sourced by tests/run_tests.sh (its ok, bad, expect_error,
-# TMP and counters): test_seq2seq, then the command line: a short training whose loss falls, resume
-# bit for bit, the cross-attention picture, and bad input.
+# run_test_program, TMP and counters): test_seq2seq, then the command line: a short training whose
+# loss falls, resume bit for bit, the cross-attention picture, and bad input.
 echo "-- the encoder-decoder: test_seq2seq"
-./test_seq2seq > "$TMP/test_seq2seq.log" 2>&1
-rc=$?
-cat "$TMP/test_seq2seq.log"
-counts=$(tail -n 1 "$TMP/test_seq2seq.log")
-if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))
-    [ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || bad "test_seq2seq exited with status $rc"
-else
-    bad "test_seq2seq did not finish (exit status $rc)"
-fi
+run_test_program test_seq2seq
 
 echo "-- the encoder-decoder: command line"
 S2S=(-nl 1 -nh 2 -nc 32 -b 16 -l 3e-3 -u 5 -ne 48 -g 2 -v 0)

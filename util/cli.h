@@ -182,37 +182,48 @@ static void parse_variant_words(const char* const words[3], int variant[3]) {
     }
 }
 
+// a flag's value out of range: the first failing check's line, no usage after it
+typedef struct { int bad; const char* msg; } RangeCheck;
+static void check_ranges(const RangeCheck* checks, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (checks[k].bad) {
+            print_usage_to = NULL;
+            usage_error("%s", checks[k].msg);
+        }
+}
+
+// the checks of the flags that train_gpt2 and train_seq2seq share (their options structs
+// name them alike): RangeCheck entries for a table
+#define COMMON_RANGE_CHECKS(o)                                                                               \
+    {o.B <= 0, "-b (batch size) must be > 0"}, {o.lr < 0, "-l (learning rate) must be >= 0"},                \
+    {o.warmup < 0, "-u (warmup steps) must be >= 0"},                                                        \
+    {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},     \
+    {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},   \
+    {o.checkpoint_every < 0, "-n must be >= 0"}, {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},     \
+    {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},                                     \
+    {o.heads <= 0, "-nh (heads) must be > 0"}, {o.channels <= 0, "-nc (channels) must be > 0"},             \
+    {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},         \
+    {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},                          \
+    {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},                                               \
+    {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},                                               \
+    {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"}, {o.temperature < 0, "-tp (temperature) must be >= 0"}, \
+    {o.top_k < 0, "-tk (top-k) must be >= 0"}
+
 Options parse_args(int argc, char** argv) {
     Options o = default_options();
     print_usage_to = print_usage;
     parse_flag_table(FLAGS, NUM_FLAGS, &o, argc, argv);
     // ranges: one line naming the flag
-    struct { int bad; const char* msg; } checks[] = {
-        {o.B <= 0, "-b (batch size) must be > 0"}, {o.T <= 0, "-t (sequence length) must be > 0"},
-        {o.lr < 0, "-l (learning rate) must be >= 0"}, {o.warmup < 0, "-u (warmup steps) must be >= 0"},
-        {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},
-        {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},
+    RangeCheck checks[] = {
+        COMMON_RANGE_CHECKS(o), {o.T <= 0, "-t (sequence length) must be > 0"},
         {o.val_every < 0, "-v must be >= 0"}, {o.val_batches < 0, "-m must be >= 0"},
         {o.sample_every < 0, "-s must be >= 0"}, {o.gen_tokens < 0, "-g must be >= 0"},
-        {o.checkpoint_every < 0, "-n must be >= 0"}, {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},
-        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.heads <= 0, "-nh (heads) must be > 0"},
-        {o.channels <= 0, "-nc (channels) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
-        {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
-        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},
-        {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
-        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
-        {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
+        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
         {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"},
         {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
-        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},
         {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
-    for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
-        if (checks[k].bad) {  // a value out of range: its line is enough, no usage after it
-            print_usage_to = NULL;
-            usage_error("%s", checks[k].msg);
-        }
+    check_ranges(checks, sizeof checks / sizeof checks[0]);
     o.bf16 = strcmp(o.precision, "bf16") == 0;
     if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
         usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
