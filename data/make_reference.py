@@ -134,6 +134,61 @@ ref_a_dropout_state.bin   (config a only; none for b, c, d) same body as a versi
                        before the residual add, idx in (B,T,C)
                     3: MLP output projection (fcproj out incl. bias) of layer l, before
                        the residual add, idx in (B,T,C)
+ref_s2s_Y_model.bin, ref_s2s_Y_state.bin, ref_s2s_Y_train.bin   (Y in {pre, post}),
+ref_s2s_pre_dropout_state.bin
+                  The encoder-decoder of train_seq2seq.c, with torch.nn.Transformer
+                  itself as the oracle (batch_first, float64, dropout 0,
+                  dim_feedforward 4C, layer_norm_eps 1e-5, train mode so that no fast
+                  path or nested tensor is used):
+                    pre:  V=13 Vp=16 maxT=12 Le=2 Ld=2 NH=2 C=16, norm_first=True,
+                          activation F.gelu(approximate="tanh"), learned wpe; seed 5005
+                    post: the same shape, norm_first=False, F.relu, the sin table
+                          above (no wpe); seed 6006
+                  Parameters drawn as for GPT-2 (0.1 N, layernorm weights 1 + 0.3 N,
+                  wte padding rows non-zero) in checkpoint order, then the batch: B=3
+                  pairs, sources of 7, 3, 10 and targets of 5, 9, 2 characters drawn
+                  from 3..V-1, laid out as util/pairs.h's PairBatch: src (B,Ts=10) PAD (0)
+                  after src_len; dec_in (B,Tt=10) = BOS (1), target, PAD; dec_tgt =
+                  target, EOS (2), -1. Embeddings wte[src] + pos[0..Ts) and wte[dec_in]
+                  + pos[0..Tt) (no sqrt(C) scaling) enter nn.Transformer with
+                  src_key_padding_mask = memory_key_padding_mask = (position >= src_len),
+                  tgt_mask = the causal mask; logits = decoder output (after
+                  decoder.norm) @ wte^T, the first V columns; loss = cross-entropy mean
+                  over the positions with dec_tgt >= 0 (ignore_index -1). Our tensors
+                  map onto nn.Transformer as doc/formats.md (version 200) says:
+                  self_attn.in_proj = qkv, multihead_attn.in_proj = [xq; xkv], out_proj
+                  = attproj / xproj, encoder norm1/norm2 = ln1/ln2, decoder
+                  norm1/norm2/norm3 = ln1/lnx/ln2, linear1/linear2 = fc/fcproj,
+                  encoder.norm = enc_lnf, decoder.norm = lnf; gradients are read back
+                  from the module's .grad the same way. Self-checks: the same model
+                  written out by hand with explicit masked attention gives the same
+                  logits (< 1e-12), and padding the batch by 2 more positions changes
+                  no real logit or the loss.
+                  _model: checkpoint version 200: [0]=20240326 [1]=200 [2]=maxT [3]=V
+                      [4]=Le [5]=NH [6]=C [7]=Vp [8]=NH [9]=pe (0 learned, 2 sin)
+                      [10]=ln [11]=act [12]=0 [13]=Ld; the 38 tensors (37 without wpe).
+                  _state: reference state version 200: [0]=20240327 [1]=200 [2]=B
+                      [3]=Ts [4]=Tt; src (B*Ts int32), src_len (B), dec_in (B*Tt),
+                      dec_tgt (B*Tt), logits (B*Tt*V float32, 0 at positions without
+                      a target), the loss, every gradient (checkpoint order).
+                  _train: trajectory version 200: [0]=20241122 [1]=200 [2]=B [3]=Ts
+                      [4]=Tt [5]=n (12) [6]=warmup (3); hyper[16] as above; losses,
+                      grad_norms, lrs (n float32 each); the batch is the state file's.
+                      The steps are those of ref_X_train.bin, weight decay on wte, wpe
+                      and every matrix (qkvw, attprojw, fcw, fcprojw of both stacks,
+                      xqw, xkvw, xprojw), torch.optim.AdamW on the module's parameters.
+                  _pre_dropout_state: the 'pre' model and batch with dropout at all
+                      its 18 sites, which nn.Transformer cannot give (its masks come from
+                      torch's generator), so from the model written out by hand
+                      (s2s_by_hand, checked against nn.Transformer without dropout: logits
+                      and gradients within 1e-12) with the counter-based masks above:
+                      version 201, [5] seed 4242 [6] step 7 [7] p in ppm (100000); the
+                      same body. Sites ("layer", site): the source's embedding (0, 0), the
+                      target's (1, 0); sublayer s (encoder layer l: s = 2l self-attention,
+                      2l+1 MLP; decoder layer l: s = 2Le+3l self-attention, +1 cross-
+                      attention, +2 MLP): (s, 1) its attention probabilities, idx =
+                      ((b*NH + h)*Tq + t)*Tk + t2; (s, 2) an attention branch's output and
+                      (s, 3) an MLP branch's output, before the residual add, idx in (B,T,C).
 ref_article002.txt  worked attention example (3 tokens, d=2, Q=X@Wq, K=X@Wk, V=X@Wv,
                   scores=Q@K^T, scaled=scores/sqrt(2), softmax rows, out=weights@V),
                   without and with a causal mask, float64, 9 significant digits.
@@ -568,12 +623,34 @@ def trajectory(P32, cfg, x, y, step0_norm):
     ]
     opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
                             eps=hp["eps"], foreach=False)
+    steps = adamw_steps([P[n] for n in names], opt, hp, clip, lambda: forward(P, cfg, x, y)[1])
+    return (hp, clip) + steps
+
+
+def print_summary(loss, V, grads, names, norm0, clip, losses, norms, lrs, clipped):
+    """The loss, each tensor's largest gradient and the trajectory, on stdout."""
+    print(f"loss {loss.item():.9g}   (ln V = {math.log(V):.6g})")
+    print("max |grad| per tensor:")
+    width = max(9, max(len(n) for n in names))
+    for n in names:
+        print(f"  {n:{width}s} {grads[n].abs().max().item():.6g}")
+    print(f"step-0 grad norm {norm0:.9g}; grad_clip {clip:.9g}")
+    print(" step   loss          grad_norm     lr            clipped")
+    for s in range(N_STEPS):
+        print(f"  {s:2d}   {losses[s]:.9f}   {norms[s]:.9f}   {lrs[s]:.6e}  "
+              f"{'yes' if clipped[s] else 'no'}")
+
+
+def adamw_steps(params, opt, hp, clip, loss_fn):
+    """N_STEPS steps: loss_fn() -> loss, backward, the global norm of the gradients of
+    params (in that order), clipping to clip, the schedule's lr, opt.step(). Returns the
+    lists losses, norms, lrs, clipped."""
     losses, norms, lrs, clipped = [], [], [], []
     for s in range(N_STEPS):
         opt.zero_grad(set_to_none=True)
-        _, loss = forward(P, cfg, x, y)
+        loss = loss_fn()
         loss.backward()
-        grads = [P[n].grad for n in names]
+        grads = [p.grad for p in params]
         norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
         did = norm > clip
         if did:
@@ -589,7 +666,7 @@ def trajectory(P32, cfg, x, y, step0_norm):
         norms.append(norm)
         lrs.append(lr_s)
         clipped.append(did)
-    return hp, clip, losses, norms, lrs, clipped
+    return losses, norms, lrs, clipped
 
 
 def write_train(path, cfg, x, y, hp, clip, losses, norms, lrs):
@@ -729,6 +806,423 @@ def article_example(out):
 
 
 # ----------------------------------------------------------------------------------------
+# the encoder-decoder (train_seq2seq.c): torch.nn.Transformer itself as the oracle
+
+S2S_CONFIGS = {
+    "pre": dict(V=13, Vp=16, maxT=12, Le=2, Ld=2, NH=2, C=16, seed=5005,
+                pe="learned", ln="pre", act="gelu"),
+    "post": dict(V=13, Vp=16, maxT=12, Le=2, Ld=2, NH=2, C=16, seed=6006,
+                 pe="sin", ln="post", act="relu"),
+}
+S2S_SRC_LENS, S2S_TGT_LENS = [7, 3, 10], [5, 9, 2]  # B = 3; Ts = 10, Tt = 9 + 1 = 10
+PAD, BOS, EOS = 0, 1, 2
+# the 38 tensors of a version-200 checkpoint, in file order (doc/formats.md)
+S2S_LAYER = ["ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb"]
+S2S_MLP = ["ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb"]
+S2S_CROSS = ["lnxw", "lnxb", "xqw", "xqb", "xkvw", "xkvb", "xprojw", "xprojb"]
+S2S_NAMES = (["wte", "wpe"] + ["e_" + n for n in S2S_LAYER + S2S_MLP] + ["enc_lnfw", "enc_lnfb"]
+             + ["d_" + n for n in S2S_LAYER + S2S_CROSS + S2S_MLP] + ["lnfw", "lnfb"])
+S2S_DECAYED = {"wte", "wpe", "e_qkvw", "e_attprojw", "e_fcw", "e_fcprojw", "d_qkvw",
+               "d_attprojw", "d_xqw", "d_xkvw", "d_xprojw", "d_fcw", "d_fcprojw"}
+
+
+def s2s_shapes(cfg):
+    """name -> shape in checkpoint order (no wpe with sinusoids)."""
+    Vp, C, Le, Ld = cfg["Vp"], cfg["C"], cfg["Le"], cfg["Ld"]
+    per = {"ln1w": (C,), "ln1b": (C,), "qkvw": (3 * C, C), "qkvb": (3 * C,),
+           "attprojw": (C, C), "attprojb": (C,), "ln2w": (C,), "ln2b": (C,),
+           "fcw": (4 * C, C), "fcb": (4 * C,), "fcprojw": (C, 4 * C), "fcprojb": (C,),
+           "lnxw": (C,), "lnxb": (C,), "xqw": (C, C), "xqb": (C,), "xkvw": (2 * C, C),
+           "xkvb": (2 * C,), "xprojw": (C, C), "xprojb": (C,)}
+    out = {}
+    for n in S2S_NAMES:
+        if n == "wte":
+            out[n] = (Vp, C)
+        elif n == "wpe":
+            if cfg["pe"] == "learned":
+                out[n] = (cfg["maxT"], C)
+        elif n in ("enc_lnfw", "enc_lnfb", "lnfw", "lnfb"):
+            out[n] = (C,)
+        else:
+            out[n] = ((Le if n[0] == "e" else Ld),) + per[n[2:]]
+    return out
+
+
+def s2s_init(cfg, gen):
+    """float32 parameters drawn as the GPT-2 references' (layernorm weights 1 + 0.3 N)."""
+    out = {}
+    for name, shp in s2s_shapes(cfg).items():
+        z = torch.randn(shp, generator=gen, dtype=torch.float64)
+        is_lnw = name.endswith("w") and "ln" in name
+        out[name] = (1.0 + 0.3 * z if is_lnw else 0.1 * z).to(torch.float32)
+    return out
+
+
+def s2s_batch(cfg, gen):
+    """A padded batch as util/pairs.h lays it out: src (B,Ts) PAD after src_len; dec_in =
+    BOS, target, PAD...; dec_tgt = target, EOS, -1...; characters drawn from 3..V-1."""
+    B, Ts, Tt = len(S2S_SRC_LENS), max(S2S_SRC_LENS), max(S2S_TGT_LENS) + 1
+    src = torch.full((B, Ts), PAD, dtype=torch.int64)
+    dec_in = torch.full((B, Tt), PAD, dtype=torch.int64)
+    dec_tgt = torch.full((B, Tt), -1, dtype=torch.int64)
+    for b, (s, t) in enumerate(zip(S2S_SRC_LENS, S2S_TGT_LENS)):
+        src[b, :s] = torch.randint(3, cfg["V"], (s,), generator=gen)
+        tgt = torch.randint(3, cfg["V"], (t,), generator=gen)
+        dec_in[b, 0], dec_in[b, 1:t + 1] = BOS, tgt
+        dec_tgt[b, :t], dec_tgt[b, t] = tgt, EOS
+    return src, torch.tensor(S2S_SRC_LENS), dec_in, dec_tgt
+
+
+def s2s_module(cfg):
+    """nn.Transformer in float64, batch_first, dropout 0, the config's norm order and
+    activation (GELU: the tanh form, as ours). Train mode: no fast path, no nested tensors."""
+    act = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu}[cfg["act"]]
+    tr = torch.nn.Transformer(d_model=cfg["C"], nhead=cfg["NH"], num_encoder_layers=cfg["Le"],
+                              num_decoder_layers=cfg["Ld"], dim_feedforward=4 * cfg["C"],
+                              dropout=0.0, activation=act, layer_norm_eps=1e-5,
+                              batch_first=True, norm_first=cfg["ln"] == "pre",
+                              dtype=torch.float64)
+    return tr.train()
+
+
+def s2s_module_map(tr, cfg):
+    """name -> list of (module tensor, slice of our layer-l tensor): where each of our
+    tensors lives in nn.Transformer (S2S_SPEC.md / doc/formats.md's mapping)."""
+    C, m = cfg["C"], {}
+    for l, lay in enumerate(tr.encoder.layers):
+        for ours, t in [("ln1w", lay.norm1.weight), ("ln1b", lay.norm1.bias),
+                        ("qkvw", lay.self_attn.in_proj_weight),
+                        ("qkvb", lay.self_attn.in_proj_bias),
+                        ("attprojw", lay.self_attn.out_proj.weight),
+                        ("attprojb", lay.self_attn.out_proj.bias),
+                        ("ln2w", lay.norm2.weight), ("ln2b", lay.norm2.bias),
+                        ("fcw", lay.linear1.weight), ("fcb", lay.linear1.bias),
+                        ("fcprojw", lay.linear2.weight), ("fcprojb", lay.linear2.bias)]:
+            m.setdefault("e_" + ours, []).append((l, t, slice(None)))
+    for l, lay in enumerate(tr.decoder.layers):
+        x = lay.multihead_attn
+        for ours, t, sl in [("ln1w", lay.norm1.weight, None), ("ln1b", lay.norm1.bias, None),
+                            ("qkvw", lay.self_attn.in_proj_weight, None),
+                            ("qkvb", lay.self_attn.in_proj_bias, None),
+                            ("attprojw", lay.self_attn.out_proj.weight, None),
+                            ("attprojb", lay.self_attn.out_proj.bias, None),
+                            ("lnxw", lay.norm2.weight, None), ("lnxb", lay.norm2.bias, None),
+                            ("xqw", x.in_proj_weight, slice(0, C)),
+                            ("xqb", x.in_proj_bias, slice(0, C)),
+                            ("xkvw", x.in_proj_weight, slice(C, 3 * C)),
+                            ("xkvb", x.in_proj_bias, slice(C, 3 * C)),
+                            ("xprojw", x.out_proj.weight, None),
+                            ("xprojb", x.out_proj.bias, None),
+                            ("ln2w", lay.norm3.weight, None), ("ln2b", lay.norm3.bias, None),
+                            ("fcw", lay.linear1.weight, None), ("fcb", lay.linear1.bias, None),
+                            ("fcprojw", lay.linear2.weight, None),
+                            ("fcprojb", lay.linear2.bias, None)]:
+            m.setdefault("d_" + ours, []).append((l, t, sl if sl else slice(None)))
+    m["enc_lnfw"] = [(None, tr.encoder.norm.weight, slice(None))]
+    m["enc_lnfb"] = [(None, tr.encoder.norm.bias, slice(None))]
+    m["lnfw"] = [(None, tr.decoder.norm.weight, slice(None))]
+    m["lnfb"] = [(None, tr.decoder.norm.bias, slice(None))]
+    return m
+
+
+def s2s_load(tr, cfg, P32):
+    """Our float32 tensors into nn.Transformer (float64); returns the embedding leaves
+    (wte, and wpe where it exists), which live outside nn.Transformer."""
+    with torch.no_grad():
+        for name, places in s2s_module_map(tr, cfg).items():
+            for l, t, sl in places:
+                t[sl] = (P32[name] if l is None else P32[name][l]).to(torch.float64)
+    emb = {n: P32[n].to(torch.float64).clone().requires_grad_(True)
+           for n in ("wte", "wpe") if n in P32}
+    # every nn.Transformer parameter is one of ours: nothing left at its own init
+    ours = {id(t) for places in s2s_module_map(tr, cfg).values() for _, t, _ in places}
+    assert ours == {id(p) for p in tr.parameters()}, "a parameter of nn.Transformer is unmapped"
+    return emb
+
+
+def s2s_grads(tr, cfg, emb):
+    """Our gradient tensors, gathered from nn.Transformer's .grad (and the embeddings')."""
+    out = {n: emb[n].grad.detach().clone() for n in emb}
+    for name, places in s2s_module_map(tr, cfg).items():
+        if places[0][0] is None:
+            out[name] = places[0][1].grad[places[0][2]].detach().clone()
+        else:
+            out[name] = torch.stack([t.grad[sl].detach() for _, t, sl in places])
+    return {n: out[n] for n in s2s_shapes(cfg)}
+
+
+def s2s_positions(emb, cfg, T):
+    if cfg["pe"] == "learned":
+        return emb["wpe"][:T]
+    return sin_table(T, cfg["C"])  # the GPT-2 references' table: a fixed (T,C) added
+
+
+def s2s_forward(tr, cfg, emb, src, src_len, dec_in, dec_tgt):
+    """Logits (B,Tt,V) and the mean loss over the positions with a target (dec_tgt >= 0).
+    Embeddings wte[token] + positions for source and target, no sqrt(C) scaling; the
+    head is tied: the decoder's output (after its final layernorm) @ wte^T."""
+    B, Ts = src.shape
+    Tt = dec_in.shape[1]
+    wte = emb["wte"]
+    x_src = wte[src] + s2s_positions(emb, cfg, Ts)
+    x_tgt = wte[dec_in] + s2s_positions(emb, cfg, Tt)
+    pad = torch.arange(Ts)[None, :] >= src_len[:, None]  # True = padding: ignored as a key
+    causal = tr.generate_square_subsequent_mask(Tt).to(torch.float64)
+    h = tr(x_src, x_tgt, tgt_mask=causal, src_key_padding_mask=pad,
+           memory_key_padding_mask=pad)
+    logits = (h @ wte.T)[..., :cfg["V"]]
+    loss = F.cross_entropy(logits.reshape(-1, cfg["V"]), dec_tgt.reshape(-1), ignore_index=-1)
+    return logits, loss
+
+
+def s2s_by_hand(cfg, P, src, src_len, dec_in, drop=None):
+    """The same model written out with explicit tensors in our layout (float64): with
+    drop None, a self-check of how nn.Transformer is driven (masks, the in_proj split,
+    the norm order); with drop (a Dropout), the dropout reference, which nn.Transformer
+    cannot give (its masks come from torch's generator). The dropout sites of
+    train_seq2seq.c: "layer" = 0 and 1 for the source's and the target's embedding
+    (site 0), else the index s of the sublayer (encoder layer l: 2l self-attention,
+    2l+1 MLP; decoder layer l: 2Le+3l self, +1 cross, +2 MLP) with site 1 the attention
+    probabilities (B,NH,Tq,Tk), site 2 an attention branch's output (after its
+    projection) and site 3 an MLP branch's output, before the residual add."""
+    C, NH = cfg["C"], cfg["NH"]
+    hs, post = C // NH, cfg["ln"] == "post"
+    act = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu}[cfg["act"]]
+    ln = lambda t, w, b: F.layer_norm(t, (C,), w, b, eps=1e-5)
+    dropped = drop if drop is not None else (lambda t, layer, site: t)
+
+    def attend(q, k, v, allowed, s):  # q (B,Tq,C), k v (B,Tk,C); allowed (B or 1, Tq, Tk)
+        B, Tq, Tk = q.shape[0], q.shape[1], k.shape[1]
+        q = q.reshape(B, Tq, NH, hs).transpose(1, 2)
+        k = k.reshape(B, Tk, NH, hs).transpose(1, 2)
+        v = v.reshape(B, Tk, NH, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+        att = torch.softmax(att.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
+        att = dropped(att, s, 1)
+        return (att @ v).transpose(1, 2).reshape(B, Tq, C)
+
+    def sub(x, w, b, f, s, site):  # pre-LN: x + f(ln(x)); post-LN: ln(x + f(x))
+        g = lambda a: dropped(f(a), s, site)
+        return ln(x + g(x), w, b) if post else x + g(ln(x, w, b))
+
+    def mlp(p, l):
+        return lambda a: act(a @ P[p + "fcw"][l].T + P[p + "fcb"][l]) @ P[p + "fcprojw"][l].T \
+            + P[p + "fcprojb"][l]
+
+    def self_att(p, l, allowed, s):
+        def f(a):
+            qkv = a @ P[p + "qkvw"][l].T + P[p + "qkvb"][l]
+            o = attend(qkv[..., :C], qkv[..., C:2 * C], qkv[..., 2 * C:], allowed, s)
+            return o @ P[p + "attprojw"][l].T + P[p + "attprojb"][l]
+        return f
+
+    B, Ts = src.shape
+    Tt, Le = dec_in.shape[1], cfg["Le"]
+    emb = {"wte": P["wte"], "wpe": P.get("wpe")}
+    key_ok = (torch.arange(Ts)[None, :] < src_len[:, None])[:, None, :]  # (B,1,Ts)
+    x = dropped(P["wte"][src] + s2s_positions(emb, cfg, Ts), 0, 0)
+    for l in range(Le):
+        x = sub(x, P["e_ln1w"][l], P["e_ln1b"][l],
+                self_att("e_", l, key_ok.expand(B, Ts, Ts), 2 * l), 2 * l, 2)
+        x = sub(x, P["e_ln2w"][l], P["e_ln2b"][l], mlp("e_", l), 2 * l + 1, 3)
+    memory = ln(x, P["enc_lnfw"], P["enc_lnfb"])
+    y = dropped(P["wte"][dec_in] + s2s_positions(emb, cfg, Tt), 1, 0)
+    causal = torch.tril(torch.ones(Tt, Tt, dtype=torch.bool))[None]
+    for l in range(cfg["Ld"]):
+        s = 2 * Le + 3 * l
+        y = sub(y, P["d_ln1w"][l], P["d_ln1b"][l], self_att("d_", l, causal, s), s, 2)
+
+        def cross(a, l=l, s=s + 1):
+            q = a @ P["d_xqw"][l].T + P["d_xqb"][l]
+            kv = memory @ P["d_xkvw"][l].T + P["d_xkvb"][l]
+            o = attend(q, kv[..., :C], kv[..., C:], key_ok.expand(B, Tt, Ts), s)
+            return o @ P["d_xprojw"][l].T + P["d_xprojb"][l]
+        y = sub(y, P["d_lnxw"][l], P["d_lnxb"][l], cross, s + 1, 2)
+        y = sub(y, P["d_ln2w"][l], P["d_ln2b"][l], mlp("d_", l), s + 2, 3)
+    return (ln(y, P["lnfw"], P["lnfb"]) @ P["wte"].T)[..., :cfg["V"]]
+
+
+def s2s_by_hand_backward(cfg, P32, batch, drop=None):
+    """Logits, loss and gradients of the hand-written model (autograd, float64)."""
+    src, src_len, dec_in, dec_tgt = batch
+    P = {n: P32[n].to(torch.float64).clone().requires_grad_(True) for n in s2s_shapes(cfg)}
+    logits = s2s_by_hand(cfg, P, src, src_len, dec_in, drop)
+    loss = F.cross_entropy(logits.reshape(-1, cfg["V"]), dec_tgt.reshape(-1), ignore_index=-1)
+    loss.backward()
+    return logits.detach(), loss.detach(), {n: P[n].grad.detach() for n in P}
+
+
+def s2s_model_header(cfg):
+    """Version 200 (train_seq2seq.c, doc/formats.md): [2] maxT [3] V [4] Le [5] NH [6] C
+    [7] Vp [8] key/value heads (= NH) [9] positions [10] layernorm [11] activation
+    [12] mask (0) [13] Ld."""
+    return [20240326, 200, cfg["maxT"], cfg["V"], cfg["Le"], cfg["NH"], cfg["C"], cfg["Vp"],
+            cfg["NH"], PE_CODES[cfg["pe"]], LN_CODES[cfg["ln"]], ACT_CODES[cfg["act"]], 0,
+            cfg["Ld"]]
+
+
+def s2s_trajectory(tr, cfg, emb, batch, step0_norm):
+    """12 AdamW steps on the one batch, as trajectory() does for GPT-2: the same
+    hyperparameters, schedule, clipping at half the step-0 norm, and decay of the
+    embeddings and matrices only (S2S_DECAYED)."""
+    hp = {k: f32(v) for k, v in HYPER.items()}
+    clip = f32(0.5 * step0_norm)
+    mapping = s2s_module_map(tr, cfg)
+    decayed = {id(t) for n, places in mapping.items() if n in S2S_DECAYED for _, t, _ in places}
+    decayed |= {id(e) for e in emb.values()}  # wte, wpe
+    params = list(emb.values()) + list(tr.parameters())
+    # xq and xkv share one in_proj tensor, both decayed; every bias is in a tensor of its own
+    groups = [{"params": [p for p in params if id(p) in decayed],
+               "weight_decay": hp["weight_decay"]},
+              {"params": [p for p in params if id(p) not in decayed], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
+                            eps=hp["eps"], foreach=False)
+    steps = adamw_steps(params, opt, hp, clip, lambda: s2s_forward(tr, cfg, emb, *batch)[1])
+    return (hp, clip) + steps
+
+
+def s2s_write_state(path, cfg, hdr, batch, logits, loss, grads):
+    """A reference state, version 200 (201 with dropout): the batch, the logits (0 at
+    the positions without a target), the loss, every gradient in checkpoint order."""
+    real = (batch[3] >= 0)[..., None]
+    with open(path, "wb") as f:
+        f.write(header(hdr))
+        for t in batch:
+            f.write(i32bytes(t))
+        f.write(f32bytes(logits.detach() * real))
+        f.write(f32bytes(np.array([loss.item()])))
+        for n in s2s_shapes(cfg):
+            f.write(f32bytes(grads[n]))
+
+
+def seq2seq_references(out):
+    """ref_s2s_{pre,post}_{model,state,train}.bin: see the docstring."""
+    for name, cfg in S2S_CONFIGS.items():
+        gen = torch.Generator().manual_seed(cfg["seed"])
+        P32 = s2s_init(cfg, gen)
+        batch = s2s_batch(cfg, gen)
+        src, src_len, dec_in, dec_tgt = batch
+        B, Ts, Tt, V = src.shape[0], src.shape[1], dec_in.shape[1], cfg["V"]
+        assert Ts <= cfg["maxT"] and Tt <= cfg["maxT"]
+        with open(os.path.join(out, f"ref_s2s_{name}_model.bin"), "wb") as f:
+            f.write(header(s2s_model_header(cfg)))
+            for n in s2s_shapes(cfg):
+                f.write(f32bytes(P32[n]))
+
+        tr = s2s_module(cfg)
+        emb = s2s_load(tr, cfg, P32)
+        logits, loss = s2s_forward(tr, cfg, emb, *batch)
+        loss.backward()
+        grads = s2s_grads(tr, cfg, emb)
+        real = dec_tgt >= 0
+        # the self-check: our layout written out by hand gives the same logits and gradients
+        hand_logits, _, hand_grads = s2s_by_hand_backward(cfg, P32, batch)
+        err = (hand_logits - logits.detach()).abs().max().item()
+        gerr = max((hand_grads[n] - grads[n]).abs().max().item() for n in grads)
+        assert err < 1e-12 and gerr < 1e-12, f"{name}: nn.Transformer != by hand ({err}, {gerr})"
+        assert (grads["wte"][V:] == 0).all()
+        # padding changes nothing real: the same pairs padded by 2 more positions
+        src2 = torch.cat([src, torch.full((B, 2), PAD)], 1)
+        dec_in2 = torch.cat([dec_in, torch.full((B, 2), PAD)], 1)
+        dec_tgt2 = torch.cat([dec_tgt, torch.full((B, 2), -1)], 1)
+        with torch.no_grad():
+            logits2, loss2 = s2s_forward(tr, cfg, emb, src2, src_len, dec_in2, dec_tgt2)
+        pad_err = (logits2[:, :Tt][real] - logits.detach()[real]).abs().max().item()
+        assert pad_err < 1e-12 and abs(loss2.item() - loss.item()) < 1e-12, name + ": padding"
+
+        s2s_write_state(os.path.join(out, f"ref_s2s_{name}_state.bin"), cfg,
+                        [20240327, 200, B, Ts, Tt], batch, logits, loss, grads)
+        if name == "pre":  # dropout: the model by hand with train_seq2seq.c's masks
+            dr = Dropout(DROP_SEED, DROP_STEP, DROP_PPM / 1e6)
+            dlogits, dloss, dgrads = s2s_by_hand_backward(cfg, P32, batch, dr)
+            assert all(0.03 < frac < 0.2 for _, _, frac in dr.stats) and len(dr.stats) == 18
+            s2s_write_state(os.path.join(out, f"ref_s2s_{name}_dropout_state.bin"), cfg,
+                            [20240327, 201, B, Ts, Tt, DROP_SEED, DROP_STEP, DROP_PPM], batch,
+                            dlogits, dloss, dgrads)
+            print(f"-- dropout (seed {DROP_SEED}, step {DROP_STEP}, p {DROP_PPM / 1e6}) at "
+                  f"{len(dr.stats)} sites: loss {dloss.item():.9g} (no dropout "
+                  f"{loss.item():.9g})")
+        norm0 = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
+
+        tr = s2s_module(cfg)  # afresh from the checkpoint's values
+        emb = s2s_load(tr, cfg, P32)
+        hp, clip, losses, norms, lrs, clipped = s2s_trajectory(tr, cfg, emb, batch, norm0)
+        assert abs(losses[0] - loss.item()) < 1e-12 and abs(norms[0] - norm0) < 1e-9 * norm0
+        hyper = np.zeros(16, dtype="<f4")
+        hyper[:7] = [hp["lr"], hp["beta1"], hp["beta2"], hp["eps"], hp["weight_decay"], clip,
+                     hp["final_lr_frac"]]
+        with open(os.path.join(out, f"ref_s2s_{name}_train.bin"), "wb") as f:
+            f.write(header([20241122, 200, B, Ts, Tt, N_STEPS, WARMUP]))
+            f.write(hyper.tobytes())
+            for arr in (losses, norms, lrs):
+                f.write(f32bytes(np.array(arr)))
+
+        print(f"== encoder-decoder {name}: V={V} Vp={cfg['Vp']} maxT={cfg['maxT']} "
+              f"Le={cfg['Le']} Ld={cfg['Ld']} NH={cfg['NH']} C={cfg['C']}, {cfg['ln']}-LN, "
+              f"{cfg['act']}, {cfg['pe']} positions; B={B} Ts={Ts} Tt={Tt} ==")
+        print(f"sources {S2S_SRC_LENS}, targets {S2S_TGT_LENS} (+ EOS); {int(real.sum())} "
+              f"positions with a target")
+        print(f"nn.Transformer vs by hand: max |logit diff| {err:.3g}, |grad diff| {gerr:.3g}; "
+              f"padded by 2 more: {pad_err:.3g}")
+        print_summary(loss, V, grads, list(s2s_shapes(cfg)), norm0, clip, losses, norms, lrs,
+                      clipped)
+        print()
+
+
+def verify_seq2seq(out):
+    """Read the files back: sizes, headers, and the checkpoint's tensors recomputed through
+    nn.Transformer give the state file's body bit for bit."""
+    for name, cfg in S2S_CONFIGS.items():
+        shp = s2s_shapes(cfg)
+        raw = open(os.path.join(out, f"ref_s2s_{name}_model.bin"), "rb").read()
+        nparams = sum(int(np.prod(s)) for s in shp.values())
+        assert len(raw) == 1024 + 4 * nparams, name + ": model size"
+        h = np.frombuffer(raw[:1024], "<i4")
+        assert list(h[:14]) == s2s_model_header(cfg) and not h[14:].any()
+        P32, off = {}, 1024
+        for n, s in shp.items():
+            cnt = int(np.prod(s))
+            P32[n] = torch.from_numpy(np.frombuffer(raw, "<f4", cnt, off).copy()).reshape(s)
+            off += 4 * cnt
+        st = open(os.path.join(out, f"ref_s2s_{name}_state.bin"), "rb").read()
+        hs = np.frombuffer(st[:1024], "<i4")
+        B, Ts, Tt = (int(v) for v in hs[2:5])
+        assert list(hs[:2]) == [20240327, 200] and not hs[5:].any()
+        ints = np.frombuffer(st, "<i4", B * Ts + B + 2 * B * Tt, 1024).astype(np.int64)
+        src = torch.from_numpy(ints[:B * Ts]).reshape(B, Ts)
+        src_len = torch.from_numpy(ints[B * Ts:B * Ts + B])
+        dec_in = torch.from_numpy(ints[B * Ts + B:B * Ts + B + B * Tt]).reshape(B, Tt)
+        dec_tgt = torch.from_numpy(ints[B * Ts + B + B * Tt:]).reshape(B, Tt)
+        tr = s2s_module(cfg)
+        emb = s2s_load(tr, cfg, P32)
+        logits, loss = s2s_forward(tr, cfg, emb, src, src_len, dec_in, dec_tgt)
+        loss.backward()
+        grads = s2s_grads(tr, cfg, emb)
+        real = (dec_tgt >= 0)[..., None]
+        body = (f32bytes(logits.detach() * real) + f32bytes(np.array([loss.item()]))
+                + b"".join(f32bytes(grads[n]) for n in shp))
+        assert st[1024 + 4 * len(ints):] == body, name + ": model read back != state"
+        if name == "pre":
+            dst = open(os.path.join(out, f"ref_s2s_{name}_dropout_state.bin"), "rb").read()
+            hd = np.frombuffer(dst[:1024], "<i4")
+            assert list(hd[:8]) == [20240327, 201, B, Ts, Tt, DROP_SEED, DROP_STEP, DROP_PPM]
+            n_head = 1024 + 4 * len(ints)  # the header and the batch: the same as the state's
+            assert not hd[8:].any() and dst[1024:n_head] == st[1024:n_head]
+            batch = (src, src_len, dec_in, dec_tgt)
+            dr = Dropout(DROP_SEED, DROP_STEP, DROP_PPM / 1e6)
+            dlogits, dloss, dgrads = s2s_by_hand_backward(cfg, P32, batch, dr)
+            body = (f32bytes(dlogits * real) + f32bytes(np.array([dloss.item()]))
+                    + b"".join(f32bytes(dgrads[n]) for n in shp))
+            assert dst[1024 + 4 * len(ints):] == body, name + ": dropout state read back"
+        tr_raw = open(os.path.join(out, f"ref_s2s_{name}_train.bin"), "rb").read()
+        assert len(tr_raw) == 1024 + 64 + 12 * N_STEPS
+        ht = np.frombuffer(tr_raw[:1024], "<i4")
+        assert list(ht[:7]) == [20241122, 200, B, Ts, Tt, N_STEPS, WARMUP] and not ht[7:].any()
+        assert np.frombuffer(tr_raw, "<f4", 1, 1088)[0] == np.float32(loss.item())
+    print("verify: encoder-decoder headers, sizes and model read-back OK")
+
+
+# ----------------------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -781,15 +1275,7 @@ def main():
               f"causal={var['causal']}; checkpoint version {model_header(cfg)[1]}, "
               f"{len(param_names(cfg))} tensors"
               f"{'' if 'wpe' in param_names(cfg) else ' (no wpe)'}")
-        print(f"loss {loss.item():.9g}   (ln V = {math.log(V):.6g})")
-        print("max |grad| per tensor:")
-        for n in param_names(cfg):
-            print(f"  {n:9s} {grads[n].abs().max().item():.6g}")
-        print(f"step-0 grad norm {norm0:.9g}; grad_clip {clip:.9g}")
-        print(" step   loss          grad_norm     lr            clipped")
-        for s in range(N_STEPS):
-            print(f"  {s:2d}   {losses[s]:.9f}   {norms[s]:.9f}   {lrs[s]:.6e}  "
-                  f"{'yes' if clipped[s] else 'no'}")
+        print_summary(loss, V, grads, param_names(cfg), norm0, clip, losses, norms, lrs, clipped)
         print(f"clipped in {sum(clipped)}/{N_STEPS} steps")
 
         if name == "a":
@@ -816,8 +1302,10 @@ def main():
                 assert keep[i] == (u >= drop_threshold(p))
         print()
 
+    seq2seq_references(out)
     article_example(out)
     verify(out)
+    verify_seq2seq(out)
     total = 0
     for fn in sorted(os.listdir(out)):
         sz = os.path.getsize(os.path.join(out, fn))
