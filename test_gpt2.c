@@ -24,6 +24,7 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
 #define TESTING
 #include "train_gpt2.c"
+#include <sys/wait.h>
 
 // ----------------------------------------------------------------------------
 // tolerances, measured (see README.md, "Test tolerances"): float32 against float64
@@ -202,6 +203,7 @@ static void check_training(const char* model_path, const char* train_path) {
 
 typedef struct {
     int B, T, C, NH, OC, V, Vp, NKV, causal;
+    int Tk; const int* key_len;  // cross-attention (Tk > 0): queries x (B,T,C), keys and values x2
     int* tokens;
     float *x, *x2, *w, *b, *out, *R, *mean, *rstd, *scores, *probs, *dropped;
     DropoutMask drop;
@@ -262,9 +264,15 @@ static void fwd_matmul(FDCase* k) {
     if (k->fast) matmul_forward(k->out, k->x, k->w, k->b, k->B * k->T, k->C, k->OC);
     else matmul_forward_plain(k->out, k->x, k->w, k->b, k->B * k->T, k->C, k->OC);
 }
-static void fwd_attention(FDCase* k) {
+static AttentionShape fd_attention_shape(const FDCase* k) {
     AttentionShape sh = self_attention(k->B, k->T, k->C, k->NH, k->NKV, k->causal);
-    attention_forward(k->out, k->scores, k->probs, k->dropped, k->x, k->x + k->C, sh, &k->drop);
+    if (k->Tk)
+        sh.Tk = k->Tk, sh.q_row = k->C, sh.kv_row = 2 * k->NKV * (k->C / k->NH), sh.key_len = k->key_len;
+    return sh;
+}
+static void fwd_attention(FDCase* k) {  // self-attention on qkv rows x, or cross-attention of x on x2
+    const float* kv = k->Tk ? k->x2 : k->x + k->C;
+    attention_forward(k->out, k->scores, k->probs, k->dropped, k->x, kv, fd_attention_shape(k), &k->drop);
 }
 static void fwd_gelu(FDCase* k) { gelu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
 static void fwd_relu(FDCase* k) { relu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
@@ -346,8 +354,8 @@ static void test_finite_differences(void) {
         k.x = random_floats(&rng, n, 0, 1);
         dx = garbage(&rng, n);
         fwd_attention(&k);
-        AttentionShape sh = self_attention(k.B, k.T, k.C, k.NH, k.NKV, k.causal);
-        attention_backward(dx, dx + k.C, k.R, k.x, k.x + k.C, k.probs, k.dropped, sh, &k.drop);
+        attention_backward(dx, dx + k.C, k.R, k.x, k.x + k.C, k.probs, k.dropped, fd_attention_shape(&k),
+                           &k.drop);
         char name[64];
         snprintf(name, sizeof name, "attention dqkv NH %d NKV %d%s%s", k.NH, k.NKV,
                  k.causal ? "" : " no mask", dropping ? " p 0.3" : "");
@@ -355,6 +363,34 @@ static void test_finite_differences(void) {
         free(k.x); free(dx);
     }
     k.NH = 3; k.NKV = 3; k.causal = 1;
+
+    // cross-attention: the T = 5 queries x (B,T,C) against Tk = 7 keys and values x2 (B,Tk,2 NKV hs),
+    // sequence 1 padded after key 4 (its padded keys get exactly zero gradient, and so does the
+    // difference quotient); multi-head and GQA, without and with dropout
+    int key_len[2] = {7, 4}, cross_heads[][3] = {{3, 3, 0}, {4, 2, 0}, {3, 3, 1}, {4, 2, 1}};
+    k.Tk = 7; k.key_len = key_len; k.causal = 0;
+    float *self_scores = k.scores, *self_probs = k.probs, *self_dropped = k.dropped;
+    size_t cross_att = (size_t)k.B * 4 * k.T * k.Tk;
+    k.scores = zeros(cross_att); k.probs = zeros(cross_att); k.dropped = zeros(cross_att);
+    for (size_t si = 0; si < sizeof cross_heads / sizeof cross_heads[0]; si++) {
+        k.NH = cross_heads[si][0]; k.NKV = cross_heads[si][1];
+        size_t n_kv = (size_t)k.B * k.Tk * 2 * k.NKV * (k.C / k.NH);
+        k.drop = dropout_mask(cross_heads[si][2] ? 0.3f : 0.0f, 7, 3, 1, DROP_ATT_PROBS);
+        k.x = random_floats(&rng, BTC, 0, 1); k.x2 = random_floats(&rng, n_kv, 0, 1);
+        dx = garbage(&rng, BTC); float* dkv = garbage(&rng, n_kv);
+        fwd_attention(&k);
+        attention_backward(dx, dkv, k.R, k.x, k.x2, k.probs, k.dropped, fd_attention_shape(&k), &k.drop);
+        char name_q[64], name_kv[64];
+        const char* p03 = cross_heads[si][2] ? " p 0.3" : "";
+        snprintf(name_q, sizeof name_q, "cross-attention dq NH %d NKV %d%s", k.NH, k.NKV, p03);
+        snprintf(name_kv, sizeof name_kv, "cross-attention dkv NH %d NKV %d%s", k.NH, k.NKV, p03);
+        fd_check(name_q, &k, fwd_attention, BTC, k.x, BTC, dx);
+        fd_check(name_kv, &k, fwd_attention, BTC, k.x2, n_kv, dkv);
+        free(k.x); free(k.x2); free(dx); free(dkv);
+    }
+    free(k.scores); free(k.probs); free(k.dropped);
+    k.scores = self_scores; k.probs = self_probs; k.dropped = self_dropped;
+    k.Tk = 0; k.key_len = NULL; k.NH = 3; k.NKV = 3; k.causal = 1;
 
     // RoPE: q and k of 3 + 3 heads of hs 4 rotated in rows of 3C; V's channels pass untouched
     float* angles = zeros((size_t)k.T * 4);
@@ -823,7 +859,8 @@ static void test_aligned_alloc(void) {
 typedef struct { int Tk, q_row, kv_row; } PlainSizes;
 static PlainSizes plain_sizes(AttentionShape sh) {
     int C3 = sh.C + 2 * sh.NKV * (sh.C / sh.NH);
-    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_row > 0 ? sh.q_row : C3, sh.kv_row > 0 ? sh.kv_row : C3};
+    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_row > 0 ? sh.q_row : C3,
+                        sh.kv_row > 0 ? sh.kv_row : C3};
 }
 static int plain_last(AttentionShape sh, int Tk, int b, int t) {
     int last = sh.causal ? t : Tk - 1;
@@ -883,7 +920,7 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                 for (int i = 0; i < hs; i++) {
                     float acc = 0.0f;
                     for (int t2 = 0; t2 < Tk; t2++) {
-                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;  // value t2
+                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;  // v_t2
                         acc += a[t2] * v[i];
                     }
                     o[i] = acc;
@@ -947,7 +984,7 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
                     dot += p[t2] * g[t2];
                 for (int t2 = 0; t2 <= last; t2++)
                     g[t2] = p[t2] * (g[t2] - dot);
-                // step 5 (因果掩码反向传播): masked scores (future, padding) were constants (-inf): gradient 0
+                // step 5 (因果掩码反向传播): masked scores (future, padding) were constants: gradient 0
                 for (int t2 = last + 1; t2 < Tk; t2++)
                     g[t2] = 0.0f;
                 // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
@@ -987,6 +1024,51 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
 // (at most 3.0e-7), but no row has a lone key of probability exactly 1 (the first row of a
 // causal head), so the largest probability, the divisor, is about 0.5 instead of 1.
 #define TOL_ATT_NOMASK_REL 1e-6f
+
+// One call of attention_forward and attention_backward against their plain twins on random
+// inputs. fused: self-attention on qkv rows (kv = q + C, dkv = dq + C); otherwise q and kv
+// are separate buffers with the shape's row strides, and channels outside Q, K and V hold
+// garbage that both must leave alone (dq and dkv start as the same garbage in both).
+// e gets the largest relative errors of out, scores, probs, dropped, dq, dkv; the return
+// value counts -inf mismatches, and 1 if att_dropped was written with dropout off.
+static int attention_vs_plain(AttentionShape sh, int fused, const DropoutMask* dm, uint64_t* rng,
+                              float e[6]) {
+    AttentionShape z = attention_sizes(sh);
+    size_t nq = (size_t)sh.B * sh.T * z.q_row, nkv = fused ? 0 : (size_t)sh.B * z.Tk * z.kv_row;
+    size_t BTC = (size_t)sh.B * sh.T * sh.C, att = (size_t)sh.B * sh.NH * sh.T * z.Tk;
+    float *q = random_floats(rng, nq + nkv, 0, 1), *dout = random_floats(rng, BTC, 0, 1);
+    float *dq = garbage(rng, nq + nkv), *dq_p = copy_floats(dq, nq + nkv);
+    float *kv = fused ? q + sh.C : q + nq, *dkv = fused ? dq + sh.C : dq + nq, *dkv_p = dkv - dq + dq_p;
+    float *out = garbage(rng, BTC), *sc = garbage(rng, att), *pr = garbage(rng, att), *dr = garbage(rng, att);
+    float *out_p = garbage(rng, BTC), *sc_p = garbage(rng, att), *pr_p = garbage(rng, att);
+    float *dr_p = garbage(rng, att), *dr0 = copy_floats(dr, att);
+    attention_forward(out, sc, pr, dr, q, kv, sh, dm);
+    attention_forward_plain(out_p, sc_p, pr_p, dr_p, q, kv, sh, dm);
+    attention_backward(dq, dkv, dout, q, kv, pr, dr, sh, dm);
+    attention_backward_plain(dq_p, dkv_p, dout, q, kv, pr_p, dr_p, sh, dm);
+    int wrong = 0;
+    float max_sc = 0.0f, d_sc = 0.0f;  // scores: the masked entries -inf in both
+    for (size_t i = 0; i < att; i++) {
+        int inf = isinf(sc[i]) && sc[i] < 0, inf_p = isinf(sc_p[i]) && sc_p[i] < 0;
+        if (inf != inf_p) wrong++;
+        if (inf || inf_p) continue;
+        float d = fabsf(sc[i] - sc_p[i]);
+        if (!(d <= d_sc)) d_sc = d;
+        if (fabsf(sc_p[i]) > max_sc) max_sc = fabsf(sc_p[i]);
+    }
+    e[0] = rel(compare(out, out_p, 1, BTC, 0));
+    e[1] = max_sc > 0 ? d_sc / max_sc : d_sc;
+    e[2] = rel(compare(pr, pr_p, 1, att, 0));
+    e[3] = 0.0f;
+    if (dm && dm->p > 0.0f) e[3] = rel(compare(dr, dr_p, 1, att, 0));
+    else wrong += memcmp(dr, dr0, att * sizeof(float)) != 0;  // not written when off
+    e[4] = rel(compare(dq, dq_p, 1, nq, 0));
+    e[5] = fused ? e[4] : rel(compare(dkv, dkv_p, 1, nkv, 0));
+    free(q); free(dout); free(dq); free(dq_p); free(out); free(sc); free(pr); free(dr);
+    free(out_p); free(sc_p); free(pr_p); free(dr_p); free(dr0);
+    return wrong;
+}
+
 static void test_fast_attention(void) {
     printf("-- attention_forward / attention_backward against the plain loops\n");
     int heads[][4] = {{24, 3, 3, 1}, {48, 2, 2, 1}, {64, 4, 4, 1},   // C, NH, NKV, causal: hs = 8, 24, 16
@@ -994,57 +1076,148 @@ static void test_fast_attention(void) {
     int Ts[] = {1, 15, 17, 33, 64};
     int B = 2;
     uint64_t rng = 1618;
+    DropoutMask drops[2] = {dropout_mask(0.0f, 21, 8, 1, DROP_ATT_PROBS),
+                            dropout_mask(0.3f, 21, 8, 1, DROP_ATT_PROBS)};
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (int dropping = 0; dropping <= 1; dropping++) {
-            int C = heads[hi][0], NH = heads[hi][1], NKV = heads[hi][2], inf_wrong = 0, dropped_wrong = 0;
-            int C3 = C + 2 * NKV * (C / NH);
-            DropoutMask drop = dropout_mask(dropping ? 0.3f : 0.0f, 21, 8, 1, DROP_ATT_PROBS);
-            float e_out = 0, e_sc = 0, e_pr = 0, e_dr = 0, e_dx = 0;
+            int C = heads[hi][0], NH = heads[hi][1], NKV = heads[hi][2], wrong = 0;
+            float worst[6] = {0};
             for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
-                int T = Ts[ti];
                 // without dropout, drop = NULL and a mask with p = 0 must both mean "off"
-                const DropoutMask* dm = !dropping && ti % 2 ? NULL : &drop;
-                size_t BT = (size_t)B * T, att = (size_t)B * NH * T * T;
-                AttentionShape sh = self_attention(B, T, C, NH, NKV, heads[hi][3]);
-                float *inp = random_floats(&rng, BT * C3, 0, 1), *dout = random_floats(&rng, BT * C, 0, 1);
-                float *out = garbage(&rng, BT * C), *sc = garbage(&rng, att), *pr = garbage(&rng, att);
-                float *dr = garbage(&rng, att), *dx = garbage(&rng, BT * C3);
-                float *out_p = garbage(&rng, BT * C), *sc_p = garbage(&rng, att), *pr_p = garbage(&rng, att);
-                float *dr_p = garbage(&rng, att), *dx_p = garbage(&rng, BT * C3);
-                float* dr0 = copy_floats(dr, att);
-                attention_forward(out, sc, pr, dr, inp, inp + C, sh, dm);
-                attention_forward_plain(out_p, sc_p, pr_p, dr_p, inp, inp + C, sh, dm);
-                attention_backward(dx, dx + C, dout, inp, inp + C, pr, dr, sh, dm);
-                attention_backward_plain(dx_p, dx_p + C, dout, inp, inp + C, pr_p, dr_p, sh, dm);
-                float max_sc = 0.0f, d_sc = 0.0f;  // scores: the masked entries -inf in both
-                for (size_t i = 0; i < att; i++) {
-                    int inf = isinf(sc[i]) && sc[i] < 0, inf_p = isinf(sc_p[i]) && sc_p[i] < 0;
-                    if (inf != inf_p) inf_wrong++;
-                    if (inf || inf_p) continue;
-                    float d = fabsf(sc[i] - sc_p[i]);
-                    if (!(d <= d_sc)) d_sc = d;
-                    if (fabsf(sc_p[i]) > max_sc) max_sc = fabsf(sc_p[i]);
-                }
-                float e[5] = {rel(compare(out, out_p, 1, BT * C, 0)), max_sc > 0 ? d_sc / max_sc : d_sc,
-                              rel(compare(pr, pr_p, 1, att, 0)), 0.0f,
-                              rel(compare(dx, dx_p, 1, BT * C3, 0))};
-                if (dropping) e[3] = rel(compare(dr, dr_p, 1, att, 0));
-                else dropped_wrong += memcmp(dr, dr0, att * sizeof(float)) != 0;  // not written when off
-                float* worst[5] = {&e_out, &e_sc, &e_pr, &e_dr, &e_dx};
-                for (int j = 0; j < 5; j++)
-                    if (!(e[j] <= *worst[j])) *worst[j] = e[j];
-                free(inp); free(dout); free(out); free(sc); free(pr); free(dr); free(dx);
-                free(out_p); free(sc_p); free(pr_p); free(dr_p); free(dx_p); free(dr0);
+                const DropoutMask* dm = !dropping && ti % 2 ? NULL : &drops[dropping];
+                float e[6];
+                AttentionShape sh = self_attention(B, Ts[ti], C, NH, NKV, heads[hi][3]);
+                wrong += attention_vs_plain(sh, 1, dm, &rng, e);
+                for (int j = 0; j < 6; j++)
+                    if (!(e[j] <= worst[j])) worst[j] = e[j];
             }
-            float worst = fmaxf(fmaxf(e_out, e_sc), fmaxf(fmaxf(e_pr, e_dr), e_dx));
+            float w = fmaxf(fmaxf(worst[0], worst[1]), fmaxf(fmaxf(worst[2], worst[3]), worst[4]));
             float tol = heads[hi][3] ? TOL_ATT_REL : TOL_ATT_NOMASK_REL;
-            check(worst <= tol && inf_wrong == 0 && dropped_wrong == 0,
+            check(w <= tol && wrong == 0,
                   "attention C=%d NH=%d NKV=%d (hs %d)%s%s, T = 1..64: out %.1e scores %.1e probs %.1e "
-                  "dropped %.1e dinp %.1e (tolerance %.0e); %d -inf mismatches%s", C, NH, NKV, C / NH,
-                  heads[hi][3] ? "" : ", no mask", dropping ? ", dropout 0.3" : "", e_out, e_sc, e_pr, e_dr,
-                  e_dx, tol, inf_wrong,
-                  dropped_wrong ? ", att_dropped written with dropout off" : "");
+                  "dropped %.1e dinp %.1e (tolerance %.0e); %d -inf mismatches or att_dropped written", C,
+                  NH, NKV, C / NH, heads[hi][3] ? "" : ", no mask", dropping ? ", dropout 0.3" : "", worst[0],
+                  worst[1], worst[2], worst[3], worst[4], tol, wrong);
         }
+    // cross-attention: T queries against Tk keys (more and fewer), q and kv in separate buffers
+    // with their own row strides (wider than Q and K,V), key_len padding in every row but one,
+    // and the unmasked self-attention of a padded source (the encoder)
+    int cross[][6] = {{24, 3, 3, 5, 9, 0}, {64, 4, 2, 17, 40, 0}, {48, 6, 1, 33, 7, 0},  // C NH NKV T Tk
+                      {64, 4, 2, 16, 16, 1}};                                           // fused: Tk = T
+    int key_len[3];
+    for (size_t ci = 0; ci < sizeof cross / sizeof cross[0]; ci++)
+        for (int dropping = 0; dropping <= 1; dropping++) {
+            int C = cross[ci][0], NH = cross[ci][1], NKV = cross[ci][2], T = cross[ci][3], Tk = cross[ci][4];
+            int fused = cross[ci][5];
+            key_len[0] = Tk; key_len[1] = 1; key_len[2] = 1 + (int)(random_u64(&rng) % (Tk - 1));
+            AttentionShape sh = {.B = 3, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = fused ? 0 : Tk,
+                                 .q_row = fused ? 0 : C + 5, .kv_row = fused ? 0 : 2 * NKV * (C / NH) + 3,
+                                 .key_len = key_len};
+            float e[6];
+            int wrong = attention_vs_plain(sh, fused, &drops[dropping], &rng, e);
+            float w = fmaxf(fmaxf(fmaxf(e[0], e[1]), fmaxf(e[2], e[3])), fmaxf(e[4], e[5]));
+            check(w <= TOL_ATT_NOMASK_REL && wrong == 0,
+                  "%s C=%d NH=%d NKV=%d T=%d Tk=%d key_len %d,%d,%d%s: out %.1e scores %.1e probs %.1e "
+                  "dropped %.1e dq %.1e dkv %.1e (tolerance %.0e); %d -inf mismatches or att_dropped written",
+                  fused ? "padded self-attention" : "cross-attention", C, NH, NKV, T, Tk, key_len[0],
+                  key_len[1], key_len[2], dropping ? ", dropout 0.3" : "", e[0], e[1], e[2], e[3], e[4], e[5],
+                  TOL_ATT_NOMASK_REL, wrong);
+        }
+}
+
+// Padded keys change nothing: the cross-attention of a batch whose sequences have 6, 3 and 1
+// real keys, padded to Tk = 9 with garbage keys and values (std 30), against each sequence
+// alone with only its real keys and no mask. out, dq and the real keys' dK, dV must agree
+// within float rounding (relative to the largest value), and the padded rows of dkv be exactly 0.
+static void test_attention_padding(void) {
+    printf("-- padded keys change nothing (cross-attention with key_len)\n");
+    uint64_t rng = 2024;
+    int B = 3, T = 4, C = 16, NH = 4, NKV = 2, KV = 2 * NKV * (C / NH), Tk = 9, key_len[3] = {6, 3, 1};
+    size_t nq = (size_t)B * T * C, nkv = (size_t)B * Tk * KV, att = (size_t)B * NH * T * Tk;
+    float *q = random_floats(&rng, nq, 0, 1), *kv = random_floats(&rng, nkv, 0, 1);
+    float *dout = random_floats(&rng, nq, 0, 1), *out = garbage(&rng, nq), *sc = zeros(att), *pr = zeros(att);
+    float *dq = garbage(&rng, nq), *dkv = garbage(&rng, nkv);
+    for (int b = 0; b < B; b++)
+        for (size_t i = (size_t)key_len[b] * KV; i < (size_t)Tk * KV; i++)
+            kv[(size_t)b * Tk * KV + i] = 30.0f * random_normal(&rng);
+    AttentionShape sh = {.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = Tk, .q_row = C, .kv_row = KV,
+                         .key_len = key_len};
+    attention_forward(out, sc, pr, NULL, q, kv, sh, NULL);
+    attention_backward(dq, dkv, dout, q, kv, pr, NULL, sh, NULL);
+    Error e_out = {0, 0}, e_dq = {0, 0}, e_dkv = {0, 0};
+    int padded_nonzero = 0, identical = 1;
+    for (int b = 0; b < B; b++) {
+        int n = key_len[b];
+        AttentionShape one = sh;  // sequence b alone, its real keys only, no mask
+        one.B = 1, one.Tk = n, one.key_len = NULL;
+        float *o1 = zeros((size_t)T * C), *s1 = zeros((size_t)NH * T * n), *p1 = zeros((size_t)NH * T * n);
+        float *dq1 = zeros((size_t)T * C), *dkv1 = zeros((size_t)n * KV);
+        const float *q_b = q + (size_t)b * T * C, *kv_b = kv + (size_t)b * Tk * KV;
+        attention_forward(o1, s1, p1, NULL, q_b, kv_b, one, NULL);
+        attention_backward(dq1, dkv1, dout + (size_t)b * T * C, q_b, kv_b, p1, NULL, one, NULL);
+        Error e[3] = {compare(out + (size_t)b * T * C, o1, 1, (size_t)T * C, 0),
+                      compare(dq + (size_t)b * T * C, dq1, 1, (size_t)T * C, 0),
+                      compare(dkv + (size_t)b * Tk * KV, dkv1, 1, (size_t)n * KV, 0)};
+        Error* worst[3] = {&e_out, &e_dq, &e_dkv};
+        for (int j = 0; j < 3; j++) {
+            worst[j]->max_abs = fmaxf(worst[j]->max_abs, e[j].max_abs);
+            worst[j]->max_ref = fmaxf(worst[j]->max_ref, e[j].max_ref);
+            identical &= e[j].max_abs == 0.0f;
+        }
+        for (size_t i = (size_t)n * KV; i < (size_t)Tk * KV; i++)
+            padded_nonzero += dkv[(size_t)b * Tk * KV + i] != 0.0f;
+        free(o1); free(s1); free(p1); free(dq1); free(dkv1);
+    }
+    float tol = TOL_ATT_NOMASK_REL;
+    check(rel(e_out) <= tol && rel(e_dq) <= tol && rel(e_dkv) <= tol && padded_nonzero == 0,
+          "padded against unpadded (key_len 6, 3, 1 of Tk 9; %s): out %.1e dq %.1e dkv of real keys %.1e "
+          "(tolerance %.0e); %d nonzero gradients in padded kv rows",
+          identical ? "bit-identical" : "not bit-identical", rel(e_out), rel(e_dq), rel(e_dkv), tol, padded_nonzero);
+    free(q); free(kv); free(dout); free(out); free(sc); free(pr); free(dq); free(dkv);
+}
+
+// an impossible attention shape dies with one line (in a child process, its stderr read here)
+static void attention_of_shape(const AttentionShape* sh, int backward) {
+    float x[256] = {0}, att[256];
+    if (backward) attention_backward(x, x, x, x, x, att, NULL, *sh, NULL);
+    else attention_forward(x, att, att, NULL, x, x, *sh, NULL);
+}
+static void check_attention_dies(const char* what, AttentionShape sh, int backward, const char* expect) {
+    int fds[2];
+    if (pipe(fds) != 0) die("test_gpt2: pipe failed");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        attention_of_shape(&sh, backward);
+        _exit(0);
+    }
+    close(fds[1]);
+    char line[512] = {0};
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof line - 1 && (r = read(fds[0], line + n, sizeof line - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char* end = strchr(line, '\n');
+    int one_line = end && end[1] == 0;
+    if (end) *end = 0;
+    check(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_BAD_INPUT && one_line && strstr(line, expect),
+          "%s dies with one line: %s", what, line);
+}
+static void test_attention_shape_errors(void) {
+    int len0[2] = {3, 0}, len_long[2] = {3, 5};
+    AttentionShape sh = {.B = 2, .T = 2, .C = 4, .NH = 1, .NKV = 1, .Tk = 4, .q_row = 4, .kv_row = 8};
+    sh.key_len = len0;
+    check_attention_dies("attention_forward with key_len[1] = 0", sh, 0, "key_len[1] = 0 is outside 1..Tk");
+    sh.key_len = len_long;
+    check_attention_dies("attention_backward with key_len[1] = 5 > Tk = 4", sh, 1,
+                         "key_len[1] = 5 is outside 1..Tk");
+    sh.key_len = NULL; sh.causal = 1;
+    check_attention_dies("causal attention with Tk 4 != T 2", sh, 0, "causal mask needs Tk == T");
 }
 
 // ----------------------------------------------------------------------------
@@ -2122,6 +2295,8 @@ int main(int argc, char** argv) {
         test_matvec();
         test_aligned_alloc();
         test_fast_attention();
+        test_attention_padding();
+        test_attention_shape_errors();
         for (int i = 1; i < 4; i++) {  // b, and the variants c and d
             snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
             test_kv_cache(a);
