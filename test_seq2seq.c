@@ -340,13 +340,13 @@ int main(int argc, char** argv) {
     test_padding_invariance();
     test_kv_cache();
     test_checkpoint();
-    use_threads(threads);
 #ifdef HAVE_SEQ2SEQ_REFERENCE
     check_seq2seq_references(dir);
 #else
     (void)dir;
     printf("-- no tests/seq2seq_reference.h: the nn.Transformer references are not checked\n");
 #endif
+    use_threads(threads);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
