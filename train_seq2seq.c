@@ -877,6 +877,18 @@ typedef struct {
     int pairs;
 } EvalStats;
 
+// one decoded example: "  mark source -> output"
+static void print_example(const Tokenizer* tk, const char* mark, const int* src, int src_len, const int* out,
+                          int out_len) {
+    printf("  %s ", mark);
+    for (int t = 0; t < src_len; t++)
+        print_token(tk, src[t], stdout);
+    printf(" -> ");
+    for (int t = 0; t < out_len; t++)
+        print_token(tk, out[t], stdout);
+    printf("\n");
+}
+
 // the first n pairs of ps, B at a time; decode = 0 skips the decoding (exact stays 0).
 // Prints the first `examples` pairs: source, decoded output, and whether it is right.
 EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B, int decode, int examples,
@@ -914,14 +926,9 @@ EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B,
             for (int t = 0; ok && t < out_len[b]; t++)
                 ok = out[(size_t)b * maxT + t] == target[t];
             exact += ok;
-            if (i0 + b >= examples) continue;
-            printf("  %s ", ok ? "  right" : "  WRONG");
-            for (int t = 0; t < pb.src_len[b]; t++)
-                print_token(tk, pb.src[b * pb.Ts + t], stdout);
-            printf(" -> ");
-            for (int t = 0; t < out_len[b]; t++)
-                print_token(tk, out[(size_t)b * maxT + t], stdout);
-            printf("\n");
+            if (i0 + b < examples)
+                print_example(tk, ok ? "  right" : "  WRONG", pb.src + b * pb.Ts, pb.src_len[b],
+                              out + (size_t)b * maxT, out_len[b]);
         }
     }
     sampler_free(&greedy);
@@ -1300,6 +1307,23 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
     pair_batch_free(&pb);
 }
 
+// -tp, -tk: the first -g held-out pairs decoded again, sampled instead of greedy
+static void print_sampled_examples(const S2SOptions* o, S2SRun* r) {
+    printf("sampled decoding (-tp %g -tk %d):\n", o->temperature, o->top_k);
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    int n = o->examples < r->val.num_pairs ? o->examples : r->val.num_pairs, len;
+    PairBatch pb;
+    pair_batch_alloc(&pb, 1, r->val.max_src, r->val.max_tgt);
+    int* out = mallocCheck((size_t)r->model.config.max_seq_len * sizeof(int));
+    for (int i = 0; i < n; i++) {
+        pair_batch_fill(&pb, &r->val, &i, 1);
+        seq2seq_decode(&r->model, &r->cache, &r->sampler, pb.src, pb.src_len, 1, pb.Ts, out, &len);
+        print_example(tk, "", pb.src, pb.src_len[0], out, len);
+    }
+    free(out);
+    pair_batch_free(&pb);
+}
+
 int main(int argc, char** argv) {
     error_program = "train_seq2seq";
     S2SOptions o = s2s_parse_args(argc, argv);
@@ -1307,27 +1331,7 @@ int main(int argc, char** argv) {
     s2s_setup(&o, &r);
     if (o.max_steps > 0) s2s_train(&o, &r);
     if (r.have_val) s2s_report(&o, &r);
-    if (r.have_val && (o.temperature > 0 || o.top_k > 0)) {  // -tp, -tk: sampled decoding of the examples
-        printf("sampled decoding (-tp %g -tk %d):\n", o.temperature, o.top_k);
-        int n = o.examples < r.val.num_pairs ? o.examples : r.val.num_pairs;
-        PairBatch pb;
-        pair_batch_alloc(&pb, 1, r.val.max_src, r.val.max_tgt);
-        int* out = mallocCheck((size_t)r.model.config.max_seq_len * sizeof(int));
-        for (int i = 0; i < n; i++) {
-            int len;
-            pair_batch_fill(&pb, &r.val, &i, 1);
-            seq2seq_decode(&r.model, &r.cache, &r.sampler, pb.src, pb.src_len, 1, pb.Ts, out, &len);
-            printf("  ");
-            for (int t = 0; t < pb.src_len[0]; t++)
-                print_token(r.have_tokenizer ? &r.tokenizer : NULL, pb.src[t], stdout);
-            printf(" -> ");
-            for (int t = 0; t < len; t++)
-                print_token(r.have_tokenizer ? &r.tokenizer : NULL, out[t], stdout);
-            printf("\n");
-        }
-        free(out);
-        pair_batch_free(&pb);
-    }
+    if (r.have_val && (o.temperature > 0 || o.top_k > 0)) print_sampled_examples(&o, &r);
     if (o.attention_map[0]) draw_cross_attention(&o, &r);
     s2s_run_free(&r);
     return 0;
