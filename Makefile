@@ -1,5 +1,6 @@
-# make            build train_gpt2, test_gpt2, data/prepare and data/make_pairs, prepare the
-#                 bundled data and the reversal pairs of the encoder-decoder
+# make            build train_gpt2, test_gpt2, train_seq2seq, test_seq2seq, data/prepare and
+#                 data/make_pairs, prepare the bundled data and the reversal pairs of the
+#                 encoder-decoder
 # make test       reference tests, finite differences, command-line and bad-input checks
 # make bench      speed benchmark (see bench/README.md); make bench BASE=REV also times
 #                 commit REV's build against this one, alternating, in the same run
@@ -46,12 +47,19 @@ SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h)
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
-all: train_gpt2 test_gpt2 $(DATA) data/make_pairs $(REVERSE)
+all: train_gpt2 test_gpt2 train_seq2seq test_seq2seq $(DATA) data/make_pairs $(REVERSE)
 
 train_gpt2: $(SRC) .mpi-$(MPI)
 	$(TRAIN_CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
-test_gpt2: test_gpt2.c tests/errata_checks.h tests/bf16_checks.h $(SRC)
+test_gpt2: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h $(SRC)
+	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+
+# the encoder-decoder (article 003), a second program built on train_gpt2.c's layers
+train_seq2seq: train_seq2seq.c $(SRC)
+	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+
+test_seq2seq: test_seq2seq.c train_seq2seq.c tests/check.h $(wildcard tests/seq2seq_reference.h) $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
 # which build train_gpt2 is (with MPI or not): switching rebuilds it
@@ -118,7 +126,7 @@ gpt2-tokenizer:
 	NODE_PATH=$(NPM_TMP)/node_modules node tests/make_bpe_cases.js
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
 
 clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt

@@ -38,22 +38,11 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 #define TOL_FAST_REL 2e-6f      // fast vs plain matmul, relative to the largest value
 #define TOL_KV_ABS 1e-5f        // KV-cache logits vs training-forward logits
 
+#include "tests/check.h"  // check(), use_threads()
+
 // the sizes of a self-attention call on fused qkv rows (the other fields 0: their defaults)
 static AttentionShape self_attention(int B, int T, int C, int NH, int NKV, int causal) {
     return (AttentionShape){.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .causal = causal};
-}
-
-static int passed = 0, failed = 0;
-
-static int check(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++; else failed++;
-    return ok;
 }
 
 typedef struct { float max_abs; float max_ref; } Error;
@@ -1294,16 +1283,6 @@ static void variant_model(GPT2* m, const Variant* v, int maxT, uint64_t seed) {
         m->params_memory[i] += 0.2f * random_normal(&rng);
 }
 
-// sets the number of threads; returns the number before
-static int use_threads(int n) {
-#ifdef _OPENMP
-    int before = omp_get_max_threads();
-    omp_set_num_threads(n);
-    return before;
-#else
-    return n;
-#endif
-}
 
 // the mean loss in double (the forward's per-position losses, not its float mean)
 static double model_loss(GPT2* m, const int* x, const int* y, int B, int T) {

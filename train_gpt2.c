@@ -924,6 +924,7 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 // A model with a block variant is written as version 103, which llm.c refuses (it reads
 // only 3), so it never misreads one; the variant settings are in the spare slots 8-12.
 #define CHECKPOINT_VARIANTS 103
+#define CHECKPOINT_SEQ2SEQ 200  // the encoder-decoder of train_seq2seq.c, refused here
 
 static int is_gpt2(GPT2Config c) {
     return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
@@ -934,6 +935,8 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, 20240326, "llm.c model checkpoint");
+    if (h[1] == CHECKPOINT_SEQ2SEQ)
+        die("'%s' is an encoder-decoder checkpoint (version 200): use train_seq2seq", path);
     if (h[1] != 3 && h[1] != CHECKPOINT_VARIANTS)
         die("'%s': checkpoint version %d is not supported (3: float32 parameters; %d: with block variants)%s",
             path, h[1], CHECKPOINT_VARIANTS, h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
@@ -1313,31 +1316,39 @@ typedef struct {
 
 // AdamW (Loshchilov & Hutter): Adam's update on bias-corrected moments plus a weight
 // decay that acts on the weights directly rather than through the gradient.
-// grad_scale multiplies every gradient first (clipping); t is the 1-based update number.
-void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
-    gpt2_allocate_moments(model);
+// n tensors of sizes[k] floats lie one after the other in params (and grads, m, v);
+// decays[k] says whether tensor k is decayed. grad_scale multiplies every gradient first
+// (clipping); t is the 1-based update number.
+void adamw_update(float* params, const float* grads, float* m_all, float* v_all, const size_t* sizes,
+                  const int* decays, int n, const AdamWConfig* opt, float lr, float grad_scale, int t) {
     float beta1 = opt->beta1, beta2 = opt->beta2, eps = opt->eps;
     float bc1 = (float)(1.0 - pow(beta1, t)), bc2 = (float)(1.0 - pow(beta2, t));
     #pragma omp parallel  // one team for all tensors; no barrier between them (nowait)
     {
         size_t offset = 0;
-        for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
-            float wd = PARAMETER_DECAYS[k] ? opt->weight_decay : 0.0f;
-            float* p = model->params_memory + offset;
-            const float* g = model->grads_memory + offset;
-            float* m = model->m_memory + offset;
-            float* v = model->v_memory + offset;
+        for (int k = 0; k < n; k++) {
+            float wd = decays[k] ? opt->weight_decay : 0.0f;
+            float* p = params + offset;
+            const float* g = grads + offset;
+            float* m = m_all + offset;
+            float* v = v_all + offset;
             #pragma omp for nowait
-            for (size_t i = 0; i < model->param_sizes[k]; i++) {
+            for (size_t i = 0; i < sizes[k]; i++) {
                 float gi = g[i] * grad_scale;
                 m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
                 v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
                 float m_hat = m[i] / bc1, v_hat = v[i] / bc2;
                 p[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + wd * p[i]);
             }
-            offset += model->param_sizes[k];
+            offset += sizes[k];
         }
     }
+}
+
+void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+    gpt2_allocate_moments(model);
+    adamw_update(model->params_memory, model->grads_memory, model->m_memory, model->v_memory,
+                 model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
 }
 
 // linear warmup over `warmup` steps, then cosine decay to final_frac * lr at max_steps

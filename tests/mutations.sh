@@ -11,7 +11,11 @@
 #   - flips the accumulate flag of an sgemm_share call (written <-> added), and makes a
 #     grouped-query head write its K/V gradient instead of adding it (matmul_AtB_add ->
 #     matmul_AtB),
-# and requires test_gpt2 to fail on every mutant. Only the code the compiler builds on this
+# and requires test_gpt2 to fail on every mutant. train_seq2seq.c's backward passes (the
+# encoder-decoder) are mostly calls of the layers above; there each call statement is
+# switched off instead ("if (0) " before it: a lost gradient term, such as one decoder
+# layer's part of the memory's gradient, or a layernorm's backward), and test_seq2seq must
+# fail on every mutant. MUTATE_FILES="FILE ..." picks files. Only the code the compiler builds on this
 # machine is mutated (the AVX-512 branch or its plain-C fallback, not both). Loop headers
 # and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
@@ -19,27 +23,32 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-files=(train_gpt2.c fast/matmul.h fast/rows.h)
-cp -r train_gpt2.c train_setup.h test_gpt2.c fast util "$work/"
-mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h "$work/tests/"
+files=(${MUTATE_FILES:-train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c})
+cp -r train_gpt2.c train_setup.h test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
+mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h tests/check.h "$work/tests/"
+[ -f tests/seq2seq_reference.h ] && cp tests/seq2seq_reference.h "$work/tests/"
 CC=${CC:-cc}
 CFLAGS="-O1 -march=native -fopenmp -std=c11"
 avx512=$(echo | $CC -march=native -dM -E - | grep -c '__AVX512F__')
 
 # prints "LINE<TAB>mutated line" for every mutation of the functions of interest in file $1
 candidates() {
-    AVX512="$avx512" perl -ne '
+    DELETE_CALLS=$([ "$1" == train_seq2seq.c ] && echo 1 || echo 0) AVX512="$avx512" perl -ne '
         BEGIN { $avx = $ENV{AVX512} > 0; $branch = ""; }
         if (/^#\s*if(def)?\s.*__AVX512F__/) { $branch = "avx"; next; }
         if ($branch && /^#\s*else/) { $branch = "plain"; next; }
         if ($branch && /^#\s*endif/) { $branch = ""; next; }
         next if ($branch eq "avx" && !$avx) || ($branch eq "plain" && $avx);
-        $inside = 1 if /^(static )?((inline|ALWAYS_INLINE|NOINLINE) )*(void|float) ([a-z_]+_backward(_plain)?|add_weighted_rows|weighted_rows_kernel|bias_grad_share)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
+        $inside = 1 if /^(static )?((inline|ALWAYS_INLINE|NOINLINE) )*(void|float) ([a-z0-9_]+_backward(_plain)?|add_weighted_rows|weighted_rows_kernel|bias_grad_share)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
         if ($inside) {
             my ($code, $comment) = split(m{//}, $_, 2);
             my ($head, $body) = $code =~ /^(\s*for\s*\(.*?\)\s*)(.*)$/s ? ($1, $2) : ("", $code);
             my $mutated = 1;
-            if ($body =~ /\+=/) {
+            if ($ENV{DELETE_CALLS}) {
+                my $keyword = $body =~ /^\s*(if|for|while|return|die|sizeof)\b/;
+                $mutated = !$keyword && $body =~ /^(\s*)([a-z_]+\(.*)$/s;
+                $body = "$1if (0) $2" if $mutated;
+            } elsif ($body =~ /\+=/) {
                 $body =~ s/(.*)\+=/$1-=/s;
             } elsif ($body =~ /^(\s*)(d\w*(?:\[[^\]]*\])?)\s*=\s*(.+);\s*$/s && $3 !~ /^[-+0-9.ef]+$/) {
                 $body = "$1$2 = -($3);\n";
@@ -67,9 +76,11 @@ for file in "${files[@]}"; do
     while IFS=$'\t' read -r n mutated; do
         awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' "$file" > "$work/$file"
         what="$file:$n: $(echo "$mutated" | sed 's/^ *//')"
-        if ! $CC $CFLAGS -o "$work/test_gpt2" "$work/test_gpt2.c" -lm 2> "$work/cc.log"; then
+        test=test_gpt2
+        [ "$file" == train_seq2seq.c ] && test=test_seq2seq
+        if ! $CC $CFLAGS -o "$work/$test" "$work/$test.c" -lm 2> "$work/cc.log"; then
             echo "FAIL $what does not compile when mutated"; fail=$((fail + 1))
-        elif (cd "$root" && timeout 120 "$work/test_gpt2" > "$work/out.log" 2>&1); then
+        elif (cd "$root" && timeout 120 "$work/$test" > "$work/out.log" 2>&1); then
             echo "FAIL $what: mutant not caught"; fail=$((fail + 1))
         else
             echo "PASS $what caught ($(grep -c '^FAIL' "$work/out.log") checks fail)"; pass=$((pass + 1))

@@ -10,17 +10,22 @@ pass=0; fail=0
 ok()  { echo "PASS $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
+# a test program's checks, counted into ours: its last line is "N passed, M failed"
+run_test_program() {
+    ./"$1" > "$TMP/$1.log" 2>&1
+    local rc=$?
+    cat "$TMP/$1.log"
+    local counts; counts=$(tail -n 1 "$TMP/$1.log")
+    if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))
+        [ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || bad "$1 exited with status $rc"
+    else
+        bad "$1 did not finish (exit status $rc)"
+    fi
+}
+
 # ---- 1. test_gpt2: references, finite differences, fast vs plain, KV cache, determinism
-./test_gpt2 > "$TMP/test_gpt2.log" 2>&1
-rc=$?
-cat "$TMP/test_gpt2.log"
-counts=$(tail -n 1 "$TMP/test_gpt2.log")
-if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))
-    [ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || bad "test_gpt2 exited with status $rc"
-else
-    bad "test_gpt2 did not finish (exit status $rc)"
-fi
+run_test_program test_gpt2
 
 # ---- 1b. the reference check can fail: corrupted copies of a reference state must be rejected
 # (ref_a_state.bin: B=3 T=11 V=65, so the loss float sits at byte 1024 + 4*(2*33 + 33*65) = 9868 and
@@ -285,7 +290,7 @@ expect_error() {
     local rc=$?
     local line; line=$(head -n 1 "$TMP/err")
     if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] \
-          && [[ "$line" =~ ^(train_gpt2|prepare|make_pairs|pairs_dump): ]] \
+          && [[ "$line" =~ ^(train_gpt2|train_seq2seq|prepare|make_pairs|pairs_dump): ]] \
           && ! grep -qiE 'sanitizer|runtime error|segmentation|core dumped' "$TMP/err"; then
         ok "bad input: $name -> exit $rc: $line"
     else
@@ -632,6 +637,9 @@ expect_error "make_pairs: unknown task" "-t must be reverse, copy, sort or add" 
 expect_error "make_pairs: -l 0" "-l (longest string)" ./data/make_pairs -t reverse -l 0 -o "$TMP/x.txt"
 expect_error "make_pairs: -d 19" "-d (digits)" ./data/make_pairs -t add -d 19 -o "$TMP/x.txt"
 expect_error "make_pairs: -o a directory" "is not a regular file" ./data/make_pairs -t add -o "$TMP"
+
+# ---- 9. the encoder-decoder (train_seq2seq.c, test_seq2seq.c)
+source tests/seq2seq_tests.sh
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

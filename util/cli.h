@@ -119,12 +119,12 @@ static Options default_options(void) {
     return o;
 }
 
-static void print_usage(FILE* f) {
-    Options d = default_options();
-    fprintf(f, "usage: ./train_gpt2 [flags]   (every flag takes a value)\n");
-    for (int i = 0; i < NUM_FLAGS; i++) {
-        const Flag* fl = &FLAGS[i];
-        const char* field = (const char*)&d + fl->offset;
+// the usage of a program from its table of flags and its defaults (an options struct)
+static void print_flag_table(FILE* f, const char* program, const Flag* flags, int n, const void* defaults) {
+    fprintf(f, "usage: ./%s [flags]   (every flag takes a value)\n", program);
+    for (int i = 0; i < n; i++) {
+        const Flag* fl = &flags[i];
+        const char* field = (const char*)defaults + fl->offset;
         char def[64];
         if (fl->type == 'i') snprintf(def, sizeof def, "%d", *(const int*)field);
         else if (fl->type == 'L') snprintf(def, sizeof def, "%lld", *(const long long*)field);
@@ -134,18 +134,23 @@ static void print_usage(FILE* f) {
     }
 }
 
-Options parse_args(int argc, char** argv) {
-    Options o = default_options();
-    print_usage_to = print_usage;
+static void print_usage(FILE* f) {
+    Options d = default_options();
+    print_flag_table(f, "train_gpt2", FLAGS, NUM_FLAGS, &d);
+}
+
+// fills the options struct opts from argv by the table of flags: one line naming the flag
+// for an unknown flag, a missing value or a value that is not a number. -h prints usage.
+static void parse_flag_table(const Flag* flags, int n, void* opts, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage(stdout); exit(0); }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage_to(stdout); exit(0); }
         const Flag* fl = NULL;
-        for (int k = 0; k < NUM_FLAGS; k++)
-            if (strcmp(argv[i], FLAGS[k].name) == 0) fl = &FLAGS[k];
+        for (int k = 0; k < n; k++)
+            if (strcmp(argv[i], flags[k].name) == 0) fl = &flags[k];
         if (!fl) usage_error("unknown flag '%s'", argv[i]);
         if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
         const char* v = argv[++i];
-        char* field = (char*)&o + fl->offset;
+        char* field = (char*)opts + fl->offset;
         char* end;
         errno = 0;
         if (fl->type == 's') { *(const char**)field = v; continue; }
@@ -163,45 +168,67 @@ Options parse_args(int argc, char** argv) {
             if (fl->type == 'i') *(int*)field = (int)x; else *(long long*)field = x;
         }
     }
-    // ranges: one line naming the flag
-    struct { int bad; const char* msg; } checks[] = {
-        {o.B <= 0, "-b (batch size) must be > 0"}, {o.T <= 0, "-t (sequence length) must be > 0"},
-        {o.lr < 0, "-l (learning rate) must be >= 0"}, {o.warmup < 0, "-u (warmup steps) must be >= 0"},
-        {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},
-        {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},
-        {o.val_every < 0, "-v must be >= 0"}, {o.val_batches < 0, "-m must be >= 0"},
-        {o.sample_every < 0, "-s must be >= 0"}, {o.gen_tokens < 0, "-g must be >= 0"},
-        {o.checkpoint_every < 0, "-n must be >= 0"}, {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},
-        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.heads <= 0, "-nh (heads) must be > 0"},
-        {o.channels <= 0, "-nc (channels) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},
-        {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},
-        {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},
-        {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},
-        {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
-        {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
-        {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"},
-        {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
-        {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},
-        {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
-        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
-    for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++)
-        if (checks[k].bad) {  // a value out of range: its line is enough, no usage after it
-            print_usage_to = NULL;
-            usage_error("%s", checks[k].msg);
-        }
-    o.bf16 = strcmp(o.precision, "bf16") == 0;
-    if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
-        usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
-    const char* words[3] = {o.pe, o.ln, o.act};
+}
+
+// the words of -pe, -ln and -act ("" = not given) into their indices in VARIANT_WORDS (-1)
+static void parse_variant_words(const char* const words[3], int variant[3]) {
     for (int k = 0; k < 3; k++) {
         for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)
-            if (strcmp(words[k], VARIANT_WORDS[k][w]) == 0) o.variant[k] = w;
-        if (words[k][0] && o.variant[k] < 0)
+            if (strcmp(words[k], VARIANT_WORDS[k][w]) == 0) variant[k] = w;
+        if (words[k][0] && variant[k] < 0)
             usage_error("flag %s: unknown value '%s' (%s, %s%s%s)", VARIANT_FLAGS[k], words[k],
                         VARIANT_WORDS[k][0], VARIANT_WORDS[k][1], VARIANT_WORDS[k][2] ? ", " : "",
                         VARIANT_WORDS[k][2] ? VARIANT_WORDS[k][2] : "");
     }
+}
+
+// a flag's value out of range: the first failing check's line, no usage after it
+typedef struct { int bad; const char* msg; } RangeCheck;
+static void check_ranges(const RangeCheck* checks, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (checks[k].bad) {
+            print_usage_to = NULL;
+            usage_error("%s", checks[k].msg);
+        }
+}
+
+// the checks of the flags that train_gpt2 and train_seq2seq share (their options structs
+// name them alike): RangeCheck entries for a table
+#define COMMON_RANGE_CHECKS(o)                                                                               \
+    {o.B <= 0, "-b (batch size) must be > 0"}, {o.lr < 0, "-l (learning rate) must be >= 0"},                \
+    {o.warmup < 0, "-u (warmup steps) must be >= 0"},                                                        \
+    {o.final_lr_frac < 0 || o.final_lr_frac > 1, "-q (final learning-rate fraction) must be in [0,1]"},     \
+    {o.weight_decay < 0, "-c (weight decay) must be >= 0"}, {o.max_steps < 0, "-x (steps) must be >= 0"},   \
+    {o.checkpoint_every < 0, "-n must be >= 0"}, {o.resume != 0 && o.resume != 1, "-y must be 0 or 1"},     \
+    {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},                                     \
+    {o.heads <= 0, "-nh (heads) must be > 0"}, {o.channels <= 0, "-nc (channels) must be > 0"},             \
+    {o.grad_clip < 0, "-gc (gradient clip) must be >= 0"}, {o.seed < 0, "-sd (seed) must be >= 0"},         \
+    {!(o.dropout >= 0 && o.dropout < 1), "-dr (dropout) must satisfy 0 <= p < 1"},                          \
+    {!(o.beta1 >= 0 && o.beta1 < 1), "-b1 must be in [0,1)"},                                               \
+    {!(o.beta2 >= 0 && o.beta2 < 1), "-b2 must be in [0,1)"},                                               \
+    {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"}, {o.temperature < 0, "-tp (temperature) must be >= 0"}, \
+    {o.top_k < 0, "-tk (top-k) must be >= 0"}
+
+Options parse_args(int argc, char** argv) {
+    Options o = default_options();
+    print_usage_to = print_usage;
+    parse_flag_table(FLAGS, NUM_FLAGS, &o, argc, argv);
+    // ranges: one line naming the flag
+    RangeCheck checks[] = {
+        COMMON_RANGE_CHECKS(o), {o.T <= 0, "-t (sequence length) must be > 0"},
+        {o.val_every < 0, "-v must be >= 0"}, {o.val_batches < 0, "-m must be >= 0"},
+        {o.sample_every < 0, "-s must be >= 0"}, {o.gen_tokens < 0, "-g must be >= 0"},
+        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
+        {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"},
+        {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
+        {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
+    check_ranges(checks, sizeof checks / sizeof checks[0]);
+    o.bf16 = strcmp(o.precision, "bf16") == 0;
+    if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
+        usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
+    const char* words[3] = {o.pe, o.ln, o.act};
+    parse_variant_words(words, o.variant);
     return o;
 }
 

@@ -54,17 +54,21 @@ static void svg_colour(char* out, float p) {
              (int)(255 - s * 148 + 0.5f));
 }
 
-// probs is (L,NH,T,T): one sequence's attention probabilities, rows = queries, columns =
-// keys; tokens (T) label both axes. causal: the keys after each query are masked (drawn
-// hatched, no cell); 0: every cell is a weight. The cells of a panel are grouped by
-// colour, 64 levels of the square root of the weight (one <path> per level, data-p its
-// weight; a browser draws the file fast, and it stays small). Written atomically.
-void write_attention_svg(const char* path, const float* probs, int L, int NH, int T, const int* tokens,
-                         const Tokenizer* tk, int causal, const char* title) {
+// probs is (L,NH,T,Tk): one sequence's attention probabilities, rows = queries, columns =
+// keys; tokens (T) label the rows and keys (Tk) the columns (self-attention: the same
+// tokens, Tk = T; cross-attention: the target's against the source's). causal: the keys
+// after each query are masked (drawn hatched, no cell); 0: every cell is a weight. The
+// cells of a panel are grouped by colour, 64 levels of the square root of the weight (one
+// <path> per level, data-p its weight; a browser draws the file fast, and it stays small).
+// Written atomically.
+void write_attention_map_svg(const char* path, const float* probs, int L, int NH, int T, int Tk,
+                             const int* tokens, const int* keys, const Tokenizer* tk, int causal,
+                             const char* title) {
     enum { LEVELS = 64 };
-    int cell = T <= 16 ? 18 : T <= 32 ? 13 : T <= 64 ? 9 : 5, font = cell <= 5 ? 5 : cell - 1;
-    int margin = 3 * font + 12, panel = T * cell, gap = 30;
-    int W = margin + NH * (panel + margin) + 90, H = 50 + L * (panel + font + gap + 8);
+    int Tmax = T > Tk ? T : Tk;
+    int cell = Tmax <= 16 ? 18 : Tmax <= 32 ? 13 : Tmax <= 64 ? 9 : 5, font = cell <= 5 ? 5 : cell - 1;
+    int margin = 3 * font + 12, panel = Tk * cell, panel_h = T * cell, gap = 30;
+    int W = margin + NH * (panel + margin) + 90, H = 50 + L * (panel_h + font + gap + 8);
     char tmp[4096], colour[8], label[64];
     FILE* f = atomic_open(path, tmp, sizeof tmp);
     fprintf(f,
@@ -72,24 +76,28 @@ void write_attention_svg(const char* path, const float* probs, int L, int NH, in
             "font-family=\"monospace\" data-layers=\"%d\" data-heads=\"%d\" data-tokens=\"%d\">\n"
             "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\">"
             "<rect width=\"6\" height=\"6\" fill=\"#eeeeee\"/><path d=\"M0,6 L6,0\" stroke=\"#aaaaaa\"/>"
-            "</pattern></defs>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-            "<text x=\"8\" y=\"20\" font-size=\"14\">attention of %s on %d tokens: a row per query, a "
-            "column per key</text>\n",
-            W, H, L, NH, T, title, T);
+            "</pattern></defs>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            W, H, L, NH, T);
+    if (Tk == T)
+        fprintf(f, "<text x=\"8\" y=\"20\" font-size=\"14\">attention of %s on %d tokens: a row per query, a "
+                   "column per key</text>\n", title, T);
+    else
+        fprintf(f, "<text x=\"8\" y=\"20\" font-size=\"14\">attention of %s: %d queries (rows) against %d "
+                   "keys (columns)</text>\n", title, T, Tk);
     for (int l = 0; l < L; l++)
         for (int h = 0; h < NH; h++) {
-            int x0 = margin + h * (panel + margin), y0 = 50 + gap + l * (panel + font + gap + 8);
+            int x0 = margin + h * (panel + margin), y0 = 50 + gap + l * (panel_h + font + gap + 8);
             fprintf(f,
                     "<g class=\"panel\" data-layer=\"%d\" data-head=\"%d\">\n<text x=\"%d\" y=\"%d\" "
                     "font-size=\"13\">layer %d, head %d</text>\n",
                     l, h, x0, y0 - 8, l, h);
-            const float* p = probs + (size_t)(l * NH + h) * T * T;
+            const float* p = probs + (size_t)(l * NH + h) * T * Tk;
             fprintf(f, "<g transform=\"translate(%d %d) scale(%d)\">\n", x0, y0, cell);  // in cells
             for (int k = 0; k < LEVELS; k++) {
                 int opened = 0;
                 for (int t = 0; t < T; t++)
-                    for (int t2 = 0; t2 <= (causal ? t : T - 1); t2++) {
-                        float w = p[(size_t)t * T + t2];
+                    for (int t2 = 0; t2 <= (causal ? t : Tk - 1); t2++) {
+                        float w = p[(size_t)t * Tk + t2];
                         int level = (int)lroundf(sqrtf(w < 0 ? 0 : w > 1 ? 1 : w) * (LEVELS - 1));
                         if (level != k) continue;
                         if (!opened) {
@@ -114,17 +122,20 @@ void write_attention_svg(const char* path, const float* probs, int L, int NH, in
             fprintf(f,
                     "</g>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
                     "stroke=\"#444\"/>\n",
-                    x0, y0, panel, panel);
+                    x0, y0, panel, panel_h);
             for (int t = 0; t < T; t++) {  // the tokens: queries down the left, keys along the bottom
                 svg_token_label(label, sizeof label, tk, tokens[t]);
                 fprintf(f,
                         "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"end\">%s"
                         "</text>\n",
                         x0 - 2, y0 + t * cell + cell - 1, font, label);
+            }
+            for (int t = 0; t < Tk; t++) {
+                svg_token_label(label, sizeof label, tk, keys[t]);
                 fprintf(f,
                         "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"middle\">"
                         "%s</text>\n",
-                        x0 + t * cell + cell / 2, y0 + panel + font + 1, font, label);
+                        x0 + t * cell + cell / 2, y0 + panel_h + font + 1, font, label);
             }
             fprintf(f, "</g>\n");
         }
@@ -144,6 +155,12 @@ void write_attention_svg(const char* path, const float* probs, int L, int NH, in
             "masked</text>\n</svg>\n",
             bx, by - 8, bx, by + bh + 16, bx + 20, by + bh + 26);
     atomic_commit(f, tmp, path);
+}
+
+// self-attention: the same tokens label the rows and the columns
+void write_attention_svg(const char* path, const float* probs, int L, int NH, int T, const int* tokens,
+                         const Tokenizer* tk, int causal, const char* title) {
+    write_attention_map_svg(path, probs, L, NH, T, T, tokens, tokens, tk, causal, title);
 }
 
 // Where each head looks, averaged over the queries that have such a key: the previous

@@ -1,0 +1,352 @@
+/*
+test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
+
+1. Finite differences of the whole model's loss, every parameter, on a padded batch
+   (sources and targets of different lengths), for pre-/post-LN, GELU/ReLU, learned and
+   sinusoidal positions, and with dropout at every site.
+2. Padding invariance: the same pairs padded further (longer Ts and Tt) give the same
+   logits at every real position and the same gradients, within float rounding.
+3. The KV-cache decoder (decoder_forward_token) against the training forward's logits
+   at every position; greedy decoding against the argmax of the teacher-forced forward.
+4. Checkpoints written, read and written again byte for byte.
+5. PyTorch's nn.Transformer as the oracle, when tests/seq2seq_reference.h is present
+   (references in data/ref, or -r DIR).
+Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
+*/
+#define TESTING_SEQ2SEQ  // train_seq2seq.c without its main
+#include "train_seq2seq.c"
+
+#define TOL_FD_REL 5e-4f     // finite differences: max |num - analytic| / max |analytic|
+#define TOL_PAD_ABS 1e-6f    // padding: logits of real positions, max abs difference
+#define TOL_PAD_REL 1e-5f    // padding: gradients, relative to the largest of the tensor
+#define TOL_KV_ABS 1e-5f     // KV-cache logits vs the training forward's
+
+#include "tests/check.h"  // check(), use_threads()
+
+
+// ----------------------------------------------------------------------------
+// a small model and a padded batch
+
+typedef struct { const char* name; int pe, ln, act; float dropout; } Variant;
+static const Variant VARIANTS[] = {
+    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f},
+    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f},
+    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f},
+    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f},
+    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f},
+};
+#define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
+enum { V = 9, MAXT = 8, C = 8, NH = 2 };
+
+// 2 + 2 layers (so the memory's gradient sums over two decoder layers); weights drawn
+// larger than GPT-2's 0.02 so that activations are of order 1 (a finite difference then
+// sees the maths, not the rounding) and layernorm weights and biases are not 1 and 0
+static void small_model(Seq2Seq* m, const Variant* v, uint64_t seed) {
+    Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 2,
+                       .dec_layers = 2, .num_heads = NH, .channels = C, .pos_encoding = v->pe,
+                       .ln_place = v->ln, .activation = v->act};
+    seq2seq_init_random(m, c, seed);
+    uint64_t rng = seed * 7 + 1;
+    for (size_t i = 0; i < m->num_parameters; i++)
+        m->params_memory[i] = 0.3f * random_normal(&rng);
+    for (int k = 0; k < NUM_S2S_PARAMETERS; k++) {  // layernorm weights near 1
+        const char* n = S2S_PARAMETER_NAMES[k];
+        size_t len = strlen(n);
+        if (n[len - 1] != 'w' || !strstr(n, "ln")) continue;
+        float* p = m->params_memory + sum_sizes(m->param_sizes, k);
+        for (size_t i = 0; i < m->param_sizes[k]; i++)
+            p[i] += 1.0f;
+    }
+    m->dropout_p = v->dropout;
+    m->dropout_seed = seed;
+}
+
+// three pairs of different lengths: sources 5, 2, 4; targets 3, 6, 1 (Ts 5, Tt 7)
+typedef struct { int src[3][8], src_len[3], tgt[3][8], tgt_len[3]; } Pairs3;
+static const Pairs3 PAIRS = {{{3, 4, 5, 6, 7}, {8, 3}, {5, 5, 6, 4}}, {5, 2, 4},
+                             {{7, 8, 3}, {4, 4, 5, 6, 7, 8}, {6}}, {3, 6, 1}};
+
+// lays the pairs out as a batch padded to Ts >= 5 and Tt >= 7 (util/pairs.h's layout)
+static void make_batch(PairBatch* pb, const Pairs3* p, int Ts, int Tt) {
+    pair_batch_alloc(pb, 3, MAXT, MAXT);
+    pb->B = 3; pb->Ts = Ts; pb->Tt = Tt;
+    for (int b = 0; b < 3; b++) {
+        int n = p->tgt_len[b];
+        pb->src_len[b] = p->src_len[b];
+        pb->tgt_len[b] = n + 1;
+        for (int t = 0; t < Ts; t++)
+            pb->src[b * Ts + t] = t < p->src_len[b] ? p->src[b][t] : PAIR_PAD;
+        for (int t = 0; t < Tt; t++) {
+            pb->dec_in[b * Tt + t] = t == 0 ? PAIR_BOS : t <= n ? p->tgt[b][t - 1] : PAIR_PAD;
+            pb->dec_tgt[b * Tt + t] = t < n ? p->tgt[b][t] : t == n ? PAIR_EOS : -1;
+        }
+    }
+}
+
+// the loss in double, from the per-position losses (the float mean would round away
+// what a finite difference measures)
+static double model_loss(Seq2Seq* m, const PairBatch* pb, long step) {
+    seq2seq_forward(m, pb, step);
+    double sum = 0.0;
+    for (int i = 0; i < pb->B * pb->Tt; i++)
+        sum += m->scratch.losses[i];
+    return sum / m->num_targets;
+}
+
+static void gradients(Seq2Seq* m, const PairBatch* pb, long step) {
+    seq2seq_forward(m, pb, step);
+    if (m->grads_memory) zero_floats(m->grads_memory, m->num_parameters);
+    seq2seq_backward(m);
+}
+
+// ----------------------------------------------------------------------------
+// 1. finite differences, every parameter
+
+// ReLU has a kink at 0: a difference whose two sides put an MLP input on different sides
+// of it measures the jump, not the slope. This hash of the signs of every MLP input
+// (fch) tells whether a perturbation moved one across; such parameters are skipped and
+// counted (a handful of thousands).
+static uint64_t relu_signs(const Seq2Seq* m) {
+    Seq2SeqConfig c = m->config;
+    uint64_t h = 0;
+    for (int s = 0; s < num_sublayers(c); s++) {
+        Sublayer u = sublayer(&m->params, c, s);
+        if (u.kind != SUB_MLP) continue;
+        SublayerActs a = sublayer_acts(m, u, s);
+        int T = u.decoder ? m->Tt : m->Ts, H = 4 * c.channels;
+        for (int bt = 0; bt < m->B * T; bt++) {  // real positions only: padding's kinks change nothing
+            int real = u.decoder ? m->dec_tgt[bt] >= 0 : bt % T < m->src_len[bt / T];
+            for (int i = 0; real && i < H; i++)
+                h = splitmix64(h ^ (a.fch[(size_t)bt * H + i] > 0.0f)) + (uint64_t)i;
+        }
+    }
+    return h;
+}
+
+static void test_finite_differences(void) {
+    printf("-- finite differences of the whole model's loss (2+2 layers, a padded batch of 3 pairs)\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        const Variant* v = &VARIANTS[k];
+        Seq2Seq m;
+        small_model(&m, v, 100 + k);
+        long step = v->dropout > 0 ? 3 : -1;
+        gradients(&m, &pb, step);
+        seq2seq_forward(&m, &pb, step);
+        uint64_t signs = relu_signs(&m);
+        // eps 2e-3: measured on the pre-LN GELU model, the worst error relative to the largest
+        // gradient is 2.0e-3 at eps 1e-2 and 5.3e-4 at 5e-3 (truncation, ~eps^2), 1.9e-4 at
+        // 2e-3, and 4.1e-4 at 1e-3 (the float forward's rounding, ~1/eps)
+        const float eps = 2e-3f;
+        float max_err = 0.0f, max_ana = 0.0f;
+        size_t worst = 0, n = 0, kinks = 0;
+        for (size_t i = 0; i < m.num_parameters; i++) {
+            float ana = m.grads_memory[i];
+            if (i >= (size_t)V * C && i < 16 * C) continue;  // wte's padding rows: never used
+            float orig = m.params_memory[i];
+            m.params_memory[i] = orig + eps; double fp = model_loss(&m, &pb, step);
+            int crossed = v->act == ACT_RELU && relu_signs(&m) != signs;
+            m.params_memory[i] = orig - eps; double fm = model_loss(&m, &pb, step);
+            crossed = crossed || (v->act == ACT_RELU && relu_signs(&m) != signs);
+            m.params_memory[i] = orig;
+            if (crossed) { kinks++; continue; }
+            float num = (float)((fp - fm) / (2.0 * eps));
+            if (!(fabsf(num - ana) <= max_err)) { max_err = fabsf(num - ana); worst = i; }
+            if (fabsf(ana) > max_ana) max_ana = fabsf(ana);
+            n++;
+        }
+        int tensor = 0;
+        while (tensor + 1 < NUM_S2S_PARAMETERS && sum_sizes(m.param_sizes, tensor + 1) <= worst)
+            tensor++;
+        check(max_err <= TOL_FD_REL * max_ana && kinks * 4 < n, "finite differences, %-34s %zu parameters "
+              "(%zu skipped: a ReLU kink): max error %.2e (in %s), relative to max %.2e (tolerance %.0e)",
+              v->name, n, kinks, max_err, S2S_PARAMETER_NAMES[tensor], max_err / max_ana, TOL_FD_REL);
+        seq2seq_free(&m);
+    }
+    pair_batch_free(&pb);
+}
+
+// ----------------------------------------------------------------------------
+// 2. padding changes no real position
+
+static void test_padding_invariance(void) {
+    printf("-- padding: the same pairs padded to Ts 5 -> 8 and Tt 7 -> 8\n");
+    PairBatch tight, loose;
+    make_batch(&tight, &PAIRS, 5, 7);
+    make_batch(&loose, &PAIRS, 8, 8);
+    for (int k = 0; k < 2; k++) {
+        Seq2Seq m;
+        small_model(&m, &VARIANTS[k], 200 + k);
+        gradients(&m, &tight, -1);
+        float loss_tight = m.mean_loss;
+        float* grads = mallocCheck(m.num_parameters * sizeof(float));
+        memcpy(grads, m.grads_memory, m.num_parameters * sizeof(float));
+        float* logits = mallocCheck((size_t)3 * 7 * 16 * sizeof(float));
+        seq2seq_forward(&m, &tight, -1);  // the backward overwrote the logits
+        memcpy(logits, m.acts.logits, (size_t)3 * 7 * 16 * sizeof(float));
+        gradients(&m, &loose, -1);
+        float loss_loose = m.mean_loss;
+        float* grads_loose = m.grads_memory;
+        seq2seq_forward(&m, &loose, -1);
+        float worst_logit = 0.0f;
+        for (int b = 0; b < 3; b++)
+            for (int t = 0; t <= PAIRS.tgt_len[b]; t++)  // the real positions: target and EOS
+                for (int v = 0; v < V; v++) {
+                    float d = fabsf(logits[(b * 7 + t) * 16 + v] - m.acts.logits[(b * 8 + t) * 16 + v]);
+                    if (!(d <= worst_logit)) worst_logit = d;
+                }
+        float worst_grad = 0.0f;
+        for (int j = 0; j < NUM_S2S_PARAMETERS; j++) {
+            size_t off = sum_sizes(m.param_sizes, j);
+            float max_abs = 0.0f, max_ref = 0.0f;
+            for (size_t i = off; i < off + m.param_sizes[j]; i++) {
+                float d = fabsf(grads[i] - grads_loose[i]);
+                if (!(d <= max_abs)) max_abs = d;
+                if (fabsf(grads[i]) > max_ref) max_ref = fabsf(grads[i]);
+            }
+            float r = max_ref > 0 ? max_abs / max_ref : max_abs;
+            if (!(r <= worst_grad)) worst_grad = r;
+        }
+        check(worst_logit <= TOL_PAD_ABS && worst_grad <= TOL_PAD_REL && loss_tight == loss_loose,
+              "padding, %s: real positions' logits differ by at most %.1e (tolerance %.0e), gradients by "
+              "%.1e of their tensor's largest (tolerance %.0e), loss %.7f vs %.7f", VARIANTS[k].name,
+              worst_logit, TOL_PAD_ABS, worst_grad, TOL_PAD_REL, loss_tight, loss_loose);
+        free(grads);
+        free(logits);
+        seq2seq_free(&m);
+    }
+    pair_batch_free(&tight);
+    pair_batch_free(&loose);
+}
+
+// ----------------------------------------------------------------------------
+// 3. the KV-cache decoder against the training forward
+
+static void test_kv_cache(void) {
+    printf("-- the decoder one token at a time (KV cache) against the training forward\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    for (int k = 0; k < 4; k++) {
+        Seq2Seq m;
+        small_model(&m, &VARIANTS[k], 300 + k);
+        DecodeCache dc;
+        decode_cache_init(&dc, m.config, 3);
+        seq2seq_forward(&m, &pb, -1);
+        float* logits = mallocCheck((size_t)3 * 7 * 16 * sizeof(float));
+        memcpy(logits, m.acts.logits, (size_t)3 * 7 * 16 * sizeof(float));
+        seq2seq_encode(&m, pb.src, pb.src_len, 3, 5, -1);
+        decode_cache_start(&m, &dc);
+        float worst = 0.0f;
+        int tokens[3];
+        for (int t = 0; t < 7; t++) {  // feed the true decoder inputs (padding included)
+            for (int b = 0; b < 3; b++)
+                tokens[b] = pb.dec_in[b * 7 + t];
+            const float* step = decoder_forward_token(&m, &dc, tokens);
+            for (int b = 0; b < 3; b++)
+                for (int v = 0; v < V; v++) {
+                    float d = fabsf(step[b * 16 + v] - logits[(b * 7 + t) * 16 + v]);
+                    if (!(d <= worst)) worst = d;
+                }
+        }
+        check(worst <= TOL_KV_ABS, "KV cache, %s: logits at all 7 positions of 3 padded pairs within %.1e of "
+              "the training forward (tolerance %.0e)", VARIANTS[k].name, worst, TOL_KV_ABS);
+        // greedy decoding: each output token is the argmax of the teacher-forced forward fed
+        // with the outputs so far (a second, independent route to the same tokens)
+        Sampler greedy;
+        sampler_init(&greedy, V, 0.0f, 0, 0);
+        int out[3 * MAXT], out_len[3], agree = 1;
+        seq2seq_decode(&m, &dc, &greedy, pb.src, pb.src_len, 3, 5, out, out_len);
+        for (int b = 0; b < 3 && agree; b++) {
+            int in[MAXT] = {PAIR_BOS};
+            for (int t = 0; t < out_len[b] + 1 && t < MAXT && agree; t++) {
+                seq2seq_encode(&m, pb.src + b * 5, pb.src_len + b, 1, 5, -1);
+                seq2seq_decode_teacher(&m, in, NULL, t + 1);
+                const float* z = m.acts.logits + (size_t)t * 16;
+                int best = 0;
+                for (int v = 1; v < V; v++)
+                    best = z[v] > z[best] ? v : best;
+                int want = t < out_len[b] ? out[b * MAXT + t] : PAIR_EOS;
+                agree = best == want;
+                if (t + 1 < MAXT) in[t + 1] = best;
+            }
+        }
+        check(agree, "greedy decoding, %s: every decoded token is the argmax of the full forward on the "
+              "tokens before it (lengths %d, %d, %d)", VARIANTS[k].name, out_len[0], out_len[1], out_len[2]);
+        sampler_free(&greedy);
+        free(logits);
+        decode_cache_free(&dc);
+        seq2seq_free(&m);
+    }
+    pair_batch_free(&pb);
+}
+
+// ----------------------------------------------------------------------------
+// 4. checkpoints byte for byte
+
+static int same_file(const char* a, const char* b) {
+    FILE *fa = fopenCheck(a, "rb"), *fb = fopenCheck(b, "rb");
+    int ca, cb, same = 1;
+    do {
+        ca = fgetc(fa);
+        cb = fgetc(fb);
+        same = ca == cb;
+    } while (same && ca != EOF);
+    fclose(fa);
+    fclose(fb);
+    return same;
+}
+
+static void test_checkpoint(void) {
+    printf("-- checkpoints\n");
+    mkdir("tests/tmp", 0755);
+    for (int k = 0; k < 2; k++) {
+        Seq2Seq m, back;
+        small_model(&m, &VARIANTS[k], 400 + k);
+        seq2seq_write_checkpoint(&m, "tests/tmp/s2s_a.bin");
+        seq2seq_build_from_checkpoint(&back, "tests/tmp/s2s_a.bin");
+        seq2seq_write_checkpoint(&back, "tests/tmp/s2s_b.bin");
+        int same = back.num_parameters == m.num_parameters &&
+                   memcmp(back.params_memory, m.params_memory, m.num_parameters * sizeof(float)) == 0 &&
+                   memcmp(&back.config, &m.config, sizeof m.config) == 0;
+        check(same && same_file("tests/tmp/s2s_a.bin", "tests/tmp/s2s_b.bin"), "checkpoint of %s: written, "
+              "read and written again byte for byte (%zu parameters)", VARIANTS[k].name, m.num_parameters);
+        seq2seq_free(&m);
+        seq2seq_free(&back);
+    }
+    remove("tests/tmp/s2s_a.bin");
+    remove("tests/tmp/s2s_b.bin");
+}
+
+// ----------------------------------------------------------------------------
+
+#if __has_include("tests/seq2seq_reference.h")
+#include "tests/seq2seq_reference.h"
+#define HAVE_SEQ2SEQ_REFERENCE 1
+#endif
+
+int main(int argc, char** argv) {
+    const char* dir = "data/ref";
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "-r") == 0) dir = argv[++i];
+        else {
+            fprintf(stderr, "usage: ./test_seq2seq [-r REFERENCE_DIR]\n");
+            return EXIT_USAGE;
+        }
+    }
+    error_program = "test_seq2seq";
+    int threads = use_threads(1);  // tiny models: waking threads costs more than the work
+    test_finite_differences();
+    test_padding_invariance();
+    test_kv_cache();
+    test_checkpoint();
+#ifdef HAVE_SEQ2SEQ_REFERENCE
+    check_seq2seq_references(dir);
+#else
+    (void)dir;
+    printf("-- no tests/seq2seq_reference.h: the nn.Transformer references are not checked\n");
+#endif
+    use_threads(threads);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The encoder-decoder's demo (README, "Encoder-decoder (article 003)"), run by CI: the default
+# run of train_seq2seq, reversal of 1-16 letters, must reach >= 99% exact match on the 1,000
+# held-out pairs by greedy decoding, within 5 minutes, with a second-layer cross-attention map
+# whose rows put most of their weight on the anti-diagonal. Last line: "N passed, M failed".
+set -u
+cd "$(dirname "$0")/.."
+TMP=tests/tmp/seq2seq_demo
+rm -rf "$TMP"; mkdir -p "$TMP"
+pass=0; fail=0
+ok()  { echo "PASS $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+make train_seq2seq data/reverse_train.bin > /dev/null
+start=$(date +%s)
+./train_seq2seq -o "$TMP" -am "$TMP/cross.svg" > "$TMP/demo.log" 2>&1
+rc=$?
+seconds=$(( $(date +%s) - start ))
+grep -vP '^step +\d+/' "$TMP/demo.log"
+exact=$(grep -oP '^held-out: 1000 pairs \| exact match \K[0-9.]+' "$TMP/demo.log")
+if [ $rc -eq 0 ] && [ -n "$exact" ] && awk -v e="$exact" 'BEGIN { exit !(e >= 99) }'; then
+    ok "reversal: $exact% exact match on 1,000 held-out pairs (greedy decoding)"
+else
+    bad "reversal: exact match '$exact' (exit $rc), below 99%"
+fi
+if [ "$seconds" -lt 300 ]; then ok "the demo run took $seconds s (under 5 minutes)"
+else bad "the demo run took $seconds s, more than 5 minutes"; fi
+best=$(grep -oP 'anti-diagonal.*' "$TMP/demo.log" | grep -oP 'L1H\d \K[0-9.]+' | sort -n | tail -n 1)
+if [ -n "$best" ] && awk -v b="$best" 'BEGIN { exit !(b > 0.5) }'; then
+    ok "-am: a second-layer head puts $best of each row's weight on the anti-diagonal (source n-1-i)"
+else
+    bad "-am: no second-layer head follows the anti-diagonal (best '$best')"
+fi
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

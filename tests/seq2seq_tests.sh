@@ -1,0 +1,77 @@
+# The encoder-decoder (train_seq2seq.c), sourced by tests/run_tests.sh (its ok, bad, expect_error,
+# run_test_program, TMP and counters): test_seq2seq, then the command line: a short training whose
+# loss falls, resume bit for bit, the cross-attention picture, and bad input.
+echo "-- the encoder-decoder: test_seq2seq"
+run_test_program test_seq2seq
+
+echo "-- the encoder-decoder: command line"
+S2S=(-nl 1 -nh 2 -nc 32 -b 16 -l 3e-3 -u 5 -ne 48 -g 2 -v 0)
+# a short training with checkpoints every 10 steps; then the last checkpoint removed and the run
+# resumed from step 20: the resumed steps' losses must be the first run's, bit for bit
+./train_seq2seq "${S2S[@]}" -x 30 -n 10 -o "$TMP/s2s" > "$TMP/s2s.log" 2>&1
+rm -f "$TMP/s2s/model_00000030.bin" "$TMP/s2s/state_00000030.bin"
+./train_seq2seq "${S2S[@]}" -x 30 -n 10 -o "$TMP/s2s" -y 1 > "$TMP/s2s_resumed.log" 2>&1
+first=$(grep -m1 -oP 'step +1/30 \| loss \K[0-9.]+' "$TMP/s2s.log")
+last=$(grep -oP 'step +30/30 \| loss \K[0-9.]+' "$TMP/s2s.log")
+losses() { grep -oP 'step +(2[1-9]|30)/30 \| loss [0-9.]+' "$1"; }
+if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.15) }'; then
+    ok "train_seq2seq: the loss falls from $first to $last in 30 steps"
+else
+    bad "train_seq2seq: the loss did not fall (first '$first', last '$last')"; tail -n 5 "$TMP/s2s.log"
+fi
+if [ "$(losses "$TMP/s2s.log" | wc -l)" -eq 10 ] && cmp -s <(losses "$TMP/s2s.log") <(losses "$TMP/s2s_resumed.log") \
+      && grep -q 'resuming from .*model_00000020.bin at step 20' "$TMP/s2s_resumed.log"; then
+    ok "train_seq2seq -y 1: resumed at step 20, steps 21-30 give the same losses bit for bit"
+else
+    bad "train_seq2seq -y 1: the resumed losses differ"; diff <(losses "$TMP/s2s.log") <(losses "$TMP/s2s_resumed.log") | head -4
+fi
+if grep -qP '^held-out: 48 pairs \| exact match [0-9.]+% \(greedy decoding\) \| teacher-forced token accuracy [0-9.]+%' \
+        "$TMP/s2s.log" && [ "$(grep -cP '^ +(right|WRONG) ' "$TMP/s2s.log")" -eq 2 ] \
+      && grep -q 'data-steps="30"' "$TMP/s2s/loss.svg"; then
+    ok "train_seq2seq: exact match beside teacher-forced token accuracy on 48 held-out pairs, 2 decoded examples, loss.svg"
+else
+    bad "train_seq2seq: no held-out report, examples or loss curve"; tail -n 4 "$TMP/s2s.log"
+fi
+# the cross-attention maps of a held-out pair: Ld x NH panels, one cell per (target, source) weight,
+# each row summing to 1
+ckpt="$TMP/s2s/model_00000020.bin"
+./train_seq2seq -e "$ckpt" -x 0 -ne 8 -g 0 -am "$TMP/cross.svg" > "$TMP/cross.log" 2>&1
+dims=$(grep -oP 'pair 0 \(\K[0-9]+ target \+ EOS rows, [0-9]+' "$TMP/cross.log")
+Tt=${dims%% *}; Ts=${dims##* }
+if [ -n "$Tt" ] && res=$(perl -e '
+        my ($file, $L, $NH, $T, $S) = @ARGV; local $/; open(my $f, "<", $file) or die; my $svg = <$f>;
+        my $panels = () = $svg =~ /<g class="panel"/g; my $ticks = () = $svg =~ /<text class="tick"/g;
+        my (%row, $cells); while ($svg =~ /<path data-p="([0-9.]+)" fill="#[0-9a-f]{6}" d="([^"]*)"/g) {
+            my ($p, $d) = ($1, $2); while ($d =~ /M(\d+) (\d+)h1v1h-1z/g) { $cells++; $row{$2} += $p; } }
+        my $worst = 0; for (values %row) { my $e = abs($_ / ($L * $NH) - 1); $worst = $e if $e > $worst }
+        print "$panels panels, $cells cells, $ticks ticks, rows within $worst of 1";
+        exit !($panels == $L * $NH && $cells == $L * $NH * $T * $S && $ticks == $panels * ($T + $S) && $worst < 0.06);
+    ' "$TMP/cross.svg" 1 2 "$Tt" "$Ts"); then
+    ok "train_seq2seq -am: the cross-attention of a held-out pair ($Tt target rows x $Ts source columns): $res"
+else
+    bad "train_seq2seq -am: ${res:-no picture}"; tail -n 3 "$TMP/cross.log"
+fi
+
+# bad input: one line naming the file or flag, non-zero exit
+printf 'abc\tcba\n' > "$TMP/one_pair.txt"
+expect_error "a GPT-2 checkpoint given to train_seq2seq" "is a GPT-2 checkpoint (version 3)" \
+    ./train_seq2seq -e data/ref/ref_a_model.bin -x 0
+expect_error "an encoder-decoder checkpoint given to train_gpt2" "is an encoder-decoder checkpoint (version 200)" \
+    ./train_gpt2 -e "$ckpt" -x 0 -g 0
+head -c 3000 "$ckpt" > "$TMP/s2s_truncated.bin"
+expect_error "a truncated encoder-decoder checkpoint" "s2s_truncated.bin' is truncated" \
+    ./train_seq2seq -e "$TMP/s2s_truncated.bin" -x 0
+perl -e 'open(my $f, "+<:raw", shift) or die; seek($f, 24, 0); print $f pack("l<", 31)' "$TMP/s2s_truncated.bin"
+expect_error "an encoder-decoder checkpoint whose heads do not divide the channels" "channels 31 are not divisible by heads 2" \
+    ./train_seq2seq -e "$TMP/s2s_truncated.bin" -x 0
+expect_error "a pair longer than the model's maxT" "characters, more than the model's maxT 8" \
+    ./train_seq2seq "${S2S[@]}" -mt 8 -x 1 -o ""
+expect_error "a tokenizer of another vocabulary" "-tok 'data/tiny_shakespeare_tokenizer.bin' has 65 tokens, the model 29" \
+    ./train_seq2seq -e "$ckpt" -x 0 -tok data/tiny_shakespeare_tokenizer.bin
+./data/make_pairs -t add -n 40 -d 2 -sd 3 -o "$TMP/add.txt" > /dev/null 2>&1
+./data/prepare -i "$TMP/add.txt" -o "$TMP/add" -m pairs -v 0.25 > /dev/null 2>&1
+expect_error "pairs of another task (another vocabulary)" "add_val.bin' has a vocabulary of 14 tokens, the model 29" \
+    ./train_seq2seq -e "$ckpt" -x 0 -j "$TMP/add_val.bin"
+expect_error "-pe rope" "-pe rope: the encoder-decoder has learned or sinusoidal positions" ./train_seq2seq -pe rope
+expect_error "-nle -1" "-nle must be >= 0" ./train_seq2seq -nle -1
+expect_error "-ln of a loaded model" "-ln: the loaded model was built otherwise" ./train_seq2seq -e "$ckpt" -x 0 -ln post

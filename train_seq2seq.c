@@ -1,0 +1,1339 @@
+/*
+train_seq2seq.c: the encoder-decoder Transformer of the encoder/decoder article (file 003),
+trained with teacher forcing and decoded token by token (article 002: training vs
+inference). A sequel to train_gpt2.c: it #includes that file (its main hidden, as
+test_gpt2.c does) and builds the two stacks from the same layers: layernorm, matmul,
+attention (with a key-padding mask, and as cross-attention), GELU/ReLU, dropout, softmax
+and cross-entropy, AdamW, the learning-rate schedule, the sampler and the pictures.
+Reading order:
+  1. Seq2SeqConfig, the parameters (one allocation, named pointers), the activations;
+  2. the sublayer: x -> x + f(ln(x)) (pre-LN) or ln(x + f(x)) (post-LN), where f is a
+     self-attention, a cross-attention or an MLP branch; an encoder layer is two
+     sublayers, a decoder layer three (branch_forward, sublayer_forward);
+  3. seq2seq_forward: the encoder over the padded source, then the decoder over the
+     shifted target (teacher forcing); the loss is the mean over real target positions;
+  4. seq2seq_backward: the same steps reversed; the encoder output's gradient is the sum
+     over every decoder layer that reads it (branch_backward, SUB_CROSS);
+  5. checkpoints (version 200 of llm.c's header, doc/formats.md);
+  6. inference: the decoder one token at a time with a KV cache, the cross-attention's
+     K and V computed once per source (decoder_forward_token, seq2seq_decode);
+  7. evaluation: exact match of the decoded sequence beside teacher-forced token accuracy;
+  8. the program: flags, the training loop, checkpoints and resume, the pictures.
+Tokens (util/pairs.h): PAD = 0, BOS = 1, EOS = 2, characters from 3. A batch holds B pairs:
+src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...; dec_tgt
+(B,Tt) = target, EOS, -1 (no loss)... Shapes: Ts source length, Tt target length + 1,
+Le and Ld the layers of the encoder and the decoder; the rest as in train_gpt2.c.
+*/
+#define TESTING  // train_gpt2.c without its main
+#include "train_gpt2.c"
+#include "util/pairs.h"  // PairSet, PairBatch: pair files and their batches
+
+#define CHECKPOINT_MAGIC 20240326  // llm.c's model checkpoint header
+
+// ----------------------------------------------------------------------------
+// the model: configuration, parameters, activations
+
+typedef struct {
+    int max_seq_len;        // maxT: the longest source, and the longest target + 1
+    int vocab_size;         // V, the specials included
+    int padded_vocab_size;  // Vp: V rounded up to a multiple of 128, rows of wte
+    int enc_layers;         // Le
+    int dec_layers;         // Ld
+    int num_heads;          // NH
+    int channels;           // C
+    int pos_encoding, ln_place, activation;  // train_gpt2.c's POS_LEARNED|POS_SIN, LN_*, ACT_*
+} Seq2SeqConfig;
+
+// all parameters, in the checkpoint's order. L.. arrays hold one slice per layer.
+#define NUM_S2S_PARAMETERS 38
+typedef struct {
+    float* wte;        // (Vp,C) token embedding of source and target, and the output head (tied)
+    float* wpe;        // (maxT,C) learned positions, shared by both stacks (NULL with -pe sin)
+    // the encoder, Le layers of GPT-2's tensors: self-attention (unmasked), MLP
+    float* e_ln1w;     // (Le,C)
+    float* e_ln1b;     // (Le,C)
+    float* e_qkvw;     // (Le,3C,C)
+    float* e_qkvb;     // (Le,3C)
+    float* e_attprojw; // (Le,C,C)
+    float* e_attprojb; // (Le,C)
+    float* e_ln2w;     // (Le,C)
+    float* e_ln2b;     // (Le,C)
+    float* e_fcw;      // (Le,4C,C)
+    float* e_fcb;      // (Le,4C)
+    float* e_fcprojw;  // (Le,C,4C)
+    float* e_fcprojb;  // (Le,C)
+    float* enc_lnfw;   // (C) the encoder's final layernorm: its output is the memory
+    float* enc_lnfb;   // (C)
+    // the decoder, Ld layers: causal self-attention, cross-attention, MLP
+    float* d_ln1w;     // (Ld,C)
+    float* d_ln1b;     // (Ld,C)
+    float* d_qkvw;     // (Ld,3C,C)
+    float* d_qkvb;     // (Ld,3C)
+    float* d_attprojw; // (Ld,C,C)
+    float* d_attprojb; // (Ld,C)
+    float* d_lnxw;     // (Ld,C) the cross-attention's layernorm
+    float* d_lnxb;     // (Ld,C)
+    float* d_xqw;      // (Ld,C,C) queries from the decoder stream
+    float* d_xqb;      // (Ld,C)
+    float* d_xkvw;     // (Ld,2C,C) keys and values from the memory: K rows, then V rows
+    float* d_xkvb;     // (Ld,2C)
+    float* d_xprojw;   // (Ld,C,C)
+    float* d_xprojb;   // (Ld,C)
+    float* d_ln2w;     // (Ld,C)
+    float* d_ln2b;     // (Ld,C)
+    float* d_fcw;      // (Ld,4C,C)
+    float* d_fcb;      // (Ld,4C)
+    float* d_fcprojw;  // (Ld,C,4C)
+    float* d_fcprojb;  // (Ld,C)
+    float* lnfw;       // (C) the decoder's final layernorm
+    float* lnfb;       // (C)
+} Seq2SeqParams;
+
+__attribute__((unused)) static const char* const S2S_PARAMETER_NAMES[NUM_S2S_PARAMETERS] = {
+    "wte", "wpe", "e_ln1w", "e_ln1b", "e_qkvw", "e_qkvb", "e_attprojw", "e_attprojb", "e_ln2w", "e_ln2b",
+    "e_fcw", "e_fcb", "e_fcprojw", "e_fcprojb", "enc_lnfw", "enc_lnfb", "d_ln1w", "d_ln1b", "d_qkvw",
+    "d_qkvb", "d_attprojw", "d_attprojb", "d_lnxw", "d_lnxb", "d_xqw", "d_xqb", "d_xkvw", "d_xkvb",
+    "d_xprojw", "d_xprojb", "d_ln2w", "d_ln2b", "d_fcw", "d_fcb", "d_fcprojw", "d_fcprojb", "lnfw", "lnfb"};
+
+// AdamW decays the embeddings and the matmul weights, not biases or layernorms
+static const int S2S_DECAYS[NUM_S2S_PARAMETERS] = {
+    1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0,
+    0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+
+static void s2s_parameter_sizes(size_t* sizes, Seq2SeqConfig c) {
+    size_t Vp = c.padded_vocab_size, C = c.channels, Le = c.enc_layers, Ld = c.dec_layers;
+    size_t wpe = c.pos_encoding == POS_LEARNED ? (size_t)c.max_seq_len * C : 0;
+    size_t s[NUM_S2S_PARAMETERS] = {
+        Vp * C, wpe,
+        Le * C, Le * C, Le * 3 * C * C, Le * 3 * C, Le * C * C, Le * C,
+        Le * C, Le * C, Le * 4 * C * C, Le * 4 * C, Le * 4 * C * C, Le * C, C, C,
+        Ld * C, Ld * C, Ld * 3 * C * C, Ld * 3 * C, Ld * C * C, Ld * C,
+        Ld * C, Ld * C, Ld * C * C, Ld * C, Ld * 2 * C * C, Ld * 2 * C, Ld * C * C, Ld * C,
+        Ld * C, Ld * C, Ld * 4 * C * C, Ld * 4 * C, Ld * 4 * C * C, Ld * C, C, C};
+    memcpy(sizes, s, sizeof s);
+}
+
+// The structs of named pointers below hold nothing but float pointers, in file order, so
+// their fields are laid out as an array: point_fields points them all into one allocation.
+static float* point_fields(void* fields, int n, float* memory, const size_t* sizes) {
+    float** ptrs[64];
+    for (int i = 0; i < n; i++)
+        ptrs[i] = (float**)fields + i;
+    return point_tensors(ptrs, n, memory, sizes);
+}
+
+// The sublayers of both stacks, in the order of the forward pass: encoder layer l is
+// sublayers 2l (self-attention) and 2l+1 (MLP); decoder layer l is 2Le + 3l (causal
+// self-attention), 2Le + 3l + 1 (cross-attention) and 2Le + 3l + 2 (MLP). The attention
+// branches are numbered apart (sites: encoder layer l's is l; decoder layer l's self- and
+// cross-attention Le + 2l and Le + 2l + 1), and so are the MLPs (Le + l for the decoder).
+enum { SUB_SELF, SUB_CROSS, SUB_MLP };
+static int num_sublayers(Seq2SeqConfig c) { return 2 * c.enc_layers + 3 * c.dec_layers; }
+static int num_att_sites(Seq2SeqConfig c) { return c.enc_layers + 2 * c.dec_layers; }
+static int num_mlp_sites(Seq2SeqConfig c) { return c.enc_layers + c.dec_layers; }
+
+// what the forward pass keeps, for batches of up to B pairs and sequences of up to maxT
+// (T below): every per-sublayer or per-site tensor has a slot of that capacity, of which a
+// batch uses its B x Ts (encoder) or B x Tt (decoder) rows
+#define NUM_S2S_ACTIVATIONS 21
+typedef struct {
+    float* src_embed;   // (B,T,C) wte[src] + positions (after dropout): the encoder's input
+    float* tgt_embed;   // (B,T,C) wte[dec_in] + positions: the decoder's input
+    float* ln;          // (S,B,T,C) each sublayer's layernorm output (S sublayers)
+    float* ln_mean;     // (S,B,T)
+    float* ln_rstd;     // (S,B,T)
+    float* branch;      // (S,B,T,C) each sublayer's branch output (after dropout)
+    float* res;         // (S,B,T,C) the stream plus the branch
+    float* qkv;         // (A,B,T,3C) attention sites: self: the fused Q,K,V; cross: Q (B,Tt,C),
+                        //   then K,V (B,Ts,2C) at offset B T C
+    float* atty;        // (A,B,T,C) the heads' outputs, before the projection
+    float* att_scores;  // (A,B,NH,T,T) of which (B,NH,Tq,Tk) are used
+    float* att_probs;   // (A,B,NH,T,T)
+    float* att_dropped; // (A,B,NH,T,T), NULL without dropout
+    float* fch;         // (M,B,T,4C) MLP sites: hidden before the non-linearity
+    float* fch_act;     // (M,B,T,4C) and after it
+    float* memory;      // (B,T,C) the encoder's output (its final layernorm), read by every
+                        //   decoder layer's cross-attention
+    float* memory_mean; // (B,T)
+    float* memory_rstd; // (B,T)
+    float* lnf;         // (B,T,C) the decoder's final layernorm
+    float* lnf_mean;    // (B,T)
+    float* lnf_rstd;    // (B,T)
+    float* logits;      // (B,T,Vp); the backward overwrites it with dlogits
+    float* probs;       // (B,T,Vp)
+} Seq2SeqActs;
+
+static void s2s_activation_sizes(size_t* sizes, Seq2SeqConfig c, int B, int dropout) {
+    size_t C = c.channels, BT = (size_t)B * c.max_seq_len, S = num_sublayers(c), A = num_att_sites(c);
+    size_t M = num_mlp_sites(c), att = A * B * c.num_heads * (size_t)c.max_seq_len * c.max_seq_len;
+    size_t s[NUM_S2S_ACTIVATIONS + 1] = {
+        BT * C, BT * C, S * BT * C, S * BT, S * BT, S * BT * C, S * BT * C, A * BT * 3 * C, A * BT * C,
+        att, att, dropout ? att : 0, M * BT * 4 * C, M * BT * 4 * C, BT * C, BT, BT, BT * C, BT, BT,
+        BT * c.padded_vocab_size, BT * c.padded_vocab_size};
+    memcpy(sizes, s, sizeof s);
+}
+
+// gradients of activations: one sublayer's worth, reused on the way down
+#define NUM_S2S_SCRATCH 12
+typedef struct {
+    float* dres;      // (B,T,C) the stream's gradient, updated in place from the top down
+    float* dbranch;   // (B,T,C) a branch output's gradient before its dropout
+    float* dln;       // (B,T,C) the gradient of a branch's input
+    float* dsum;      // (B,T,C) post-LN: the gradient of a residual sum
+    float* datty;     // (B,T,C)
+    float* dqkv;      // (B,T,3C) as qkv: cross-attention's dQ, then dK,dV at offset B T C
+    float* dfch;      // (B,T,4C)
+    float* dfch_act;  // (B,T,4C)
+    float* dmemory;   // (B,T,C) the memory's gradient: the sum over the decoder layers
+    float* dmemory_l; // (B,T,C) one decoder layer's part of it
+    float* losses;    // (B,T) the forward's per-position loss (0 where no target)
+    float* dlosses;   // (B,T)
+} Seq2SeqScratch;
+
+typedef struct {
+    Seq2SeqConfig config;
+    Seq2SeqParams params;
+    size_t param_sizes[NUM_S2S_PARAMETERS];
+    float* params_memory;
+    size_t num_parameters;
+    float* sinusoids;     // (maxT,C) -pe sin, or NULL
+    Seq2SeqParams grads;  // gradients and AdamW's moments, allocated when first needed
+    float* grads_memory;
+    float* m_memory;
+    float* v_memory;
+    Seq2SeqActs acts;     // the forward's cache and the backward's scratch for B pairs
+    float* acts_memory;
+    Seq2SeqScratch scratch;
+    float* scratch_memory;
+    int batch_size;       // B the buffers hold
+    int B, Ts, Tt;        // the last forward's batch
+    int *src, *src_len, *dec_in, *dec_tgt;  // (B,T) (B) (B,T) (B,T) its tokens
+    int num_targets;      // positions carrying loss in it
+    float mean_loss;      // its loss, or -1 without targets
+    float dropout_p;      // dropout (training only): probability, seed, the step of the forward
+    uint64_t dropout_seed;
+    long dropout_step;    // -1 = evaluation
+} Seq2Seq;
+
+static void s2s_check_config(Seq2SeqConfig c, const char* source) {
+    if (c.max_seq_len <= 0 || c.vocab_size <= 3 || c.enc_layers <= 0 || c.dec_layers <= 0 ||
+        c.num_heads <= 0 || c.channels <= 0)
+        die("%s: model shape must be positive, V above the 3 specials (maxT %d, V %d, Le %d, Ld %d, NH %d, "
+            "C %d)", source, c.max_seq_len, c.vocab_size, c.enc_layers, c.dec_layers, c.num_heads,
+            c.channels);
+    if (c.channels % c.num_heads != 0)
+        die("%s: channels %d are not divisible by heads %d", source, c.channels, c.num_heads);
+    if (c.padded_vocab_size < c.vocab_size || c.vocab_size > 65536 || c.padded_vocab_size > 1 << 20 ||
+        c.channels > 1 << 14 || c.enc_layers > 256 || c.dec_layers > 256 || c.max_seq_len > 4096)
+        die("%s: model shape out of range (V %d, Vp %d, C %d, Le %d, Ld %d, maxT %d)", source, c.vocab_size,
+            c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
+    if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
+        (unsigned)c.activation > ACT_RELU)
+        die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d)", source,
+            c.pos_encoding, c.ln_place, c.activation);
+}
+
+static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
+    memset(m, 0, sizeof *m);
+    m->config = c;
+    s2s_parameter_sizes(m->param_sizes, c);
+    m->num_parameters = sum_sizes(m->param_sizes, NUM_S2S_PARAMETERS);
+    m->params_memory = point_fields(&m->params, NUM_S2S_PARAMETERS,
+                                    alignedMallocCheck(m->num_parameters * sizeof(float)), m->param_sizes);
+    m->mean_loss = -1.0f;
+    m->dropout_step = -1;
+    if (c.pos_encoding == POS_SIN)
+        sinusoids_init(m->sinusoids = mallocCheck((size_t)c.max_seq_len * c.channels * sizeof(float)),
+                       c.max_seq_len, c.channels);
+}
+
+// GPT-2's initialisation (train_gpt2.c, gpt2_init_random): matrices N(0, 0.02), the
+// projections into the residual stream scaled by 1/sqrt(2L) for a stack of L layers,
+// biases 0, layernorm weights 1, padding rows of wte 0
+void seq2seq_init_random(Seq2Seq* m, Seq2SeqConfig c, uint64_t seed) {
+    s2s_check_config(c, "model shape");
+    s2s_allocate_parameters(m, c);
+    memset(m->params_memory, 0, m->num_parameters * sizeof(float));
+    Seq2SeqParams p = m->params;
+    size_t C = c.channels, Le = c.enc_layers, Ld = c.dec_layers, *n = m->param_sizes;
+    float enc_std = 0.02f / sqrtf(2.0f * Le), dec_std = 0.02f / sqrtf(3.0f * Ld);  // 3: three writers
+    struct { float* t; size_t n; float std; } normal_init[] = {
+        {p.wte, (size_t)c.vocab_size * C, 0.02f}, {p.wpe, n[1], 0.02f},
+        {p.e_qkvw, n[4], 0.02f}, {p.e_attprojw, n[6], enc_std}, {p.e_fcw, n[10], 0.02f},
+        {p.e_fcprojw, n[12], enc_std}, {p.d_qkvw, n[18], 0.02f}, {p.d_attprojw, n[20], dec_std},
+        {p.d_xqw, n[24], 0.02f}, {p.d_xkvw, n[26], 0.02f}, {p.d_xprojw, n[28], dec_std},
+        {p.d_fcw, n[32], 0.02f}, {p.d_fcprojw, n[34], dec_std}};
+    uint64_t rng = splitmix64(seed);
+    for (size_t k = 0; k < sizeof normal_init / sizeof normal_init[0]; k++)
+        for (size_t i = 0; i < normal_init[k].n; i++)
+            normal_init[k].t[i] = normal_init[k].std * random_normal(&rng);
+    float* ones[] = {p.e_ln1w, p.e_ln2w, p.d_ln1w, p.d_lnxw, p.d_ln2w};
+    size_t ones_n[] = {Le * C, Le * C, Ld * C, Ld * C, Ld * C};
+    for (int k = 0; k < 5; k++)
+        for (size_t i = 0; i < ones_n[k]; i++)
+            ones[k][i] = 1.0f;
+    for (size_t i = 0; i < C; i++)
+        p.enc_lnfw[i] = p.lnfw[i] = 1.0f;
+}
+
+// the forward's cache and the backward's scratch for up to B pairs (maxT long)
+static void s2s_allocate_activations(Seq2Seq* m, int B) {
+    int dropout = m->dropout_p > 0.0f;
+    if (m->acts_memory && B <= m->batch_size && (!dropout || m->acts.att_dropped)) return;
+    if (m->acts_memory) B = B > m->batch_size ? B : m->batch_size;
+    free(m->acts_memory); free(m->scratch_memory);
+    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
+    Seq2SeqConfig c = m->config;
+    size_t sizes[NUM_S2S_ACTIVATIONS + 1], C = c.channels, BT = (size_t)B * c.max_seq_len;
+    s2s_activation_sizes(sizes, c, B, dropout);
+    m->acts_memory = point_fields(&m->acts, NUM_S2S_ACTIVATIONS + 1,
+        alignedMallocCheck(sum_sizes(sizes, NUM_S2S_ACTIVATIONS + 1) * sizeof(float)), sizes);
+    size_t s[NUM_S2S_SCRATCH] = {BT * C, BT * C, BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, BT * 4 * C,
+                                 BT * C, BT * C, BT, BT};
+    m->scratch_memory = point_fields(&m->scratch, NUM_S2S_SCRATCH,
+        alignedMallocCheck(sum_sizes(s, NUM_S2S_SCRATCH) * sizeof(float)), s);
+    m->src = mallocCheck(BT * sizeof(int));
+    m->src_len = mallocCheck((size_t)B * sizeof(int));
+    m->dec_in = mallocCheck(BT * sizeof(int));
+    m->dec_tgt = mallocCheck(BT * sizeof(int));
+    m->batch_size = B;
+}
+
+void seq2seq_free(Seq2Seq* m) {
+    free(m->params_memory); free(m->grads_memory); free(m->m_memory); free(m->v_memory);
+    free(m->sinusoids); free(m->acts_memory); free(m->scratch_memory);
+    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
+    memset(m, 0, sizeof *m);
+}
+
+// ----------------------------------------------------------------------------
+// a sublayer: its weights and its activations
+
+typedef struct {
+    int kind;         // SUB_SELF, SUB_CROSS or SUB_MLP
+    int decoder;      // 0: encoder, 1: decoder
+    int layer;        // its layer in its stack
+    int site;         // its attention site (SUB_SELF, SUB_CROSS) or MLP site (SUB_MLP)
+    float *lnw, *lnb; // (C) its layernorm
+    float *w1, *b1;   // the branch's first matmul: qkvw (3C,C), xqw (C,C) or fcw (4C,C); bias
+    float *w2, *b2;   // its last: attprojw (C,C), xprojw (C,C) or fcprojw (C,4C); bias
+    float *wkv, *bkv; // cross-attention: xkvw (2C,C), xkvb (2C); otherwise NULL
+} Sublayer;
+
+// sublayer s's slices of the parameters p (or of their gradients, the same layout)
+static Sublayer sublayer(const Seq2SeqParams* p, Seq2SeqConfig c, int s) {
+    size_t C = c.channels;
+    Sublayer u = {0};
+    u.decoder = s >= 2 * c.enc_layers;
+    int r = u.decoder ? s - 2 * c.enc_layers : s;
+    u.layer = u.decoder ? r / 3 : r / 2;
+    u.kind = u.decoder ? r % 3 : (r % 2 ? SUB_MLP : SUB_SELF);
+    size_t l = u.layer;
+    if (u.kind == SUB_MLP) {
+        u.site = u.decoder ? c.enc_layers + u.layer : u.layer;
+        float *lnw = u.decoder ? p->d_ln2w : p->e_ln2w, *lnb = u.decoder ? p->d_ln2b : p->e_ln2b;
+        float *fcw = u.decoder ? p->d_fcw : p->e_fcw, *fcb = u.decoder ? p->d_fcb : p->e_fcb;
+        float *pw = u.decoder ? p->d_fcprojw : p->e_fcprojw, *pb = u.decoder ? p->d_fcprojb : p->e_fcprojb;
+        u.lnw = lnw + l * C; u.lnb = lnb + l * C; u.w1 = fcw + l * 4 * C * C; u.b1 = fcb + l * 4 * C;
+        u.w2 = pw + l * 4 * C * C; u.b2 = pb + l * C;
+    } else if (u.kind == SUB_SELF) {
+        u.site = u.decoder ? c.enc_layers + 2 * u.layer : u.layer;
+        float *lnw = u.decoder ? p->d_ln1w : p->e_ln1w, *lnb = u.decoder ? p->d_ln1b : p->e_ln1b;
+        float *qw = u.decoder ? p->d_qkvw : p->e_qkvw, *qb = u.decoder ? p->d_qkvb : p->e_qkvb;
+        float *pw = u.decoder ? p->d_attprojw : p->e_attprojw;
+        float *pb = u.decoder ? p->d_attprojb : p->e_attprojb;
+        u.lnw = lnw + l * C; u.lnb = lnb + l * C; u.w1 = qw + l * 3 * C * C; u.b1 = qb + l * 3 * C;
+        u.w2 = pw + l * C * C; u.b2 = pb + l * C;
+    } else {
+        u.site = c.enc_layers + 2 * u.layer + 1;
+        u.lnw = p->d_lnxw + l * C; u.lnb = p->d_lnxb + l * C;
+        u.w1 = p->d_xqw + l * C * C; u.b1 = p->d_xqb + l * C;
+        u.wkv = p->d_xkvw + l * 2 * C * C; u.bkv = p->d_xkvb + l * 2 * C;
+        u.w2 = p->d_xprojw + l * C * C; u.b2 = p->d_xprojb + l * C;
+    }
+    return u;
+}
+
+// sublayer s's slots of the activations
+typedef struct {
+    float *ln, *ln_mean, *ln_rstd, *branch, *res;           // the sublayer's own
+    float *qkv, *atty, *att_scores, *att_probs, *att_dropped; // its attention site's
+    float *fch, *fch_act;                                     // its MLP site's
+} SublayerActs;
+
+static SublayerActs sublayer_acts(const Seq2Seq* m, Sublayer u, int s) {
+    const Seq2SeqActs* a = &m->acts;
+    Seq2SeqConfig c = m->config;
+    size_t C = c.channels, BT = (size_t)m->batch_size * c.max_seq_len;
+    size_t att = (size_t)m->batch_size * c.num_heads * c.max_seq_len * c.max_seq_len, site = u.site;
+    SublayerActs sa = {a->ln + s * BT * C, a->ln_mean + s * BT, a->ln_rstd + s * BT, a->branch + s * BT * C,
+                       a->res + s * BT * C, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (u.kind == SUB_MLP) {
+        sa.fch = a->fch + site * BT * 4 * C;
+        sa.fch_act = a->fch_act + site * BT * 4 * C;
+    } else {
+        sa.qkv = a->qkv + site * BT * 3 * C;
+        sa.atty = a->atty + site * BT * C;
+        sa.att_scores = a->att_scores + site * att;
+        sa.att_probs = a->att_probs + site * att;
+        sa.att_dropped = a->att_dropped ? a->att_dropped + site * att : NULL;
+    }
+    return sa;
+}
+
+// the output of sublayer s: the sum (pre-LN) or its layernorm (post-LN)
+static float* sublayer_output(const Seq2Seq* m, int s) {
+    Seq2SeqConfig c = m->config;
+    size_t BT = (size_t)m->batch_size * c.max_seq_len;
+    return (c.ln_place == LN_POST ? m->acts.ln : m->acts.res) + (size_t)s * BT * c.channels;
+}
+
+// the stream that enters sublayer s: an embedding, or the output of sublayer s - 1
+static float* sublayer_input(const Seq2Seq* m, int s) {
+    if (s == 0) return m->acts.src_embed;
+    if (s == 2 * m->config.enc_layers) return m->acts.tgt_embed;
+    return sublayer_output(m, s - 1);
+}
+
+// the attention of a sublayer: the encoder's sees every real source position (padded keys
+// masked), the decoder's self-attention is causal, and its cross-attention reads the
+// memory's real positions: queries (B,Tt) of row C, keys and values (B,Ts) of row 2C
+static AttentionShape sublayer_attention(const Seq2Seq* m, Sublayer u) {
+    Seq2SeqConfig c = m->config;
+    int NH = c.num_heads, C = c.channels;
+    if (!u.decoder)
+        return (AttentionShape){.B = m->B, .T = m->Ts, .C = C, .NH = NH, .NKV = NH, .causal = 0,
+                                .key_len = m->src_len};
+    if (u.kind == SUB_SELF)
+        return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 1};
+    return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = m->Ts,
+                            .q_row = C, .kv_row = 2 * C, .key_len = m->src_len};
+}
+
+// the dropout mask of a site of sublayer s (site DROP_EMBED: s = 0 the source's, s = 1 the
+// target's embedding); p = 0 in evaluation
+static DropoutMask s2s_dropout(const Seq2Seq* m, int s, int site) {
+    float p = m->dropout_step >= 0 ? m->dropout_p : 0.0f;
+    return dropout_mask(p, m->dropout_seed, (uint64_t)m->dropout_step, s, site);
+}
+
+// ----------------------------------------------------------------------------
+// the forward pass
+
+// the branch f of sublayer s on its input in (B,T,C); writes acts' branch slot
+static void branch_forward(Seq2Seq* m, int s, const float* in) {
+    Seq2SeqConfig c = m->config;
+    Sublayer w = sublayer(&m->params, c, s);
+    SublayerActs a = sublayer_acts(m, w, s);
+    int C = c.channels, rows = m->B * (w.decoder ? m->Tt : m->Ts);
+    DropoutMask att_drop = s2s_dropout(m, s, DROP_ATT_PROBS);
+    DropoutMask out_drop = s2s_dropout(m, s, w.kind == SUB_MLP ? DROP_MLP_OUT : DROP_ATT_OUT);
+    if (w.kind == SUB_MLP) {  // fcproj(act(fc(in)))
+        matmul_forward(a.fch, in, w.w1, w.b1, rows, C, 4 * C);
+        if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)rows * 4 * C);
+        else gelu_forward(a.fch_act, a.fch, (size_t)rows * 4 * C);
+        matmul_forward(a.branch, a.fch_act, w.w2, w.b2, rows, 4 * C, C);
+    } else {
+        const float* kv = a.qkv + C;  // self-attention: K,V follow Q in each fused row
+        if (w.kind == SUB_SELF) {
+            matmul_forward(a.qkv, in, w.w1, w.b1, rows, C, 3 * C);
+        } else {  // cross: Q = in Wq^T from the decoder, [K V] = memory Wkv^T from the encoder
+            float* xkv = a.qkv + (size_t)m->batch_size * c.max_seq_len * C;
+            matmul_forward(a.qkv, in, w.w1, w.b1, rows, C, C);
+            matmul_forward(xkv, m->acts.memory, w.wkv, w.bkv, m->B * m->Ts, C, 2 * C);
+            kv = xkv;
+        }
+        attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, kv,
+                          sublayer_attention(m, w), &att_drop);
+        matmul_forward(a.branch, a.atty, w.w2, w.b2, rows, C, C);
+    }
+    dropout_forward(a.branch, (size_t)rows * C, &out_drop);
+}
+
+// pre-LN: res = x + f(ln(x)); post-LN (the original Transformer): ln = ln(x + f(x))
+static void sublayer_forward(Seq2Seq* m, int s) {
+    Seq2SeqConfig c = m->config;
+    Sublayer w = sublayer(&m->params, c, s);
+    SublayerActs a = sublayer_acts(m, w, s);
+    const float* x = sublayer_input(m, s);
+    int C = c.channels, rows = m->B * (w.decoder ? m->Tt : m->Ts);
+    if (c.ln_place == LN_PRE) {
+        layernorm_forward(a.ln, a.ln_mean, a.ln_rstd, x, w.lnw, w.lnb, rows, C);
+        branch_forward(m, s, a.ln);
+        residual_forward(a.res, x, a.branch, (size_t)rows * C);
+    } else {
+        branch_forward(m, s, x);
+        residual_forward(a.res, x, a.branch, (size_t)rows * C);
+        layernorm_forward(a.ln, a.ln_mean, a.ln_rstd, a.res, w.lnw, w.lnb, rows, C);
+    }
+}
+
+static const float* s2s_positions(const Seq2Seq* m) {
+    return m->config.pos_encoding == POS_LEARNED ? m->params.wpe : m->sinusoids;
+}
+
+// the encoder: src (B,Ts) with src_len (B) real tokens each -> acts.memory (B,Ts,C)
+void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int Ts, long step) {
+    Seq2SeqConfig c = m->config;
+    int C = c.channels;
+    if (B <= 0 || Ts <= 0 || Ts > c.max_seq_len)
+        die("source batch %d x %d does not fit the model (maxT %d)", B, Ts, c.max_seq_len);
+    for (int b = 0; b < B; b++)
+        if (src_len[b] < 1 || src_len[b] > Ts)
+            die("source %d has length %d, not in 1..%d", b, src_len[b], Ts);
+    check_tokens(src, (size_t)B * Ts, c.vocab_size, "source");
+    s2s_allocate_activations(m, B);
+    memcpy(m->src, src, (size_t)B * Ts * sizeof(int));
+    memcpy(m->src_len, src_len, (size_t)B * sizeof(int));
+    m->B = B;
+    m->Ts = Ts;
+    m->dropout_step = step;
+    Seq2SeqActs a = m->acts;
+    encoder_forward(a.src_embed, src, m->params.wte, s2s_positions(m), B, Ts, C);
+    DropoutMask embed_drop = s2s_dropout(m, 0, DROP_EMBED);
+    dropout_forward(a.src_embed, (size_t)B * Ts * C, &embed_drop);
+    for (int s = 0; s < 2 * c.enc_layers; s++)
+        sublayer_forward(m, s);
+    layernorm_forward(a.memory, a.memory_mean, a.memory_rstd, sublayer_output(m, 2 * c.enc_layers - 1),
+                      m->params.enc_lnfw, m->params.enc_lnfb, B * Ts, C);
+}
+
+// the decoder with teacher forcing, after seq2seq_encode: dec_in (B,Tt) is BOS and the
+// target (then PAD); position t predicts dec_tgt[t] (the target, then EOS, then -1 = no
+// loss). Every position is computed in one pass, each seeing the true previous tokens.
+// Returns the mean loss over the positions with a target, or -1 without targets.
+float seq2seq_decode_teacher(Seq2Seq* m, const int* dec_in, const int* dec_tgt, int Tt) {
+    Seq2SeqConfig c = m->config;
+    int B = m->B, C = c.channels, V = c.vocab_size, Vp = c.padded_vocab_size, BT = B * Tt;
+    if (Tt <= 0 || Tt > c.max_seq_len)
+        die("target length %d does not fit the model (maxT %d)", Tt, c.max_seq_len);
+    check_tokens(dec_in, (size_t)BT, V, "decoder input");
+    memcpy(m->dec_in, dec_in, (size_t)BT * sizeof(int));
+    m->Tt = Tt;
+    Seq2SeqActs a = m->acts;
+    encoder_forward(a.tgt_embed, dec_in, m->params.wte, s2s_positions(m), B, Tt, C);
+    DropoutMask embed_drop = s2s_dropout(m, 1, DROP_EMBED);
+    dropout_forward(a.tgt_embed, (size_t)BT * C, &embed_drop);
+    for (int s = 2 * c.enc_layers; s < num_sublayers(c); s++)
+        sublayer_forward(m, s);
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, sublayer_output(m, num_sublayers(c) - 1), m->params.lnfw,
+                      m->params.lnfb, BT, C);
+    matmul_forward(a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp);  // tied output head
+    softmax_forward(a.probs, a.logits, BT, V, Vp);
+    m->mean_loss = -1.0f;
+    if (!dec_tgt) return -1.0f;
+    memcpy(m->dec_tgt, dec_tgt, (size_t)BT * sizeof(int));
+    // the loss is the mean over the real target positions: padding carries none
+    double sum = 0.0;
+    m->num_targets = 0;
+    for (int i = 0; i < BT; i++) {
+        m->scratch.losses[i] = 0.0f;
+        if (dec_tgt[i] < 0) continue;
+        if (dec_tgt[i] >= V) die("target token %d at position %d is outside the vocabulary (0..%d)",
+                                 dec_tgt[i], i, V - 1);
+        crossentropy_forward(m->scratch.losses + i, a.probs + (size_t)i * Vp, dec_tgt + i, 1, Vp);
+        sum += m->scratch.losses[i];
+        m->num_targets++;
+    }
+    if (m->num_targets == 0) die("a batch with no target positions has no loss");
+    m->mean_loss = (float)(sum / m->num_targets);
+    return m->mean_loss;
+}
+
+// the whole forward pass on a batch; step >= 0: training (dropout masks of that step)
+float seq2seq_forward(Seq2Seq* m, const PairBatch* pb, long step) {
+    seq2seq_encode(m, pb->src, pb->src_len, pb->B, pb->Ts, step);
+    return seq2seq_decode_teacher(m, pb->dec_in, pb->dec_tgt, pb->Tt);
+}
+
+// ----------------------------------------------------------------------------
+// the backward pass: train_gpt2.c's layers in reverse; backward functions add into the
+// parameters' gradients (train_gpt2.c, "the layers")
+
+// the branch of sublayer s backward: dout is the gradient of its output (before dropout),
+// in its input; writes the gradient of in into scratch.dln. A cross-attention also adds
+// the gradient of the memory through its K,V projection into scratch.dmemory.
+static void branch_backward(Seq2Seq* m, int s, const float* in, const float* dout) {
+    Seq2SeqConfig c = m->config;
+    Sublayer w = sublayer(&m->params, c, s);
+    Sublayer dw = sublayer(&m->grads, c, s);
+    SublayerActs a = sublayer_acts(m, w, s);
+    Seq2SeqScratch* g = &m->scratch;
+    int C = c.channels, rows = m->B * (w.decoder ? m->Tt : m->Ts);
+    DropoutMask att_drop = s2s_dropout(m, s, DROP_ATT_PROBS);
+    DropoutMask out_drop = s2s_dropout(m, s, w.kind == SUB_MLP ? DROP_MLP_OUT : DROP_ATT_OUT);
+    const float* dbranch = dropout_grad(g->dbranch, dout, (size_t)rows * C, &out_drop);
+    if (w.kind == SUB_MLP) {
+        matmul_backward(g->dfch_act, dw.w2, dw.b2, dbranch, a.fch_act, w.w2, rows, 4 * C, C);
+        if (c.activation == ACT_RELU) relu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * 4 * C);
+        else gelu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * 4 * C);
+        matmul_backward(g->dln, dw.w1, dw.b1, g->dfch, in, w.w1, rows, C, 4 * C);
+        return;
+    }
+    matmul_backward(g->datty, dw.w2, dw.b2, dbranch, a.atty, w.w2, rows, C, C);
+    AttentionShape shape = sublayer_attention(m, w);
+    if (w.kind == SUB_SELF) {  // dQ, dK, dV side by side in the fused rows, as qkv
+        attention_backward(g->dqkv, g->dqkv + C, g->datty, a.qkv, a.qkv + C, a.att_probs, a.att_dropped,
+                           shape, &att_drop);
+        matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, 3 * C);
+        return;
+    }
+    size_t kv_offset = (size_t)m->batch_size * c.max_seq_len * C;  // where K,V (and dK,dV) start
+    attention_backward(g->dqkv, g->dqkv + kv_offset, g->datty, a.qkv, a.qkv + kv_offset, a.att_probs,
+                       a.att_dropped, shape, &att_drop);
+    matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, C);  // dQ -> the decoder stream
+    // dK, dV -> the memory. Every decoder layer projects its own K and V from the same
+    // memory, so the memory's gradient is the SUM of these terms over the decoder layers:
+    // dmemory = sum_l [dK_l dV_l] Wkv_l (derived in doc/seq2seq.md). Added here, layer by layer.
+    int mem_rows = m->B * m->Ts;
+    matmul_backward(g->dmemory_l, dw.wkv, dw.bkv, g->dqkv + kv_offset, m->acts.memory, w.wkv, mem_rows, C,
+                    2 * C);
+    residual_forward(g->dmemory, g->dmemory, g->dmemory_l, (size_t)mem_rows * C);
+}
+
+// one sublayer backward: scratch.dres holds the gradient of its output on entry and that
+// of its input on exit. Pre-LN: res = x + f(ln(x)), so dx = dres + ln's backward of
+// f's input gradient (layernorm_backward adds into dres). Post-LN: out = ln(x + f(x)), so
+// dsum = ln's backward of dres, and dx = dsum + f's input gradient.
+static void sublayer_backward(Seq2Seq* m, int s) {
+    Seq2SeqConfig c = m->config;
+    Sublayer w = sublayer(&m->params, c, s);
+    Sublayer dw = sublayer(&m->grads, c, s);
+    SublayerActs a = sublayer_acts(m, w, s);
+    Seq2SeqScratch* g = &m->scratch;
+    const float* x = sublayer_input(m, s);
+    int C = c.channels, rows = m->B * (w.decoder ? m->Tt : m->Ts);
+    size_t N = (size_t)rows * C;
+    if (c.ln_place == LN_PRE) {
+        branch_backward(m, s, a.ln, g->dres);
+        layernorm_backward(g->dres, dw.lnw, dw.lnb, g->dln, x, w.lnw, a.ln_mean, a.ln_rstd, rows, C);
+        return;
+    }
+    zero_floats(g->dsum, N);
+    layernorm_backward(g->dsum, dw.lnw, dw.lnb, g->dres, a.res, w.lnw, a.ln_mean, a.ln_rstd, rows, C);
+    branch_backward(m, s, x, g->dsum);
+    stream_backward(g->dres, g->dsum, g->dln, N);
+}
+
+// gradients of the mean loss of the last forward, added into m->grads (zero them first
+// for a fresh step). The decoder first, top down; the memory's gradient it collects then
+// enters the encoder through the encoder's final layernorm.
+void seq2seq_backward(Seq2Seq* m) {
+    if (m->mean_loss < 0.0f) die("seq2seq_backward needs a forward pass with targets first");
+    Seq2SeqConfig c = m->config;
+    if (!m->grads_memory)
+        m->grads_memory = point_fields(&m->grads, NUM_S2S_PARAMETERS,
+                                       alignedCallocCheck(m->num_parameters, sizeof(float)), m->param_sizes);
+    int B = m->B, C = c.channels, V = c.vocab_size, Vp = c.padded_vocab_size;
+    int BT = B * m->Tt, BS = B * m->Ts, S = num_sublayers(c), Se = 2 * c.enc_layers;
+    Seq2SeqActs a = m->acts;
+    Seq2SeqScratch* g = &m->scratch;
+    Seq2SeqParams* dp = &m->grads;
+    // each real target position weighs 1/n in the mean; padded positions 0
+    for (int i = 0; i < BT; i++)
+        g->dlosses[i] = m->dec_tgt[i] >= 0 ? 1.0f / m->num_targets : 0.0f;
+    float* dlogits = a.logits;  // the logits are not needed any more
+    crossentropy_softmax_backward(dlogits, g->dlosses, a.probs, m->dec_tgt, BT, V, Vp);
+    matmul_backward(g->dln, dp->wte, NULL, dlogits, a.lnf, m->params.wte, BT, C, Vp);
+    zero_floats(g->dres, (size_t)BT * C);
+    layernorm_backward(g->dres, dp->lnfw, dp->lnfb, g->dln, sublayer_output(m, S - 1), m->params.lnfw,
+                       a.lnf_mean, a.lnf_rstd, BT, C);
+    zero_floats(g->dmemory, (size_t)BS * C);  // the cross-attentions add into it
+    for (int s = S - 1; s >= Se; s--)
+        sublayer_backward(m, s);
+    DropoutMask tgt_drop = s2s_dropout(m, 1, DROP_EMBED);
+    const float* dtgt = dropout_grad(g->dbranch, g->dres, (size_t)BT * C, &tgt_drop);
+    encoder_backward(dp->wte, dp->wpe, dtgt, m->dec_in, B, m->Tt, C);
+    // the encoder: its output's gradient is the memory's, through the final layernorm
+    zero_floats(g->dres, (size_t)BS * C);
+    layernorm_backward(g->dres, dp->enc_lnfw, dp->enc_lnfb, g->dmemory, sublayer_output(m, Se - 1),
+                       m->params.enc_lnfw, a.memory_mean, a.memory_rstd, BS, C);
+    for (int s = Se - 1; s >= 0; s--)
+        sublayer_backward(m, s);
+    DropoutMask src_drop = s2s_dropout(m, 0, DROP_EMBED);
+    const float* dsrc = dropout_grad(g->dbranch, g->dres, (size_t)BS * C, &src_drop);
+    encoder_backward(dp->wte, dp->wpe, dsrc, m->src, B, m->Ts, C);
+}
+
+// ----------------------------------------------------------------------------
+// one training step: forward, backward, clipping, AdamW (train_gpt2.c's pieces)
+
+// AdamW's moments, zero until the first update (or read from a training-state file)
+void seq2seq_allocate_moments(Seq2Seq* m) {
+    if (m->m_memory) return;
+    m->m_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
+    m->v_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
+}
+
+StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const AdamWConfig* opt) {
+    float loss = seq2seq_forward(m, pb, step);
+    if (!isfinite(loss)) return (StepStats){loss, 0.0f, 0.0f};
+    if (m->grads_memory) zero_floats(m->grads_memory, m->num_parameters);
+    seq2seq_backward(m);
+    StepStats st = {loss, (float)sqrt(sum_of_squares(m->grads_memory, m->num_parameters)), 0.0f};
+    st.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
+    if (!isfinite(st.norm)) return st;
+    seq2seq_allocate_moments(m);
+    adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes, S2S_DECAYS,
+                 NUM_S2S_PARAMETERS, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip), step + 1);
+    return st;
+}
+
+// ----------------------------------------------------------------------------
+// checkpoints: llm.c's 256-int header, version 200, then the parameters in file order.
+// Slots (doc/formats.md): 2 maxT, 3 V, 4 Le, 5 NH, 6 C, 7 Vp, 8 key/value heads (= NH),
+// 9 positions, 10 layernorm, 11 activation (train_gpt2.c's numbering of the variants),
+// 12 mask (0: the decoder is causal), 13 Ld.
+
+void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
+    char tmp[4096];
+    FILE* f = atomic_open(path, tmp, sizeof tmp);
+    Seq2SeqConfig c = m->config;
+    int32_t h[256] = {0};
+    h[0] = CHECKPOINT_MAGIC; h[1] = CHECKPOINT_SEQ2SEQ; h[2] = c.max_seq_len; h[3] = c.vocab_size;
+    h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
+    h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = 0;
+    h[13] = c.dec_layers;
+    fwrite_check(h, sizeof(int32_t), 256, f, tmp);
+    fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
+    atomic_commit(f, tmp, path);
+}
+
+void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
+    FILE* f = fopenCheck(path, "rb");
+    int32_t h[256];
+    read_header(f, path, h, CHECKPOINT_MAGIC, "llm.c model checkpoint");
+    if (h[1] == 3 || h[1] == CHECKPOINT_VARIANTS)
+        die("'%s' is a GPT-2 checkpoint (version %d): use train_gpt2; train_seq2seq reads encoder-decoder "
+            "checkpoints (version %d)", path, h[1], CHECKPOINT_SEQ2SEQ);
+    if (h[1] != CHECKPOINT_SEQ2SEQ)
+        die("'%s': checkpoint version %d is not supported (%d: an encoder-decoder)", path, h[1],
+            CHECKPOINT_SEQ2SEQ);
+    Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
+                       .channels = h[6], .padded_vocab_size = h[7], .pos_encoding = h[9], .ln_place = h[10],
+                       .activation = h[11], .dec_layers = h[13]};
+    s2s_check_config(c, path);
+    if (h[8] != h[5] || h[12] != 0)
+        die("'%s': key/value heads %d (must equal the heads %d) or mask %d (must be 0) not supported", path,
+            h[8], h[5], h[12]);
+    size_t sizes[NUM_S2S_PARAMETERS];
+    s2s_parameter_sizes(sizes, c);
+    long n = (long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n, actual = file_size(f);
+    if (actual != expected)
+        die("'%s' is %s: its header describes %ld parameters (%ld bytes), the file has %ld bytes", path,
+            actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
+    s2s_allocate_parameters(m, c);
+    fread_check(m->params_memory, sizeof(float), m->num_parameters, f, path, "parameters");
+    fclose(f);
+}
+
+// ----------------------------------------------------------------------------
+// inference: the decoder one token at a time (article 002: at inference the decoder
+// feeds back its own outputs). Its self-attention keeps the keys and values of the
+// positions so far (the KV cache of train_gpt2.c, article 004); the cross-attention's
+// keys and values depend only on the source, so each decoder layer projects them from
+// the memory once per source and every generated token reuses them.
+
+typedef struct {
+    int B, Ts, pos;    // sources decoded together, their padded length, the next position
+    int capacity;      // B the buffers hold
+    int* src_len;      // (B) real source tokens: the cross-attention's key-padding mask
+    float* self_kv;    // (Ld,B,maxT,2C) each decoder layer's self-attention K,V per position
+    float* cross_kv;   // (Ld,B,Ts,2C) each decoder layer's cross-attention K,V of the memory
+    float* x;          // (B,C) the stream of the new positions
+    float* ln;         // (B,C) a layernorm's output
+    float* qkv;        // (B,3C) the new positions' Q,K,V (cross-attention: Q in (B,C))
+    float* atty;       // (B,C)
+    float* proj;       // (B,C) a branch's output
+    float* fch;        // (B,4C)
+    float* fch_act;    // (B,4C)
+    float* scores;     // (B,NH,maxT) the new queries' scores
+    float* probs;      // (B,NH,maxT)
+    float* mean;       // (B) layernorm statistics (not needed after)
+    float* rstd;       // (B)
+    float* logits;     // (B,Vp)
+    float* buffers;    // the memory of everything from self_kv on
+} DecodeCache;
+
+void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int B) {
+    size_t C = c.channels, Ld = c.dec_layers, T = c.max_seq_len, NH = c.num_heads;
+    float** ptrs[] = {&dc->self_kv, &dc->cross_kv, &dc->x, &dc->ln, &dc->qkv, &dc->atty, &dc->proj,
+                      &dc->fch, &dc->fch_act, &dc->scores, &dc->probs, &dc->mean, &dc->rstd, &dc->logits};
+    size_t sizes[] = {Ld * B * T * 2 * C, Ld * B * T * 2 * C, B * C, B * C, B * 3 * C, B * C, B * C,
+                      B * 4 * C, B * 4 * C, B * NH * T, B * NH * T, B, B, B * (size_t)c.padded_vocab_size};
+    int n = sizeof sizes / sizeof sizes[0];
+    dc->buffers = point_tensors(ptrs, n, alignedCallocCheck(sum_sizes(sizes, n), sizeof(float)), sizes);
+    dc->src_len = mallocCheck((size_t)B * sizeof(int));
+    dc->capacity = B;
+}
+
+void decode_cache_free(DecodeCache* dc) { free(dc->buffers); free(dc->src_len); }
+
+// after seq2seq_encode: every decoder layer's cross-attention K,V from the memory, once
+static void decode_cache_start(const Seq2Seq* m, DecodeCache* dc) {
+    Seq2SeqConfig c = m->config;
+    int C = c.channels;
+    if (m->B > dc->capacity) die("decoding %d sources at once; the cache holds %d", m->B, dc->capacity);
+    dc->B = m->B;
+    dc->Ts = m->Ts;
+    dc->pos = 0;
+    memcpy(dc->src_len, m->src_len, (size_t)m->B * sizeof(int));
+    for (int l = 0; l < c.dec_layers; l++) {
+        Sublayer w = sublayer(&m->params, c, 2 * c.enc_layers + 3 * l + 1);
+        matmul_forward(dc->cross_kv + (size_t)l * dc->capacity * c.max_seq_len * 2 * C, m->acts.memory, w.wkv,
+                       w.bkv, m->B * m->Ts, C, 2 * C);
+    }
+}
+
+// the branch of decoder sublayer s on the new positions: in (B,C) -> dc->proj (B,C)
+static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float* in) {
+    Seq2SeqConfig c = m->config;
+    Sublayer w = sublayer(&m->params, c, s);
+    int B = dc->B, C = c.channels, NH = c.num_heads, maxT = c.max_seq_len, pos = dc->pos;
+    size_t slot = (size_t)w.layer * dc->capacity * maxT * 2 * C;  // this layer's part of a K,V cache
+    if (w.kind == SUB_MLP) {
+        matmul_forward(dc->fch, in, w.w1, w.b1, B, C, 4 * C);
+        if (c.activation == ACT_RELU) relu_forward(dc->fch_act, dc->fch, (size_t)B * 4 * C);
+        else gelu_forward(dc->fch_act, dc->fch, (size_t)B * 4 * C);
+        matmul_forward(dc->proj, dc->fch_act, w.w2, w.b2, B, 4 * C, C);
+        return;
+    }
+    if (w.kind == SUB_SELF) {  // cache K,V of the new position, then one query against pos+1 keys
+        matmul_forward(dc->qkv, in, w.w1, w.b1, B, C, 3 * C);
+        for (int b = 0; b < B; b++) {
+            float* kv = dc->self_kv + slot + (size_t)b * maxT * 2 * C;
+            memcpy(kv + (size_t)pos * 2 * C, dc->qkv + (size_t)b * 3 * C + C, 2 * C * sizeof(float));
+            AttentionShape one = {.B = 1, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = pos + 1,
+                                  .q_row = 3 * C, .kv_row = 2 * C};
+            attention_forward(dc->atty + (size_t)b * C, dc->scores, dc->probs, NULL,
+                              dc->qkv + (size_t)b * 3 * C, kv, one, NULL);
+        }
+    } else {                   // B queries against their sources' cached K,V, padding masked
+        matmul_forward(dc->qkv, in, w.w1, w.b1, B, C, C);
+        AttentionShape cross = {.B = B, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = dc->Ts,
+                                .q_row = C, .kv_row = 2 * C, .key_len = dc->src_len};
+        attention_forward(dc->atty, dc->scores, dc->probs, NULL, dc->qkv, dc->cross_kv + slot, cross, NULL);
+    }
+    matmul_forward(dc->proj, dc->atty, w.w2, w.b2, B, C, C);
+}
+
+// feeds tokens (B), one per source, at position dc->pos; returns the logits (B,Vp) of
+// the next tokens. The training forward's sublayers, on one position.
+const float* decoder_forward_token(const Seq2Seq* m, DecodeCache* dc, const int* tokens) {
+    Seq2SeqConfig c = m->config;
+    int B = dc->B, C = c.channels, pos = dc->pos, post = c.ln_place == LN_POST;
+    if (pos >= c.max_seq_len)
+        die("the decoder's cache is full: position %d reaches maxT %d", pos, c.max_seq_len);
+    check_tokens(tokens, (size_t)B, c.vocab_size, "decoder input");
+    const float* positions = s2s_positions(m);
+    encoder_forward(dc->x, tokens, m->params.wte, positions ? positions + (size_t)pos * C : NULL, B, 1, C);
+    for (int s = 2 * c.enc_layers; s < num_sublayers(c); s++) {
+        Sublayer w = sublayer(&m->params, c, s);
+        if (!post) layernorm_forward(dc->ln, dc->mean, dc->rstd, dc->x, w.lnw, w.lnb, B, C);
+        cached_branch(m, dc, s, post ? dc->x : dc->ln);
+        residual_forward(dc->x, dc->x, dc->proj, (size_t)B * C);
+        if (post) layernorm_forward(dc->x, dc->mean, dc->rstd, dc->x, w.lnw, w.lnb, B, C);  // in place
+    }
+    layernorm_forward(dc->ln, dc->mean, dc->rstd, dc->x, m->params.lnfw, m->params.lnfb, B, C);
+    matmul_forward(dc->logits, dc->ln, m->params.wte, NULL, B, C, c.padded_vocab_size);
+    dc->pos++;
+    return dc->logits;
+}
+
+// Decodes B sources (src (B,Ts), src_len (B)): BOS first, then each step's token, chosen
+// by the sampler (temperature 0: greedy), is fed back until EOS or maxT. out (B,maxT)
+// receives each output without BOS and EOS, out_len (B) its length.
+void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* src, const int* src_len, int B,
+                    int Ts, int* out, int* out_len) {
+    Seq2SeqConfig c = m->config;
+    int maxT = c.max_seq_len, Vp = c.padded_vocab_size, running = B;
+    int* tokens = mallocCheck((size_t)B * sizeof(int));
+    seq2seq_encode(m, src, src_len, B, Ts, -1);
+    decode_cache_start(m, dc);
+    for (int b = 0; b < B; b++) {
+        tokens[b] = PAIR_BOS;
+        out_len[b] = 0;
+    }
+    for (int pos = 0; pos < maxT && running > 0; pos++) {
+        const float* logits = decoder_forward_token(m, dc, tokens);
+        for (int b = 0; b < B; b++) {
+            if (tokens[b] == PAIR_EOS) continue;  // finished: fed EOS until the others are
+            tokens[b] = sampler_sample(sampler, logits + (size_t)b * Vp);
+            if (tokens[b] == PAIR_EOS) running--;
+            else out[(size_t)b * maxT + out_len[b]++] = tokens[b];
+        }
+    }
+    free(tokens);
+}
+
+// ----------------------------------------------------------------------------
+// evaluation on held-out pairs: teacher forcing against decoding (article 002)
+
+typedef struct {
+    double loss;       // mean loss per target position, teacher forced
+    double token_acc;  // fraction of target positions whose most likely token is right, given the
+                       //   true previous tokens (teacher forcing)
+    double exact;      // fraction of pairs whose greedily decoded output equals the target
+    int pairs;
+} EvalStats;
+
+// one decoded example: "  mark source -> output"
+static void print_example(const Tokenizer* tk, const char* mark, const int* src, int src_len, const int* out,
+                          int out_len) {
+    printf("  %s ", mark);
+    for (int t = 0; t < src_len; t++)
+        print_token(tk, src[t], stdout);
+    printf(" -> ");
+    for (int t = 0; t < out_len; t++)
+        print_token(tk, out[t], stdout);
+    printf("\n");
+}
+
+// the first n pairs of ps, B at a time; decode = 0 skips the decoding (exact stays 0).
+// Prints the first `examples` pairs: source, decoded output, and whether it is right.
+EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B, int decode, int examples,
+                   const Tokenizer* tk) {
+    Seq2SeqConfig c = m->config;
+    int maxT = c.max_seq_len, V = c.vocab_size, Vp = c.padded_vocab_size;
+    n = n < ps->num_pairs ? n : ps->num_pairs;
+    PairBatch pb;
+    pair_batch_alloc(&pb, B, ps->max_src, ps->max_tgt);
+    Sampler greedy;
+    sampler_init(&greedy, V, 0.0f, 0, 0);
+    int *ids = mallocCheck((size_t)B * sizeof(int)), *out = mallocCheck((size_t)B * maxT * sizeof(int));
+    int* out_len = mallocCheck((size_t)B * sizeof(int));
+    double loss_sum = 0.0, right = 0.0, positions = 0.0, exact = 0.0;
+    for (int i0 = 0; i0 < n; i0 += B) {
+        int b_n = n - i0 < B ? n - i0 : B;
+        for (int b = 0; b < b_n; b++)
+            ids[b] = i0 + b;
+        pair_batch_fill(&pb, ps, ids, b_n);
+        loss_sum += (double)seq2seq_forward(m, &pb, -1) * m->num_targets;
+        for (int i = 0; i < b_n * pb.Tt; i++) {
+            if (pb.dec_tgt[i] < 0) continue;
+            const float* p = m->acts.probs + (size_t)i * Vp;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                best = p[v] > p[best] ? v : best;
+            right += best == pb.dec_tgt[i];
+            positions++;
+        }
+        if (!decode) continue;
+        seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, b_n, pb.Ts, out, out_len);
+        for (int b = 0; b < b_n; b++) {
+            const uint16_t* target = ps->tokens + ps->offset[ids[b]] + ps->src_len[ids[b]];
+            int ok = out_len[b] == ps->tgt_len[ids[b]];
+            for (int t = 0; ok && t < out_len[b]; t++)
+                ok = out[(size_t)b * maxT + t] == target[t];
+            exact += ok;
+            if (i0 + b < examples)
+                print_example(tk, ok ? "  right" : "  WRONG", pb.src + b * pb.Ts, pb.src_len[b],
+                              out + (size_t)b * maxT, out_len[b]);
+        }
+    }
+    sampler_free(&greedy);
+    free(ids); free(out); free(out_len);
+    pair_batch_free(&pb);
+    EvalStats st = {loss_sum / positions, right / positions, exact / n, n};
+    return st;
+}
+
+// ----------------------------------------------------------------------------
+// the program: flags (util/cli.h's table), the run's setup, the training loop
+// (test_seq2seq.c defines TESTING_SEQ2SEQ and skips it)
+#ifndef TESTING_SEQ2SEQ
+
+typedef struct {
+    const char *train_path, *val_path, *tokenizer_path, *init, *out_dir;  // -i -j -tok -e -o
+    int B;                                          // -b
+    float lr;                                       // -l
+    int warmup;                                     // -u
+    float final_lr_frac, weight_decay;              // -q -c
+    int max_steps, val_every, checkpoint_every;     // -x -v -n
+    int resume;                                     // -y
+    int layers, enc_layers, dec_layers, heads, channels, max_seq_len;  // -nl -nle -nld -nh -nc -mt
+    float grad_clip;                                // -gc
+    long long seed;                                 // -sd
+    float dropout, beta1, beta2, eps;               // -dr -b1 -b2 -ae
+    float temperature;                              // -tp
+    int top_k;                                      // -tk
+    int eval_pairs, examples;                       // -ne -g
+    const char* attention_map;                      // -am
+    const char *pe, *ln, *act;                      // -pe -ln -act
+    int variant[3];                                 // their indices in VARIANT_WORDS; -1 = not given
+} S2SOptions;
+
+#define S2S_OPT(field) offsetof(S2SOptions, field)
+static const Flag S2S_FLAGS[] = {
+    {"-i", 's', S2S_OPT(train_path), "training pairs (pair file, util/pairs.h)"},
+    {"-j", 's', S2S_OPT(val_path), "held-out pairs (\"\" = none)"},
+    {"-tok", 's', S2S_OPT(tokenizer_path), "tokenizer, to print tokens (\"\" = print ids)"},
+    {"-e", 's', S2S_OPT(init), "start from this encoder-decoder checkpoint (\"\" = a fresh model)"},
+    {"-o", 's', S2S_OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
+    {"-b", 'i', S2S_OPT(B), "batch size: pairs per step"},
+    {"-l", 'f', S2S_OPT(lr), "peak learning rate"},
+    {"-u", 'i', S2S_OPT(warmup), "warmup steps"},
+    {"-q", 'f', S2S_OPT(final_lr_frac), "final learning rate as a fraction of the peak (cosine decay)"},
+    {"-c", 'f', S2S_OPT(weight_decay), "AdamW weight decay (matrices only)"},
+    {"-x", 'i', S2S_OPT(max_steps), "training steps (0 = none: evaluate and decode)"},
+    {"-v", 'i', S2S_OPT(val_every), "held-out loss and token accuracy every N steps (0 = at the end)"},
+    {"-n", 'i', S2S_OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)"},
+    {"-y", 'i', S2S_OPT(resume), "1 = resume from the newest checkpoint in -o"},
+    {"-nl", 'i', S2S_OPT(layers), "fresh model: layers of each stack"},
+    {"-nle", 'i', S2S_OPT(enc_layers), "fresh model: encoder layers (0 = -nl)"},
+    {"-nld", 'i', S2S_OPT(dec_layers), "fresh model: decoder layers (0 = -nl)"},
+    {"-nh", 'i', S2S_OPT(heads), "fresh model: heads"},
+    {"-nc", 'i', S2S_OPT(channels), "fresh model: channels"},
+    {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT (0 = the data's longest source or target + 1)"},
+    {"-gc", 'f', S2S_OPT(grad_clip), "clip the global gradient norm to this (0 = off)"},
+    {"-sd", 'L', S2S_OPT(seed), "seed for initialisation, dropout, shuffling and sampling"},
+    {"-dr", 'f', S2S_OPT(dropout), "dropout probability, 0 <= p < 1 (training only)"},
+    {"-b1", 'f', S2S_OPT(beta1), "AdamW beta1"},
+    {"-b2", 'f', S2S_OPT(beta2), "AdamW beta2"},
+    {"-ae", 'f', S2S_OPT(eps), "AdamW epsilon"},
+    {"-tp", 'f', S2S_OPT(temperature), "decoding temperature of the printed examples (0 = greedy)"},
+    {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)"},
+    {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, token accuracy)"},
+    {"-g", 'i', S2S_OPT(examples), "decoded examples to print"},
+    {"-am", 's', S2S_OPT(attention_map), "write the cross-attention maps of a held-out pair to this SVG"},
+    {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (shared by both stacks)"},
+    {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the original Transformer)"},
+    {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu"},
+};
+#define NUM_S2S_FLAGS ((int)(sizeof S2S_FLAGS / sizeof S2S_FLAGS[0]))
+
+// the defaults train the reversal task (data/reverse_*.bin, `make` prepares them)
+static S2SOptions s2s_default_options(void) {
+    S2SOptions o = {
+        .train_path = "data/reverse_train.bin", .val_path = "data/reverse_val.bin",
+        .tokenizer_path = "data/reverse_tokenizer.bin", .init = "", .out_dir = "out_seq2seq", .B = 32,
+        .lr = 3e-3f, .warmup = 100, .final_lr_frac = 0.0f, .weight_decay = 0.0f, .max_steps = 2000,
+        .val_every = 250, .checkpoint_every = 0, .resume = 0, .layers = 2, .enc_layers = 0, .dec_layers = 0,
+        .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
+        .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
+        .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}};
+    return o;
+}
+
+static void s2s_print_usage(FILE* f) {
+    S2SOptions d = s2s_default_options();
+    print_flag_table(f, "train_seq2seq", S2S_FLAGS, NUM_S2S_FLAGS, &d);
+}
+
+S2SOptions s2s_parse_args(int argc, char** argv) {
+    S2SOptions o = s2s_default_options();
+    print_usage_to = s2s_print_usage;
+    parse_flag_table(S2S_FLAGS, NUM_S2S_FLAGS, &o, argc, argv);
+    RangeCheck checks[] = {  // util/cli.h: the flags train_gpt2 has too, then ours
+        COMMON_RANGE_CHECKS(o), {o.val_every < 0, "-v must be >= 0"},
+        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
+        {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
+        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};
+    check_ranges(checks, sizeof checks / sizeof checks[0]);
+    const char* words[3] = {o.pe, o.ln, o.act};
+    parse_variant_words(words, o.variant);
+    print_usage_to = NULL;  // from here on a value's one line is enough
+    if (o.variant[0] == POS_ROPE)
+        usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is "
+                    "train_gpt2's)");
+    return o;
+}
+
+// everything a run holds
+typedef struct {
+    Seq2Seq model;
+    PairSet train, val;
+    int have_train, have_val;
+    PairBatch batch;
+    int* order;                  // (train pairs) this epoch's order of the training pairs
+    TrainState state;            // where training stands (the step, the data position)
+    int resume_step;             // the checkpoint resumed from, or -1
+    char last_checkpoint[4096];
+    Tokenizer tokenizer;
+    int have_tokenizer;
+    DecodeCache cache;
+    Sampler sampler;             // -tp, -tk: the printed examples' decoding
+    AdamWConfig adamw;
+    LossHistory history;
+} S2SRun;
+
+// every pair must fit the model: its vocabulary, and maxT >= source and target + 1
+static void check_pairs(const PairSet* ps, const char* path, Seq2SeqConfig c) {
+    if (ps->vocab_size != c.vocab_size)
+        die("'%s' has a vocabulary of %d tokens, the model %d (another task's data or tokenizer?)", path,
+            ps->vocab_size, c.vocab_size);
+    pairs_check_max_len(ps, path, c.max_seq_len);
+}
+
+// the model: resumed from -o, loaded with -e, or fresh (its vocabulary and maxT from the data)
+static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
+    if (o->resume && r->resume_step < 0)
+        printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
+    if (r->resume_step >= 0) {
+        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
+                 r->resume_step);
+        seq2seq_build_from_checkpoint(&r->model, r->last_checkpoint);
+    } else if (o->init[0]) {
+        seq2seq_build_from_checkpoint(&r->model, o->init);
+    } else {
+        const PairSet* ps = r->have_train ? &r->train : r->have_val ? &r->val : NULL;
+        if (!ps) die("a fresh model needs pairs to learn its vocabulary from (-i or -j)");
+        int maxT = ps->max_src > ps->max_tgt + 1 ? ps->max_src : ps->max_tgt + 1;
+        if (r->have_val && r->val.max_src > maxT) maxT = r->val.max_src;
+        if (r->have_val && r->val.max_tgt + 1 > maxT) maxT = r->val.max_tgt + 1;
+        Seq2SeqConfig c = {.max_seq_len = o->max_seq_len ? o->max_seq_len : maxT,
+                           .vocab_size = ps->vocab_size,
+                           .padded_vocab_size = (ps->vocab_size + 127) / 128 * 128,
+                           .enc_layers = o->enc_layers ? o->enc_layers : o->layers,
+                           .dec_layers = o->dec_layers ? o->dec_layers : o->layers, .num_heads = o->heads,
+                           .channels = o->channels};
+        int* settings[3] = {&c.pos_encoding, &c.ln_place, &c.activation};
+        for (int k = 0; k < 3; k++)
+            if (o->variant[k] >= 0) *settings[k] = o->variant[k];
+        seq2seq_init_random(&r->model, c, (uint64_t)o->seed);
+    }
+    Seq2SeqConfig c = r->model.config;
+    int settings[3] = {c.pos_encoding, c.ln_place, c.activation};
+    for (int k = 0; k < 3; k++)  // a loaded model keeps its block; a flag that contradicts it is an error
+        if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->resume_step >= 0 || o->init[0]))
+            usage_error("%s: the loaded model was built otherwise; a block variant is chosen when a model is "
+                        "created", VARIANT_FLAGS[k]);
+    if (r->have_train) check_pairs(&r->train, o->train_path, c);
+    if (r->have_val) check_pairs(&r->val, o->val_path, c);
+    r->model.dropout_p = o->dropout;
+    r->model.dropout_seed = (uint64_t)o->seed;
+    printf("model: encoder-decoder, Le=%d Ld=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.3fM parameters\n",
+           c.enc_layers, c.dec_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size,
+           c.padded_vocab_size, r->model.num_parameters / 1e6);
+    printf("block: positions %s, %s-LN, %s\n", VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place],
+           VARIANT_WORDS[2][c.activation]);
+}
+
+// the data, the tokenizer, the model, the optimiser's state when resuming
+static void s2s_setup(const S2SOptions* o, S2SRun* r) {
+    r->have_train = o->max_steps > 0;
+    if (r->have_train) pairs_load(&r->train, o->train_path);
+    r->have_val = o->val_path[0] != 0;
+    if (r->have_val) pairs_load(&r->val, o->val_path);
+    s2s_setup_model(o, r);
+    Seq2SeqConfig c = r->model.config;
+    if (o->tokenizer_path[0]) {
+        tokenizer_init(&r->tokenizer, o->tokenizer_path);
+        r->have_tokenizer = 1;
+        if (r->tokenizer.vocab_size != c.vocab_size)
+            die("-tok '%s' has %d tokens, the model %d", o->tokenizer_path, r->tokenizer.vocab_size,
+                c.vocab_size);
+    }
+    sampler_init(&r->sampler, c.vocab_size, o->temperature, o->top_k, (uint64_t)o->seed ^ 0x5A4D504CULL);
+    decode_cache_init(&r->cache, c, o->B);
+    r->adamw = (AdamWConfig){.lr = o->lr, .warmup = o->warmup, .max_steps = o->max_steps,
+                             .final_lr_frac = o->final_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
+                             .eps = o->eps, .weight_decay = o->weight_decay, .grad_clip = o->grad_clip};
+    if (r->have_train) {
+        pair_batch_alloc(&r->batch, o->B, r->train.max_src, r->train.max_tgt);
+        r->order = mallocCheck((size_t)r->train.num_pairs * sizeof(int));
+        if (r->train.num_pairs < o->B)
+            die("'%s' has %d pairs, fewer than one batch (-b %d)", o->train_path, r->train.num_pairs, o->B);
+    }
+    r->state = (TrainState){0, o->B, c.max_seq_len, 0, 0, r->sampler.rng, (uint64_t)o->seed, 1,
+                            r->have_train ? (uint64_t)r->train.num_pairs : 0};
+    if (r->resume_step >= 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
+        seq2seq_allocate_moments(&r->model);
+        TrainState now = r->state;
+        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
+        now.step = r->state.step;
+        if (r->have_train) check_resumed_state(&r->state, now, r->last_checkpoint);
+        r->sampler.rng = r->state.sampler_rng;
+        printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
+    }
+    if (r->have_train) pairs_order(r->order, r->train.num_pairs, (uint64_t)o->seed, (int)r->state.epoch);
+    history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+    if (o->out_dir[0] && o->max_steps > 0) check_output_dir(o->out_dir, "-o");
+}
+
+static void s2s_run_free(S2SRun* r) {
+    if (r->have_train) { pairs_free(&r->train); pair_batch_free(&r->batch); free(r->order); }
+    if (r->have_val) pairs_free(&r->val);
+    if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
+    decode_cache_free(&r->cache);
+    sampler_free(&r->sampler);
+    history_free(&r->history);
+    seq2seq_free(&r->model);
+}
+
+// the next B training pairs into r->batch: the epoch's order, a new order each epoch
+static void next_batch(const S2SOptions* o, S2SRun* r) {
+    int n = r->train.num_pairs;
+    if ((r->state.batch_index + 1) * (size_t)o->B > (size_t)n) {
+        r->state.epoch++;
+        r->state.batch_index = 0;
+        pairs_order(r->order, n, (uint64_t)o->seed, (int)r->state.epoch);
+    }
+    pair_batch_fill(&r->batch, &r->train, r->order + r->state.batch_index * o->B, o->B);
+    r->state.batch_index++;
+}
+
+// -o's model_STEP.bin, state_STEP.bin (where training stands before step) and the loss curve
+static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
+    char path[4096], title[512];
+    Seq2Seq* m = &r->model;
+    seq2seq_allocate_moments(m);  // a run stopped before its first update
+    for (size_t i = 0; i < m->num_parameters; i++)
+        if (!isfinite(m->params_memory[i]))
+            die("the weights became nan or inf before step %d; not writing a checkpoint. Last good "
+                "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+    snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, step);
+    seq2seq_write_checkpoint(m, r->last_checkpoint);
+    snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, step);
+    TrainState st = r->state;
+    st.step = step;
+    st.sampler_rng = r->sampler.rng;
+    write_train_state(path, &st, m->m_memory, m->v_memory, m->num_parameters);
+    snprintf(title, sizeof title, "train_seq2seq -o %s: %.3fM parameters, B=%d, %s", o->out_dir,
+             m->num_parameters / 1e6, o->B, o->train_path);
+    history_save(&r->history, o->out_dir, title);
+    atomic_keep();
+}
+
+// the held-out loss, teacher-forced token accuracy and greedy exact match (1,000 pairs of
+// reversal: about half a second, most of it the decoding)
+static void s2s_validate(const S2SOptions* o, S2SRun* r, int step) {
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, 0, NULL);
+    printf("step %5d | val loss %.4f | teacher-forced token accuracy %.2f%% | exact match %.2f%% "
+           "(%d held-out pairs)\n", step, e.loss, 100 * e.token_acc, 100 * e.exact, e.pairs);
+    history_val(&r->history, step, (float)e.loss);
+}
+
+void s2s_train(const S2SOptions* o, S2SRun* r) {
+    printf("training: B=%d pairs, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
+           "dropout %g, %d thread%s\n", o->B, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
+           o->weight_decay, o->grad_clip, o->dropout, max_threads(), max_threads() == 1 ? "" : "s");
+    printf("data: %s (%d pairs), %s (%d pairs)\n", o->train_path, r->train.num_pairs,
+           r->have_val ? o->val_path : "no held-out pairs", r->have_val ? r->val.num_pairs : 0);
+    catch_stop_signals();
+    double seconds = 0.0;
+    int timed = 0, start = r->state.step;
+    for (int step = start; step <= o->max_steps; step++) {
+        int last = step == o->max_steps;
+        if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) s2s_validate(o, r, step);
+        if (last) break;
+        if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > start)
+            s2s_save_checkpoint(o, r, step);
+        double t0 = now_seconds();
+        next_batch(o, r);
+        StepStats st = seq2seq_train_step(&r->model, &r->batch, step, &r->adamw);
+        if (!isfinite(st.loss) || !isfinite(st.norm))
+            die("the %s became %f at step %d; stopping. Last good checkpoint: %s",
+                isfinite(st.loss) ? "gradient norm" : "training loss", isfinite(st.loss) ? st.norm : st.loss,
+                step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+        r->state.step = step + 1;
+        history_step(&r->history, step, st.loss, st.lr);
+        double dt = now_seconds() - t0;
+        printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms\n", step + 1, o->max_steps, st.loss,
+               st.lr, st.norm, dt * 1e3);
+        fflush(stdout);
+        if (step > start) {  // the first step warms up: not timed
+            seconds += dt;
+            timed++;
+        }
+        if (stop_signal) {
+            if (!o->out_dir[0]) die("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal,
+                                    step + 1);
+            s2s_save_checkpoint(o, r, step + 1);
+            die("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step + 1,
+                r->last_checkpoint);
+        }
+    }
+    if (o->out_dir[0] && o->max_steps > start) s2s_save_checkpoint(o, r, o->max_steps);
+    if (timed > 0)
+        printf("done: %d steps, %.1f ms/step%s%s\n", o->max_steps - start, 1e3 * seconds / timed,
+               r->last_checkpoint[0] ? ", checkpoint " : "", r->last_checkpoint);
+}
+
+// exact match of the decoded outputs beside teacher-forced token accuracy: article 002
+static void s2s_report(const S2SOptions* o, S2SRun* r) {
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    if (o->examples > 0)
+        printf("greedy decoding of the first %d held-out pairs, token by token (source -> output):\n",
+               o->examples);
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, o->examples, tk);
+    printf("held-out: %d pairs | exact match %.2f%% (greedy decoding) | teacher-forced token accuracy "
+           "%.2f%% | val loss %.4f\n", e.pairs, 100 * e.exact, 100 * e.token_acc, e.loss);
+    printf("(teacher forcing gives every position the true previous tokens; decoding feeds back its own, so "
+           "one wrong token can spoil the rest of a sequence: the gap between the two is article 002's "
+           "lesson)\n");
+}
+
+// -am: the cross-attention maps of the first held-out pair, teacher forced on its target:
+// a panel per decoder layer and head, a row per output position (labelled by the token it
+// predicts), a column per source token. For reversal, output i reads source n-1-i: the
+// anti-diagonal.
+static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
+    Seq2Seq* m = &r->model;
+    Seq2SeqConfig c = m->config;
+    if (!r->have_val || r->val.num_pairs == 0) die("-am needs held-out pairs (-j) to draw one of them");
+    PairBatch pb;
+    pair_batch_alloc(&pb, 1, r->val.max_src, r->val.max_tgt);
+    int first = 0;
+    pair_batch_fill(&pb, &r->val, &first, 1);
+    seq2seq_forward(m, &pb, -1);
+    int Ld = c.dec_layers, NH = c.num_heads, Tt = pb.Tt, Ts = pb.Ts;
+    size_t slot = (size_t)m->batch_size * NH * c.max_seq_len * c.max_seq_len, map = (size_t)NH * Tt * Ts;
+    float* probs = mallocCheck(Ld * map * sizeof(float));  // (Ld,NH,Tt,Ts), from each site's slot
+    for (int l = 0; l < Ld; l++)
+        memcpy(probs + l * map, m->acts.att_probs + (c.enc_layers + 2 * l + 1) * slot, map * sizeof(float));
+    char title[8400];
+    snprintf(title, sizeof title, "the decoder's cross-attention (%s, a held-out pair of %s)",
+             o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model",
+             o->val_path);
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    write_attention_map_svg(o->attention_map, probs, Ld, NH, Tt, Ts, pb.dec_tgt, pb.src, tk, 0, title);
+    printf("cross-attention maps of held-out pair 0 (%d target + EOS rows, %d source columns): %s\n", Tt, Ts,
+           o->attention_map);
+    // reversal's alignment: output i is source character n-1-i; the mean weight there
+    printf("mean weight on the anti-diagonal (output i reading source n-1-i, reversal's alignment):");
+    for (int l = 0; l < Ld; l++)
+        for (int h = 0; h < NH; h++) {
+            double sum = 0.0;
+            for (int i = 0; i < Tt - 1; i++)
+                sum += probs[l * map + ((size_t)h * Tt + i) * Ts + (Ts - 1 - i)];
+            printf(" L%dH%d %.2f", l, h, Tt > 1 ? sum / (Tt - 1) : 0.0);
+        }
+    printf("\n");
+    free(probs);
+    pair_batch_free(&pb);
+}
+
+// -tp, -tk: the first -g held-out pairs decoded again, sampled instead of greedy
+static void print_sampled_examples(const S2SOptions* o, S2SRun* r) {
+    printf("sampled decoding (-tp %g -tk %d):\n", o->temperature, o->top_k);
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    int n = o->examples < r->val.num_pairs ? o->examples : r->val.num_pairs, len;
+    PairBatch pb;
+    pair_batch_alloc(&pb, 1, r->val.max_src, r->val.max_tgt);
+    int* out = mallocCheck((size_t)r->model.config.max_seq_len * sizeof(int));
+    for (int i = 0; i < n; i++) {
+        pair_batch_fill(&pb, &r->val, &i, 1);
+        seq2seq_decode(&r->model, &r->cache, &r->sampler, pb.src, pb.src_len, 1, pb.Ts, out, &len);
+        print_example(tk, "", pb.src, pb.src_len[0], out, len);
+    }
+    free(out);
+    pair_batch_free(&pb);
+}
+
+int main(int argc, char** argv) {
+    error_program = "train_seq2seq";
+    S2SOptions o = s2s_parse_args(argc, argv);
+    static S2SRun r;  // zeroed
+    s2s_setup(&o, &r);
+    if (o.max_steps > 0) s2s_train(&o, &r);
+    if (r.have_val) s2s_report(&o, &r);
+    if (r.have_val && (o.temperature > 0 || o.top_k > 0)) print_sampled_examples(&o, &r);
+    if (o.attention_map[0]) draw_cross_attention(&o, &r);
+    s2s_run_free(&r);
+    return 0;
+}
+#endif
