@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The encoder-decoder's demo (README, "Encoder-decoder (article 003)"), run by CI: the default
 # run of train_seq2seq, reversal of 1-16 letters, must reach >= 99% exact match on the 1,000
-# held-out pairs by greedy decoding, within 5 minutes, with a second-layer cross-attention map
-# whose rows put most of their weight on the anti-diagonal. Last line: "N passed, M failed".
+# held-out pairs by greedy decoding (its time is printed, not asserted), with a second-layer
+# cross-attention map whose rows put most of their weight on the anti-diagonal. Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
 TMP=tests/tmp/seq2seq_demo
@@ -22,8 +22,8 @@ if [ $rc -eq 0 ] && [ -n "$exact" ] && awk -v e="$exact" 'BEGIN { exit !(e >= 99
 else
     bad "reversal: exact match '$exact' (exit $rc), below 99%"
 fi
-if [ "$seconds" -lt 300 ]; then ok "the demo run took $seconds s (under 5 minutes)"
-else bad "the demo run took $seconds s, more than 5 minutes"; fi
+# the time is reported, not asserted: a test does not time the machine (README: Speed)
+echo "the demo run took $seconds s of wall time (the README's claim: under 5 minutes on 2 idle cores)"
 best=$(grep -oP 'anti-diagonal.*' "$TMP/demo.log" | grep -oP 'L1H\d \K[0-9.]+' | sort -n | tail -n 1)
 if [ -n "$best" ] && awk -v b="$best" 'BEGIN { exit !(b > 0.5) }'; then
     ok "-am: a second-layer head puts $best of each row's weight on the anti-diagonal (source n-1-i)"
