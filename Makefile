@@ -49,7 +49,7 @@ all: train_gpt2 test_gpt2 $(DATA)
 train_gpt2: $(SRC) .mpi-$(MPI)
 	$(TRAIN_CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
-test_gpt2: test_gpt2.c tests/errata_checks.h tests/bf16_checks.h $(SRC)
+test_gpt2: test_gpt2.c tests/errata_checks.h tests/bf16_checks.h tests/hf_checks.h $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
 # which build train_gpt2 is (with MPI or not): switching rebuilds it

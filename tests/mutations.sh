@@ -21,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=(train_gpt2.c fast/matmul.h fast/rows.h)
 cp -r train_gpt2.c train_setup.h test_gpt2.c fast util "$work/"
-mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h "$work/tests/"
+mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h tests/hf_checks.h "$work/tests/"
 CC=${CC:-cc}
 CFLAGS="-O1 -march=native -fopenmp -std=c11"
 avx512=$(echo | $CC -march=native -dM -E - | grep -c '__AVX512F__')
