@@ -1,7 +1,9 @@
 /*
 tests/fuzz/fuzz_readers.c: libFuzzer harnesses for every reader of outside input: the model
-checkpoint, the token file, the tokenizer, the training-state file and the command line.
-One file, the reader chosen at compile time (-DREADER=1..5). Build and run, e.g.:
+checkpoint, the token file, the tokenizer, the training-state file, the command line, a
+Hugging Face model.safetensors (with a fixed config.json beside it: L=1 NH=2 C=8 maxT=4
+V=5, the seeds' shape) and config.json itself. One file, the reader chosen at compile
+time (-DREADER=1..7). Build and run, e.g.:
 
   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
       -DREADER=1 -o fuzz_checkpoint tests/fuzz/fuzz_readers.c -lm
@@ -22,6 +24,7 @@ allocations and frees them after each input, so that a long run's memory stays f
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 static jmp_buf fuzz_return;
 __attribute__((noreturn)) void fuzz_exit(int code) {
@@ -83,10 +86,21 @@ static void fuzz_free_all(void) {
     fuzz_n_used = 0;
 }
 
-// the input as a file the readers can open by name
+// the input as a file the readers can open by name; a safetensors file (READER 6) goes in
+// a folder of its own, beside the config.json of the seeds' shape
 static const char* as_file(const uint8_t* data, size_t size) {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/fuzz_input_%d.bin", (int)getpid());
+#if READER == 6
+    snprintf(path, sizeof path, "/tmp/fuzz_hf_%d", (int)getpid());
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "/tmp/fuzz_hf_%d/config.json", (int)getpid());
+    FILE* c = fopen(path, "wb");
+    if (!c) abort();
+    fprintf(c, "{\"n_layer\": 1, \"n_head\": 2, \"n_embd\": 8, \"n_positions\": 4, \"vocab_size\": 5}\n");
+    fclose(c);
+    snprintf(path, sizeof path, "/tmp/fuzz_hf_%d/model.safetensors", (int)getpid());
+#endif
     FILE* f = fopen(path, "wb");
     if (!f) abort();
     fwrite(data, 1, size, f);
@@ -138,6 +152,12 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         static float m[4096], v[4096];
         TrainState st;
         read_train_state(path, &st, m, v, 4096);
+#elif READER == 6
+        GPT2 model;
+        gpt2_build_from_safetensors(&model, path);
+        gpt2_free(&model);
+#elif READER == 7
+        hf_read_config(path);
 #endif
     }
 #endif
