@@ -31,7 +31,8 @@ static void test_half_floats(void) {
 static float logits_error(GPT2* model, const RefState* s) {
     gpt2_forward(model, s->x, s->y, s->B, s->T, -1);
     GPT2Config c = model->config;
-    return compare(model->acts.logits, s->logits, (size_t)s->B * s->T, c.vocab_size, c.padded_vocab_size).max_abs;
+    size_t BT = (size_t)s->B * s->T;
+    return compare(model->acts.logits, s->logits, BT, c.vocab_size, c.padded_vocab_size).max_abs;
 }
 
 // a (rows, cols) matrix's values laid out as its transpose, in place: what a loader that
@@ -109,7 +110,8 @@ static void test_hf_export(const char* model_path) {
     snprintf(p2, sizeof p2, "%s/model.safetensors", d2); snprintf(c2, sizeof c2, "%s/config.json", d2);
     gpt2_write_safetensors(&m1, d1);
     gpt2_build_from_file(&m2, p1);
-    int same = memcmp(&m1.config, &m2.config, sizeof m1.config) == 0 && m1.num_parameters == m2.num_parameters &&
+    int same = memcmp(&m1.config, &m2.config, sizeof m1.config) == 0 &&
+               m1.num_parameters == m2.num_parameters &&
                memcmp(m1.params_memory, m2.params_memory, m1.num_parameters * sizeof(float)) == 0;
     gpt2_write_safetensors(&m2, d2);
     check(same && files_equal(p1, p2) && files_equal(c1, c2),

@@ -28,6 +28,7 @@ must be wte itself (GPT-2 ties them).
 #ifndef UTIL_HF_GPT2_H
 #define UTIL_HF_GPT2_H
 
+#include <ctype.h>
 #include "safetensors.h"
 
 // one tensor of the file and where it goes in the model
@@ -133,7 +134,8 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
     for (int i = 0; i < st->num_tensors; i++) {
         int l, at = 0;
         const char* s = st->tensors[i].name;
-        if (strncmp(s, prefix, plen) == 0 && sscanf(s + plen, "h.%d.%n", &l, &at) == 1 && at > 0 &&
+        if (strncmp(s, prefix, plen) == 0 && !strncmp(s + plen, "h.", 2) && isdigit((unsigned char)s[plen + 2]) &&
+            sscanf(s + plen, "h.%d.%n", &l, &at) == 1 && at > 0 &&
             l >= 0 && l < (1 << 12) && l + 1 > c.num_layers)
             c.num_layers = l + 1;
     }
@@ -142,8 +144,9 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
             st->path, c.channels);
     c.num_heads = c.num_kv_heads = c.channels / 64;
     c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
-    printf("note: no config.json beside '%s': assumed L=%d (the h.N names), C=%d and V=%d (wte), maxT=%d (wpe), "
-           "NH=C/64=%d\n", st->path, c.num_layers, c.channels, c.vocab_size, c.max_seq_len, c.num_heads);
+    printf("note: no config.json beside '%s': assumed L=%d (the h.N names), C=%d and V=%d (wte), "
+           "maxT=%d (wpe), NH=C/64=%d\n", st->path, c.num_layers, c.channels, c.vocab_size, c.max_seq_len,
+           c.num_heads);
     return c;
 }
 
@@ -154,21 +157,30 @@ static const SafeTensor* hf_tensor(const SafeTensors* st, const HFPlace* p, cons
     int ndim = p->cols ? 2 : 1;
     if (t->ndim != ndim || t->shape[0] != p->rows || (ndim == 2 && t->shape[1] != p->cols))
         die("'%s': tensor '%s' has shape [%llu%s%llu], %s says [%zu%s%zu]", st->path, p->name,
-            (unsigned long long)t->shape[0], t->ndim > 1 ? ", " : "", (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
+            (unsigned long long)t->shape[0], t->ndim > 1 ? ", " : "",
+            (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
             source, p->rows, ndim > 1 ? ", " : "", p->cols);
     if (!st_readable(t))
         die("'%s': tensor '%s' has dtype %s: only F32, F16 and BF16 are read", st->path, p->name, t->dtype);
     return t;
 }
 
-// a tensor of the file that is none of the model's: the mask buffers, the tied head
-static void hf_check_extra(const SafeTensors* st, const SafeTensor* t, const char* prefix, GPT2Config c) {
+// h.N.attn.bias or h.N.attn.masked_bias (N < L): GPT-2's causal mask and its fill value,
+// buffers rather than weights
+static int hf_is_mask_buffer(const char* name, const char* prefix, int L) {
     size_t plen = strlen(prefix);
     int l, at = 0;
+    if (strncmp(name, prefix, plen) != 0 || strncmp(name + plen, "h.", 2) != 0 || !isdigit((unsigned char)name[plen + 2]) ||
+        sscanf(name + plen, "h.%d.attn.%n", &l, &at) != 1 || at == 0)
+        return 0;
+    const char* buffer = name + plen + at;
+    return l >= 0 && l < L && (!strcmp(buffer, "bias") || !strcmp(buffer, "masked_bias"));
+}
+
+// a tensor of the file that is none of the model's: the mask buffers (skipped), the tied head
+static void hf_check_extra(const SafeTensors* st, const SafeTensor* t, const char* prefix, GPT2Config c) {
     const char* s = t->name;
-    if (strncmp(s, prefix, plen) == 0 && sscanf(s + plen, "h.%d.attn.%n", &l, &at) == 1 && at > 0 &&
-        l >= 0 && l < c.num_layers && (!strcmp(s + plen + at, "bias") || !strcmp(s + plen + at, "masked_bias")))
-        return;  // the causal mask and its fill value: buffers, not weights
+    if (hf_is_mask_buffer(s, prefix, c.num_layers)) return;
     if (strcmp(s, "lm_head.weight") == 0) {
         HFPlace head = {"lm_head.weight", c.vocab_size, c.channels, 0, -1, 0};
         hf_tensor(st, &head, "wte.weight");
@@ -258,7 +270,8 @@ static void hf_write_config(const GPT2Config c, const char* path) {
     char tokens[96] = "";
     if (c.vocab_size == 50257)  // GPT-2's vocabulary: <|endoftext|> begins and ends a text
         snprintf(tokens, sizeof tokens, "  \"bos_token_id\": 50256,\n  \"eos_token_id\": 50256,\n");
-    if (fprintf(f, "{\n  \"activation_function\": \"gelu_new\",\n  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+    if (fprintf(f, "{\n  \"activation_function\": \"gelu_new\",\n"
+                "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
                 "%s  \"layer_norm_epsilon\": 1e-05,\n  \"model_type\": \"gpt2\",\n  \"n_ctx\": %d,\n"
                 "  \"n_embd\": %d,\n  \"n_head\": %d,\n  \"n_inner\": null,\n  \"n_layer\": %d,\n"
                 "  \"n_positions\": %d,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\",\n"

@@ -297,7 +297,8 @@ static void st_parse_entry(Json* j, SafeTensor* t) {
         } else if (field == 2) {
             if (json_open(j, '[', ']')) do {
                 if (t->ndim == SAFETENSORS_MAX_DIMS)
-                    die("'%s': tensor '%s' has more than %d dimensions", j->path, t->name, SAFETENSORS_MAX_DIMS);
+                    die("'%s': tensor '%s' has more than %d dimensions", j->path, t->name,
+                        SAFETENSORS_MAX_DIMS);
                 t->shape[t->ndim++] = json_size(j);
             } while (json_next(j, ']'));
         } else {
@@ -363,9 +364,9 @@ static void st_check_layout(const SafeTensors* st, uint64_t data_size) {
             count = fits ? count * t->shape[d] : 0;
         }
         if (!fits || count * size != bytes)
-            die("'%s': tensor '%s': its shape and dtype %s do not fit its %llu bytes (data_offsets [%llu, %llu])",
-                path, t->name, t->dtype, (unsigned long long)bytes, (unsigned long long)t->begin,
-                (unsigned long long)t->end);
+            die("'%s': tensor '%s': its shape and dtype %s do not fit its %llu bytes "
+                "(data_offsets [%llu, %llu])", path, t->name, t->dtype, (unsigned long long)bytes,
+                (unsigned long long)t->begin, (unsigned long long)t->end);
         t->count = count;
     }
     SafeTensor** order = mallocCheck((st->num_tensors + 1) * sizeof *order);
