@@ -111,7 +111,7 @@ static GPT2Config hf_read_config(const char* path) {
     for (int k = 0; k < 3; k++)
         if (json_flat_find(flat, off[k], &kind, &v) && kind == (k < 2 ? 't' : 'f'))
             die("'%s': %s %s is not GPT-2's attention", path, off[k], k < 2 ? "true" : "false");
-    free(flat);
+    json_flat_free(flat);
     c.num_kv_heads = c.num_heads;
     c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
     return c;

@@ -198,13 +198,25 @@ static void json_end(Json* j) {
 // config.json: the top-level numbers, strings and true/false/null of a JSON object
 // (nested values are checked and skipped)
 
-#define JSON_FLAT_MAX 128
+#define JSON_FLAT_MAX 1024
 typedef struct {
-    char key[128], text[128];  // text: a string's value
+    const char *key, *text;  // decoded, in JsonFlat's strings; text: a string's value, or ""
     double number;
-    char kind;                 // 'n' number, 's' string, 't' true, 'f' false, '0' null
+    char kind;               // 'n' number, 's' string, 't' true, 'f' false, '0' null
 } JsonMember;
-typedef struct { int n; JsonMember item[JSON_FLAT_MAX]; } JsonFlat;
+typedef struct {
+    int n;
+    JsonMember item[JSON_FLAT_MAX];
+    char* strings;           // the decoded keys and strings (never longer than the text)
+} JsonFlat;
+
+// a string into the strings buffer at *at, which then points past it
+static const char* json_flat_string(Json* j, char** at, const char* end) {
+    char* s = *at;
+    json_string(j, s, (size_t)(end - s));
+    *at = s + strlen(s) + 1;
+    return s;
+}
 
 static JsonFlat* json_flat_read(const char* path) {
     FILE* f = fopenCheck(path, "rb");
@@ -214,16 +226,19 @@ static JsonFlat* json_flat_read(const char* path) {
     fread_check(text, 1, size, f, path, "text");
     fclose(f);
     JsonFlat* flat = callocCheck(1, sizeof *flat);
+    char* at = flat->strings = mallocCheck(size + 1);
+    const char* end = flat->strings + size + 1;
     Json j = {text, (size_t)size, 0, path, "config"};
     if (json_open(&j, '{', '}')) do {
-        if (flat->n == JSON_FLAT_MAX) json_fail(&j, "more than 128 members");
+        if (flat->n == JSON_FLAT_MAX) json_fail(&j, "more than 1024 members");
         JsonMember* it = &flat->item[flat->n];
-        json_string(&j, it->key, sizeof it->key);
+        it->key = json_flat_string(&j, &at, end);
+        it->text = "";
         json_expect(&j, ':');
         int c = json_peek(&j);
         it->kind = c == '"' ? 's' : c == 't' ? 't' : c == 'f' ? 'f' : c == 'n' ? '0'
                  : c == '-' || (c >= '0' && c <= '9') ? 'n' : 0;
-        if (it->kind == 's') json_string(&j, it->text, sizeof it->text);
+        if (it->kind == 's') it->text = json_flat_string(&j, &at, end);
         else if (it->kind == 'n') it->number = json_number(&j);
         else json_skip(&j, 1);  // a literal, or an object or array (not kept)
         if (it->kind) flat->n++;
@@ -231,6 +246,11 @@ static JsonFlat* json_flat_read(const char* path) {
     json_end(&j);
     free(text);
     return flat;
+}
+
+static void json_flat_free(JsonFlat* flat) {
+    free(flat->strings);
+    free(flat);
 }
 
 // the member called key, or NULL
