@@ -154,12 +154,12 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
 static const SafeTensor* hf_tensor(const SafeTensors* st, const HFPlace* p, const char* source) {
     const SafeTensor* t = safetensors_find(st, p->name);
     if (!t) die("'%s': tensor '%s' is missing", st->path, p->name);
-    int ndim = p->cols ? 2 : 1;
-    if (t->ndim != ndim || t->shape[0] != p->rows || (ndim == 2 && t->shape[1] != p->cols))
-        die("'%s': tensor '%s' has shape [%llu%s%llu], %s says [%zu%s%zu]", st->path, p->name,
-            (unsigned long long)t->shape[0], t->ndim > 1 ? ", " : "",
-            (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
-            source, p->rows, ndim > 1 ? ", " : "", p->cols);
+    SafeTensor want = {.ndim = p->cols ? 2 : 1, .shape = {p->rows, p->cols}};
+    if (t->ndim != want.ndim || t->shape[0] != p->rows || (want.ndim == 2 && t->shape[1] != p->cols)) {
+        char has[256], says[256];
+        die("'%s': tensor '%s' has shape %s, %s says %s", st->path, p->name, st_shape_text(t, has),
+            source, st_shape_text(&want, says));
+    }
     if (!st_readable(t))
         die("'%s': tensor '%s' has dtype %s: only F32, F16 and BF16 are read", st->path, p->name, t->dtype);
     return t;

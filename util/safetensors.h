@@ -441,6 +441,15 @@ static void safetensors_open(SafeTensors* st, const char* path) {
     st_check_layout(st, size - 8 - n);
 }
 
+// "[50257, 768]" into buf[256]
+static const char* st_shape_text(const SafeTensor* t, char* buf) {
+    int len = snprintf(buf, 256, "[");
+    for (int d = 0; d < t->ndim; d++)
+        len += snprintf(buf + len, 256 - len, "%s%llu", d ? ", " : "", (unsigned long long)t->shape[d]);
+    snprintf(buf + len, 256 - len, "]");
+    return buf;
+}
+
 static const SafeTensor* safetensors_find(const SafeTensors* st, const char* name) {
     for (int i = 0; i < st->num_tensors; i++)
         if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];

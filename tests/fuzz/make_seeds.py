@@ -152,6 +152,7 @@ def seeds():
             "generate.txt": cli("-e", "model.bin", "-g", "100", "-pr", "ROMEO:", "-am", "a.svg"),
             "nonsense.txt": cli("-b", "-4", "-t", "x", "-kv", "3", "-pe", "sin2"),
             "lonely_flag.txt": cli("-lr"),
+            "hugging_face.txt": cli("-e", "gpt2/model.safetensors", "-x", "0", "-hf", "out/hf"),
         },
     }
 
