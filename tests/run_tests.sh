@@ -442,6 +442,7 @@ st_edit $HF/model.safetensors "$B/overlap.safetensors" \
     '/"h.0.ln_1.bias":\{[^}]*"data_offsets":\[(\d+,\d+)\]/; my $w = $1; s/("h.0.ln_1.weight":\{[^}]*"data_offsets":\[)\d+,\d+/$1$w/'
 st_edit $HF/model.safetensors "$B/dtype.safetensors" 's/("wpe.weight":\{"dtype":")F32/${1}F31/'
 st_edit $HF/model.safetensors "$B/shape.safetensors" 's/("wpe.weight":\{[^}]*"shape":\[)16,32/${1}32,16/'
+st_edit $HF/model.safetensors "$B/vector.safetensors" 's/("ln_f.bias":\{[^}]*"shape":\[)32/${1}1,32/'
 st_edit $HF/model.safetensors "$B/extra.safetensors" 's/"h.1.attn.masked_bias"/"h.1.attn.masked_biaz"/'
 head -c 100000 $HF/model.safetensors > "$B/truncated.safetensors"
 mkdir -p "$B/wide" && cp $HF/model.safetensors "$B/wide/" && sed 's/"n_embd": 32/"n_embd": 48/' $HF/config.json > "$B/wide/config.json"
@@ -458,6 +459,7 @@ st_bad "offsets out of range" "$B/range.safetensors" "tensor 'wte.weight': data_
 st_bad "overlapping tensors" "$B/overlap.safetensors" "overlap.safetensors': tensor 'h.0.ln_1.weight' (data_offsets [17924, 18052]) overlaps another tensor"
 st_bad "unknown dtype" "$B/dtype.safetensors" "tensor 'wpe.weight': unknown dtype 'F31'"
 st_bad "a shape against config.json" "$B/shape.safetensors" "tensor 'wpe.weight' has shape [32, 16], config.json says [16, 32]"
+st_bad "a matrix for a vector" "$B/vector.safetensors" "tensor 'ln_f.bias' has shape [1, 32], config.json says [32]"
 st_bad "config.json against the shapes" "$B/wide/model.safetensors" "tensor 'wte.weight' has shape [65, 32], config.json says [65, 48]"
 st_bad "a tensor GPT-2 does not have" "$B/extra.safetensors" "unexpected tensor 'h.1.attn.masked_biaz'"
 st_bad "truncated file" "$B/truncated.safetensors" "outside the data's"
