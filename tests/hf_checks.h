@@ -10,7 +10,8 @@ util/hf_gpt2.h), included by test_gpt2.c.
   being square) changes the logits far beyond the tolerance: the check above catches it;
 - an exported model reloads to the same bits and exports to the same bytes;
 - an llm.c version 3 checkpoint (zero padding rows, as llm.c writes them) converted to
-  safetensors and back is the same file, byte for byte.
+  safetensors and back is the same file, byte for byte;
+- a file that kept the tied pair only as lm_head.weight loads as the same model.
 */
 
 static void test_half_floats(void) {
@@ -145,6 +146,37 @@ static void test_hf_llmc_roundtrip(const char* llmc_model) {
     gpt2_free(&m);
 }
 
+// GPT2LMHeadModel's names with the tied pair saved once, as lm_head.weight (wte.weight dropped):
+// the same model
+static void test_hf_head_only(const char* model_path) {
+    GPT2 m1, m2;
+    gpt2_build_from_file(&m1, model_path);
+    GPT2Config c = m1.config;
+    int n = 4 + 12 * c.num_layers;
+    HFPlace* places = mallocCheck(n * sizeof *places);
+    SafeTensorOut* out = mallocCheck(n * sizeof *out);
+    hf_places(c, "transformer.", places);
+    strcpy(places[0].name, "lm_head.weight");  // wte
+    for (int i = 0; i < n; i++)
+        out[i] = (SafeTensorOut){places[i].name, places[i].cols ? 2 : 1, {places[i].rows, places[i].cols},
+                                 hf_destination(&m1, &places[i]), places[i].transpose};
+    const char* d = hf_scratch("head_only");
+    char path[1100];
+    snprintf(path, sizeof path, "%s/config.json", d);
+    hf_write_config(c, path);
+    snprintf(path, sizeof path, "%s/model.safetensors", d);
+    safetensors_write(path, out, n);
+    atomic_keep();
+    gpt2_build_from_file(&m2, path);
+    check(m1.num_parameters == m2.num_parameters &&
+          memcmp(m1.params_memory, m2.params_memory, m1.num_parameters * sizeof(float)) == 0,
+          "transformer.* names with the tied pair kept only as lm_head.weight: the same %zu parameters",
+          m1.num_parameters);
+    remove_export(d);
+    free(places); free(out);
+    gpt2_free(&m1); gpt2_free(&m2);
+}
+
 static void test_hf(const char* dir) {
     printf("-- Hugging Face's GPT-2 (model.safetensors, config.json)\n");
     test_half_floats();
@@ -156,6 +188,7 @@ static void test_hf(const char* dir) {
         check_state(a, b);
         if (i == 0) test_hf_missing_transpose(a, b);
         if (i == 1) test_hf_export(a);
+        if (i == 1) test_hf_head_only(a);
     }
     snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
     test_hf_llmc_roundtrip(a);

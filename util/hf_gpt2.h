@@ -23,7 +23,7 @@ GPT-2's Conv1D computes y = x W + b with W stored (in, out); our matmul computes
 y = x W^T + b with W stored (out, in), so those four weights are transposed either way.
 Names may carry the prefix "transformer." (GPT2LMHeadModel's own state dict); the mask
 buffers h.N.attn.bias and h.N.attn.masked_bias are skipped; lm_head.weight, where present,
-must be wte itself (GPT-2 ties them).
+must be wte itself (GPT-2 ties them), and stands for it in a file that kept only the head.
 */
 #ifndef UTIL_HF_GPT2_H
 #define UTIL_HF_GPT2_H
@@ -117,11 +117,19 @@ static GPT2Config hf_read_config(const char* path) {
     return c;
 }
 
+// a tensor by name; wte.weight, when a file kept only its tied twin, is lm_head.weight
+static const SafeTensor* hf_find(const SafeTensors* st, const char* name) {
+    const SafeTensor* t = safetensors_find(st, name);
+    size_t n = strlen(name);
+    if (!t && n >= 10 && strcmp(name + n - 10, "wte.weight") == 0) t = safetensors_find(st, "lm_head.weight");
+    return t;
+}
+
 // without config.json: L from the h.N names, C and V from wte, maxT from wpe, NH = C/64
 static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
     char name[128];
     snprintf(name, sizeof name, "%swte.weight", prefix);
-    const SafeTensor* wte = safetensors_find(st, name);
+    const SafeTensor* wte = hf_find(st, name);
     snprintf(name, sizeof name, "%swpe.weight", prefix);
     const SafeTensor* wpe = safetensors_find(st, name);
     if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->shape[1] > (1 << 20) ||
@@ -152,7 +160,7 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
 
 // the file's tensor for place p, checked: present, readable, of p's shape
 static const SafeTensor* hf_tensor(const SafeTensors* st, const HFPlace* p, const char* source) {
-    const SafeTensor* t = safetensors_find(st, p->name);
+    const SafeTensor* t = hf_find(st, p->name);
     if (!t) die("'%s': tensor '%s' is missing", st->path, p->name);
     SafeTensor want = {.ndim = p->cols ? 2 : 1, .shape = {p->rows, p->cols}};
     if (t->ndim != want.ndim || t->shape[0] != p->rows || (want.ndim == 2 && t->shape[1] != p->cols)) {
@@ -205,7 +213,9 @@ static void hf_check_tied_head(const SafeTensors* st, const GPT2* model) {
 void gpt2_build_from_safetensors(GPT2* model, const char* path) {
     SafeTensors st;
     safetensors_open(&st, path);
-    const char* prefix = safetensors_find(&st, "transformer.wte.weight") ? "transformer." : "";
+    const char* prefix = "";  // GPT2LMHeadModel's own names: every weight under "transformer."
+    for (int i = 0; i < st.num_tensors; i++)
+        if (strncmp(st.tensors[i].name, "transformer.", 12) == 0) prefix = "transformer.";
     char config_path[4096];
     const char* slash = strrchr(path, '/');
     snprintf(config_path, sizeof config_path, "%.*sconfig.json", slash ? (int)(slash - path + 1) : 0, path);
