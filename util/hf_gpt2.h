@@ -117,6 +117,18 @@ static GPT2Config hf_read_config(const char* path) {
     return c;
 }
 
+// the layer N of a name "PREFIXh.N.REST", with *rest pointing at REST; -1 for other names
+static int hf_layer_of(const char* name, const char* prefix, const char** rest) {
+    size_t plen = strlen(prefix);
+    int l, at = 0;
+    if (strncmp(name, prefix, plen) != 0 || strncmp(name + plen, "h.", 2) != 0 ||
+        !isdigit((unsigned char)name[plen + 2]) || strspn(name + plen + 2, "0123456789") > 4 ||
+        sscanf(name + plen, "h.%d.%n", &l, &at) != 1 || at == 0 || l >= (1 << 12))
+        return -1;
+    *rest = name + plen + at;
+    return l;
+}
+
 // a tensor by name; wte.weight, when a file kept only its tied twin, is lm_head.weight
 static const SafeTensor* hf_find(const SafeTensors* st, const char* name) {
     const SafeTensor* t = safetensors_find(st, name);
@@ -138,14 +150,10 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
             "matrices: %s", st->path, prefix, prefix, !wte || !wpe ? "missing" : "not of a GPT-2");
     GPT2Config c = {.vocab_size = (int)wte->shape[0], .channels = (int)wte->shape[1],
                     .max_seq_len = (int)wpe->shape[0]};
-    size_t plen = strlen(prefix);
     for (int i = 0; i < st->num_tensors; i++) {
-        int l, at = 0;
-        const char* s = st->tensors[i].name;
-        if (strncmp(s, prefix, plen) == 0 && !strncmp(s + plen, "h.", 2) && isdigit((unsigned char)s[plen + 2]) &&
-            sscanf(s + plen, "h.%d.%n", &l, &at) == 1 && at > 0 &&
-            l >= 0 && l < (1 << 12) && l + 1 > c.num_layers)
-            c.num_layers = l + 1;
+        const char* rest;
+        int l = hf_layer_of(st->tensors[i].name, prefix, &rest);
+        if (l + 1 > c.num_layers) c.num_layers = l + 1;
     }
     if (c.channels % 64 != 0 || c.channels == 0)
         die("'%s': without config.json the heads are taken as C/64, but C = %d; put config.json beside it",
@@ -176,13 +184,9 @@ static const SafeTensor* hf_tensor(const SafeTensors* st, const HFPlace* p, cons
 // h.N.attn.bias or h.N.attn.masked_bias (N < L): GPT-2's causal mask and its fill value,
 // buffers rather than weights
 static int hf_is_mask_buffer(const char* name, const char* prefix, int L) {
-    size_t plen = strlen(prefix);
-    int l, at = 0;
-    if (strncmp(name, prefix, plen) != 0 || strncmp(name + plen, "h.", 2) != 0 || !isdigit((unsigned char)name[plen + 2]) ||
-        sscanf(name + plen, "h.%d.attn.%n", &l, &at) != 1 || at == 0)
-        return 0;
-    const char* buffer = name + plen + at;
-    return l >= 0 && l < L && (!strcmp(buffer, "bias") || !strcmp(buffer, "masked_bias"));
+    const char* rest;
+    int l = hf_layer_of(name, prefix, &rest);
+    return l >= 0 && l < L && (!strcmp(rest, "attn.bias") || !strcmp(rest, "attn.masked_bias"));
 }
 
 // a tensor of the file that is none of the model's: the mask buffers (skipped), the tied head
