@@ -106,7 +106,7 @@ static void free_state(RefState* s) { free(s->x); free(s->y); free(s->logits); f
 // forward + backward on the state's batch; checks logits, loss, every gradient
 static void check_state(const char* model_path, const char* state_path) {
     GPT2 model;
-    gpt2_build_from_checkpoint(&model, model_path);
+    gpt2_build_from_file(&model, model_path);  // llm.c's checkpoint, or Hugging Face's .safetensors
     RefState s;
     read_state(&s, state_path, &model);
     GPT2Config c = model.config;
@@ -2254,6 +2254,7 @@ static void test_bpe(void) {
 
 #include "tests/errata_checks.h"
 #include "tests/bf16_checks.h"
+#include "tests/hf_checks.h"
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
     for (int i = 1; i < argc; i++) {
@@ -2314,6 +2315,7 @@ int main(int argc, char** argv) {
         test_errata_variants();
         test_errata_articles();
         test_bf16(dir);
+        test_hf(dir);
         test_bpe();
     }
     printf("%d passed, %d failed\n", passed, failed);

@@ -1720,6 +1720,7 @@ int main(int argc, char** argv) {
             printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&r.model, &r.val, r.val_batches),
                    r.val_batches, o.B, o.T);
     }
+    export_hf(&o, &r);  // -hf DIR
     run_free(&r, &o);
     return 0;
 }

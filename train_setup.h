@@ -8,6 +8,10 @@ show what each part is for.
 #ifndef TRAIN_SETUP_H
 #define TRAIN_SETUP_H
 
+#include "util/hf_gpt2.h"  // -e model.safetensors, -hf DIR: Hugging Face's GPT-2 checkpoints
+
+#define GPT2_TOKENIZER "data/gpt2_tokenizer.bin"  // GPT-2's 50257 tokens (data/make_gpt2_tokenizer.js)
+
 // everything a run holds: the model and what feeds it, what samples from it
 typedef struct {
     GPT2 model;
@@ -38,7 +42,7 @@ void setup_model(const Options* o, Run* r) {
                         .num_heads = o->heads, .channels = o->channels};
     int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh.num_layers,
                                              &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
-    if (is_fresh || !default_tokenizer || stat(o->tokenizer_path, &sb) == 0) {
+    if (is_fresh) {
         tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
         r->have_tokenizer = 1;
     }
@@ -47,7 +51,7 @@ void setup_model(const Options* o, Run* r) {
                  r->resume_step);
         gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (!is_fresh) {
-        gpt2_build_from_checkpoint(&r->model, o->init);
+        gpt2_build_from_file(&r->model, o->init);  // llm.c's checkpoint, or Hugging Face's .safetensors
     } else {
         fresh.vocab_size = r->tokenizer.vocab_size;
         fresh.padded_vocab_size = (r->tokenizer.vocab_size + 127) / 128 * 128;
@@ -61,11 +65,22 @@ void setup_model(const Options* o, Run* r) {
     const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
     if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
     GPT2Config c = r->model.config;
+    // a loaded model's tokenizer: -tok, or by default the one of its vocabulary (GPT-2's 50257 tokens)
+    const char* tokenizer_path = default_tokenizer && c.vocab_size == 50257 ? GPT2_TOKENIZER
+                                                                            : o->tokenizer_path;
+    if (!is_fresh && (!default_tokenizer || stat(tokenizer_path, &sb) == 0)) {
+        tokenizer_init(&r->tokenizer, tokenizer_path);
+        r->have_tokenizer = 1;
+    }
+    if (o->hf_out[0]) {  // -hf: refused now rather than after training
+        hf_check_representable(c, "-hf");
+        if (dist.rank == 0) check_output_dir(o->hf_out, "-hf");
+    }
     if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0) && !o->attention_map[0])
         die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
     if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
         printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
-               o->tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
+               tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
         tokenizer_free(&r->tokenizer);
         r->have_tokenizer = 0;
     }
@@ -134,6 +149,13 @@ void setup_data(const Options* o, Run* r) {
     history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
     if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0)
         check_output_dir(o->out_dir, "-o");  // fail now, not at the end
+}
+
+// -hf DIR: the model as Hugging Face's GPT-2 (after training, if any)
+void export_hf(const Options* o, const Run* r) {
+    if (!o->hf_out[0] || dist.rank != 0) return;  // N processes: the weights are the same
+    gpt2_write_safetensors(&r->model, o->hf_out);
+    printf("wrote %s/model.safetensors and %s/config.json (Hugging Face's GPT-2)\n", o->hf_out, o->hf_out);
 }
 
 void run_free(Run* r, const Options* o) {

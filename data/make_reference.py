@@ -195,6 +195,7 @@ ref_article002.txt  worked attention example (3 tokens, d=2, Q=X@Wq, K=X@Wk, V=X
 """
 
 import argparse
+import json
 import math
 import os
 import struct
@@ -1220,6 +1221,146 @@ def verify_seq2seq(out):
         assert list(ht[:7]) == [20241122, 200, B, Ts, Tt, N_STEPS, WARMUP] and not ht[7:].any()
         assert np.frombuffer(tr_raw, "<f4", 1, 1088)[0] == np.float32(loss.item())
     print("verify: encoder-decoder headers, sizes and model read-back OK")
+# Hugging Face's GPT-2 layout (model.safetensors + config.json), for -e model.safetensors
+
+# Small GPT-2s written as transformers' GPT2LMHeadModel stores them: Conv1D weights (in, out),
+# the mask buffers h.N.attn.bias and h.N.attn.masked_bias, the vocabulary unpadded (V rows);
+# with and without the "transformer." prefix (the prefixed one also has the tied
+# lm_head.weight), F32, F16 and BF16 (the one without config.json: its shape is inferred,
+# NH = C/64). The parameters are drawn as init_params does, with wte's padding rows zero (the
+# file has none), then rounded to the file's dtype; the state file (version 2, as
+# ref_X_state.bin) holds the logits, loss and gradients computed in float64 from exactly
+# the values the file stores, in our layout (checkpoint order, Vp rows).
+HF_CONFIGS = {
+    "hf_gpt2_f32": dict(V=65, Vp=128, maxT=16, L=2, NH=2, C=32, B=2, T=9, seed=5005,
+                        dtype="F32", prefix="", config=True),
+    "hf_gpt2_prefix_f16": dict(V=65, Vp=128, maxT=16, L=2, NH=2, C=32, B=2, T=9, seed=6006,
+                               dtype="F16", prefix="transformer.", config=True),
+    "hf_gpt2_noconfig_bf16": dict(V=65, Vp=128, maxT=16, L=1, NH=1, C=64, B=2, T=7,
+                                  seed=7007, dtype="BF16", prefix="", config=False),
+}
+HF_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def hf_tensors(P, cfg):
+    """Our parameters (float64 or float32 tensors) -> {Hugging Face name: tensor}."""
+    V, L = cfg["V"], cfg["L"]
+    out = {"wte.weight": P["wte"][:V], "wpe.weight": P["wpe"]}
+    for l in range(L):
+        h = f"h.{l}."
+        out.update({
+            h + "ln_1.weight": P["ln1w"][l], h + "ln_1.bias": P["ln1b"][l],
+            h + "attn.c_attn.weight": P["qkvw"][l].T, h + "attn.c_attn.bias": P["qkvb"][l],
+            h + "attn.c_proj.weight": P["attprojw"][l].T, h + "attn.c_proj.bias": P["attprojb"][l],
+            h + "ln_2.weight": P["ln2w"][l], h + "ln_2.bias": P["ln2b"][l],
+            h + "mlp.c_fc.weight": P["fcw"][l].T, h + "mlp.c_fc.bias": P["fcb"][l],
+            h + "mlp.c_proj.weight": P["fcprojw"][l].T, h + "mlp.c_proj.bias": P["fcprojb"][l],
+        })
+    out.update({"ln_f.weight": P["lnfw"], "ln_f.bias": P["lnfb"]})
+    return out
+
+
+def hf_forward(W, cfg, x, prefix):
+    """GPT2LMHeadModel's forward, written from transformers' GPT2Attention/GPT2MLP on the
+    file's tensors (Conv1D: y = x W + b; the mask buffer and masked_bias as it uses them);
+    the self-check that hf_tensors() maps our layout right. Returns logits (B,T,V)."""
+    C, NH = cfg["C"], cfg["NH"]
+    B, T = x.shape
+    hs = C // NH
+    g = lambda n: W[prefix + n].to(torch.float64)
+    h = g("wte.weight")[x] + g("wpe.weight")[:T]
+    for l in range(cfg["L"]):
+        p = f"h.{l}."
+        a = F.layer_norm(h, (C,), g(p + "ln_1.weight"), g(p + "ln_1.bias"), eps=1e-5)
+        q, k, v = (a @ g(p + "attn.c_attn.weight") + g(p + "attn.c_attn.bias")).split(C, dim=2)
+        q, k, v = (t.view(B, T, NH, hs).transpose(1, 2) for t in (q, k, v))
+        w = q @ k.transpose(-1, -2) / math.sqrt(hs)
+        mask = W[prefix + p + "attn.bias"][:, :, :T, :T].bool()
+        w = torch.where(mask, w, W[prefix + p + "attn.masked_bias"].to(torch.float64))
+        o = (torch.softmax(w, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)
+        h = h + o @ g(p + "attn.c_proj.weight") + g(p + "attn.c_proj.bias")
+        a = F.layer_norm(h, (C,), g(p + "ln_2.weight"), g(p + "ln_2.bias"), eps=1e-5)
+        m = F.gelu(a @ g(p + "mlp.c_fc.weight") + g(p + "mlp.c_fc.bias"), approximate="tanh")
+        h = h + m @ g(p + "mlp.c_proj.weight") + g(p + "mlp.c_proj.bias")
+    h = F.layer_norm(h, (C,), g("ln_f.weight"), g("ln_f.bias"), eps=1e-5)
+    return h @ g("wte.weight").T
+
+
+def tensor_bytes(t, dtype):
+    """A tensor's little-endian bytes in a safetensors dtype (BF16 through its int16 view)."""
+    t = t.detach().contiguous()
+    if dtype == "BF16":
+        return t.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
+    if dtype == "BOOL":
+        return t.to(torch.bool).numpy().tobytes()
+    return t.to(HF_TORCH_DTYPES[dtype]).numpy().astype({"F32": "<f4", "F16": "<f2"}[dtype]).tobytes()
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (tensor, dtype)} -> the safetensors format: 8-byte length, JSON
+    header (metadata first, then the tensors in name order, offsets increasing; padded with
+    spaces to a multiple of 8), the data."""
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name in sorted(tensors):
+        t, dtype = tensors[name]
+        b = tensor_bytes(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def hf_config_json(cfg):
+    """config.json as transformers writes it for GPT-2 (nested values and nulls included)."""
+    return json.dumps({
+        "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+        "attn_pdrop": 0.1, "bos_token_id": cfg["V"] - 1, "embd_pdrop": 0.1,
+        "eos_token_id": cfg["V"] - 1, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+        "model_type": "gpt2", "n_ctx": cfg["maxT"], "n_embd": cfg["C"], "n_head": cfg["NH"],
+        "n_inner": None, "n_layer": cfg["L"], "n_positions": cfg["maxT"],
+        "resid_pdrop": 0.1, "scale_attn_weights": True, "summary_activation": None,
+        "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
+        "torch_dtype": "float32", "transformers_version": "4.36.2", "use_cache": True,
+        "vocab_size": cfg["V"]}, indent=2, sort_keys=True) + "\n"
+
+
+def hf_references(out):
+    for name, cfg in HF_CONFIGS.items():
+        gen = torch.Generator().manual_seed(cfg["seed"])
+        P32 = init_params(cfg, gen)
+        P32["wte"][cfg["V"]:] = 0  # the file has V rows; ours are padded with zeros
+        dtype, prefix, maxT = cfg["dtype"], cfg["prefix"], cfg["maxT"]
+        P = {n: t.to(HF_TORCH_DTYPES[dtype]).to(torch.float32) for n, t in P32.items()}
+        B, T, V = cfg["B"], cfg["T"], cfg["V"]
+        x = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int64)
+        y = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int64)
+        W = {prefix + n: (t, dtype) for n, t in hf_tensors(P, cfg).items()}
+        for l in range(cfg["L"]):  # the buffers: bool in recent transformers, float before
+            tril = torch.tril(torch.ones(maxT, maxT)).view(1, 1, maxT, maxT)
+            W[f"{prefix}h.{l}.attn.bias"] = (tril, "BOOL" if dtype == "F16" else dtype)
+            W[f"{prefix}h.{l}.attn.masked_bias"] = (torch.tensor(-1e4), dtype)
+        if prefix:  # GPT2LMHeadModel's own state dict: the tied head, unprefixed
+            W["lm_head.weight"] = (P["wte"][:V], dtype)
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        write_safetensors(os.path.join(d, "model.safetensors"), W)
+        if cfg["config"]:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                f.write(hf_config_json(cfg))
+        logits, loss, grads = forward_backward(P, cfg, x, y)
+        hf_logits = hf_forward({n: t for n, (t, _) in W.items()}, cfg, x, prefix)
+        err = (hf_logits - logits).abs().max().item()
+        assert err < 1e-12, f"{name}: GPT2LMHeadModel's forward differs from ours by {err}"
+        write_state(os.path.join(d, "state.bin"), cfg, [20240327, 2, B, T], x, y, logits,
+                    loss, grads)
+        print(f"== {name}: {dtype}, prefix '{prefix}', "
+              f"{'config.json' if cfg['config'] else 'no config.json'}: L={cfg['L']} "
+              f"NH={cfg['NH']} C={cfg['C']} V={V} maxT={maxT} B={B} T={T}: loss "
+              f"{loss.item():.9g}; the forward from the file's tensors as GPT2LMHeadModel "
+              f"computes it matches ours (max |diff| {err:.2g})")
 
 
 # ----------------------------------------------------------------------------------------
@@ -1306,6 +1447,7 @@ def main():
     article_example(out)
     verify(out)
     verify_seq2seq(out)
+    hf_references(out)
     total = 0
     for fn in sorted(os.listdir(out)):
         sz = os.path.getsize(os.path.join(out, fn))

@@ -11,11 +11,13 @@
 #   - flips the accumulate flag of an sgemm_share call (written <-> added), and makes a
 #     grouped-query head write its K/V gradient instead of adding it (matmul_AtB_add ->
 #     matmul_AtB),
+#   - loads Hugging Face's GPT-2 without the transpose of one Conv1D weight (util/hf_gpt2.h),
 # and requires test_gpt2 to fail on every mutant. train_seq2seq.c's backward passes (the
 # encoder-decoder) are mostly calls of the layers above; there each call statement is
 # switched off instead ("if (0) " before it: a lost gradient term, such as one decoder
 # layer's part of the memory's gradient, or a layernorm's backward), and test_seq2seq must
-# fail on every mutant. MUTATE_FILES="FILE ..." picks files. Only the code the compiler builds on this
+# fail on every mutant. MUTATE_FILES="FILE ..." picks files. Only the code the compiler
+# builds on this
 # machine is mutated (the AVX-512 branch or its plain-C fallback, not both). Loop headers
 # and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
@@ -25,7 +27,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=(${MUTATE_FILES:-train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c})
 cp -r train_gpt2.c train_setup.h test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
-mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h tests/check.h "$work/tests/"
+mkdir -p "$work/tests" && cp tests/errata_checks.h tests/bf16_checks.h tests/check.h tests/hf_checks.h "$work/tests/"
 [ -f tests/seq2seq_reference.h ] && cp tests/seq2seq_reference.h "$work/tests/"
 CC=${CC:-cc}
 CFLAGS="-O1 -march=native -fopenmp -std=c11"
@@ -72,21 +74,30 @@ candidates() {
         $inside = 0 if /^}/;' "$1"
 }
 pass=0; fail=0
+try_mutant() {  # try_mutant FILE LINE MUTATED: the test program built with that line replaced must fail
+    local file="$1" n="$2" mutated="$3" test=test_gpt2
+    [ "$file" == train_seq2seq.c ] && test=test_seq2seq
+    awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' "$file" > "$work/$file"
+    what="$file:$n: $(echo "$mutated" | sed 's/^ *//')"
+    if ! $CC $CFLAGS -o "$work/$test" "$work/$test.c" -lm 2> "$work/cc.log"; then
+        echo "FAIL $what does not compile when mutated"; fail=$((fail + 1))
+    elif (cd "$root" && timeout 120 "$work/$test" > "$work/out.log" 2>&1); then
+        echo "FAIL $what: mutant not caught"; fail=$((fail + 1))
+    else
+        echo "PASS $what caught ($(grep -c '^FAIL' "$work/out.log") checks fail)"; pass=$((pass + 1))
+    fi
+    cp "$file" "$work/$file"
+}
 for file in "${files[@]}"; do
     while IFS=$'\t' read -r n mutated; do
-        awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' "$file" > "$work/$file"
-        what="$file:$n: $(echo "$mutated" | sed 's/^ *//')"
-        test=test_gpt2
-        [ "$file" == train_seq2seq.c ] && test=test_seq2seq
-        if ! $CC $CFLAGS -o "$work/$test" "$work/$test.c" -lm 2> "$work/cc.log"; then
-            echo "FAIL $what does not compile when mutated"; fail=$((fail + 1))
-        elif (cd "$root" && timeout 120 "$work/$test" > "$work/out.log" 2>&1); then
-            echo "FAIL $what: mutant not caught"; fail=$((fail + 1))
-        else
-            echo "PASS $what caught ($(grep -c '^FAIL' "$work/out.log") checks fail)"; pass=$((pass + 1))
-        fi
-        cp "$file" "$work/$file"
+        try_mutant "$file" "$n" "$mutated"
     done < <(candidates "$file")
 done
+# Hugging Face's GPT-2 loaded without one of its four Conv1D transposes (util/hf_gpt2.h's
+# HF_LAYER, the last flag; attn.c_proj is square, so its shapes still fit): caught too
+while IFS=$'\t' read -r n mutated; do
+    try_mutant util/hf_gpt2.h "$n" "$mutated"
+done < <(perl -ne 'if (s/^(\s*\{"[a-z_.]+\.weight", \d+, \d+, \d+, )1\}/${1}0}/) { chomp; print "$.\t$_\n" }' \
+         util/hf_gpt2.h)
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

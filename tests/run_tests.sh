@@ -387,6 +387,91 @@ else
     bad "last good checkpoint after nan: '$good'"; tail -n 3 "$TMP/nan_eval.log" 2> /dev/null
 fi
 
+# ---- 6b. Hugging Face's GPT-2 (util/safetensors.h, util/hf_gpt2.h): -e model.safetensors, -hf DIR
+echo "-- Hugging Face's GPT-2 checkpoints"
+HF=data/ref/hf_gpt2_f32
+HFT=(-b 4 -t 16 -m 5 -g 0)
+if ./train_gpt2 -e $HF/model.safetensors -x 0 "${HFT[@]}" > "$TMP/hf_eval.log" 2>&1 \
+      && grep -qP '^val loss [0-9.]+ \(5 batches of 4x16\)' "$TMP/hf_eval.log"; then
+    ok "-e $HF/model.safetensors -x 0 evaluates: $(grep '^val loss' "$TMP/hf_eval.log")"
+else
+    bad "-e $HF/model.safetensors -x 0"; tail -n 3 "$TMP/hf_eval.log"
+fi
+# fine-tune a few steps from the F16 file with the prefix, export, load the export: its loss is the run's last
+rm -rf "$TMP/hf_export"
+./train_gpt2 -e data/ref/hf_gpt2_prefix_f16/model.safetensors "${HFT[@]}" -x 5 -v 0 -o "" -hf "$TMP/hf_export" \
+    > "$TMP/hf_train.log" 2>&1
+trained=$(grep -oP '^step +5 \| val loss \K[0-9.]+' "$TMP/hf_train.log")
+./train_gpt2 -e "$TMP/hf_export/model.safetensors" -x 0 "${HFT[@]}" > "$TMP/hf_reload.log" 2>&1
+reloaded=$(grep -oP '^val loss \K[0-9.]+' "$TMP/hf_reload.log")
+if [ -n "$trained" ] && [ "$trained" == "$reloaded" ] && grep -q '"n_layer": 2' "$TMP/hf_export/config.json"; then
+    ok "fine-tuned from F16 safetensors, exported with -hf, loaded again: val loss $trained both times"
+else
+    bad "-hf export: trained '$trained', reloaded '$reloaded'"; tail -n 3 "$TMP/hf_train.log" "$TMP/hf_reload.log"
+fi
+if ./train_gpt2 -e data/ref/hf_gpt2_noconfig_bf16/model.safetensors -x 0 "${HFT[@]}" > "$TMP/hf_noconfig.log" 2>&1 \
+      && grep -q '^note: no config.json beside .* assumed L=1 (the h.N names), C=64 and V=65 (wte), maxT=16 (wpe), NH=C/64=1$' \
+      "$TMP/hf_noconfig.log"; then
+    ok "without config.json the shape is inferred and said: $(head -n 1 "$TMP/hf_noconfig.log" | cut -c 1-60)..."
+else
+    bad "BF16 file without config.json"; head -n 3 "$TMP/hf_noconfig.log"
+fi
+# a GPT-2 vocabulary (50257 tokens) takes data/gpt2_tokenizer.bin unless -tok says otherwise
+./train_gpt2 -tok data/gpt2_tokenizer.bin -nl 1 -nh 1 -nc 8 -t 16 -x 0 -g 0 -j "" -o "" -hf "$TMP/hf_v50257" > /dev/null 2>&1
+if ./train_gpt2 -e "$TMP/hf_v50257/model.safetensors" -x 0 -g 3 -pr "Hello world" > "$TMP/hf_tok.log" 2>&1 \
+      && grep -q '^Hello world' "$TMP/hf_tok.log"; then
+    ok "a safetensors GPT-2 with 50257 tokens: data/gpt2_tokenizer.bin by default (-pr 'Hello world' encoded)"
+else
+    bad "default tokenizer of a 50257-token safetensors model"; tail -n 3 "$TMP/hf_tok.log"
+fi
+expect_error "-hf with a block variant (-kv)" "-hf: Hugging Face's GPT-2 cannot hold this model (1 key/value heads of 2" \
+    ./train_gpt2 -nl 1 -nh 2 -nc 32 -kv 1 -x 1000 -hf "$TMP/hf_no"
+expect_error "-hf with -causal 0" "unmasked attention)" ./train_gpt2 -e $HF/model.safetensors -causal 0 -x 0 -hf "$TMP/hf_no"
+expect_error "-hf into an unwritable directory" "-hf: cannot create directory '/proc/no/such'" \
+    ./train_gpt2 -e $HF/model.safetensors -x 1000 -hf /proc/no/such
+
+# bad files: one line naming the file and the tensor, a non-zero exit, no huge allocation
+# st_edit IN OUT 'PERL': a copy whose JSON header is rewritten by PERL (on $_); the length is recomputed
+st_edit() {
+    perl -e 'my ($in, $out, $code) = @ARGV; open(my $f, "<:raw", $in) or die; local $/; my $b = <$f>;
+        my $n = unpack("Q<", substr($b, 0, 8)); $_ = substr($b, 8, $n); my $data = substr($b, 8 + $n);
+        eval $code; die $@ if $@; $_ .= " " x ((8 - length($_) % 8) % 8);
+        open(my $o, ">:raw", $out) or die; print $o pack("Q<", length $_), $_, $data;' "$@"
+}
+mkdir -p "$TMP/hfbad" && cp $HF/config.json "$TMP/hfbad/"
+B="$TMP/hfbad"
+cp $HF/model.safetensors "$B/length.safetensors"
+printf '\x00\x00\x00\x00\x00\x01\x00\x00' | dd of="$B/length.safetensors" bs=1 conv=notrunc status=none
+st_edit $HF/model.safetensors "$B/json.safetensors" 's/"dtype":"F32","shape":\[65/"dtype":"F32" "shape":[65/'
+st_edit $HF/model.safetensors "$B/range.safetensors" 's/("wte.weight":\{[^}]*"data_offsets":\[\d+),\d+/$1,99999999999/'
+st_edit $HF/model.safetensors "$B/overlap.safetensors" \
+    '/"h.0.ln_1.bias":\{[^}]*"data_offsets":\[(\d+,\d+)\]/; my $w = $1; s/("h.0.ln_1.weight":\{[^}]*"data_offsets":\[)\d+,\d+/$1$w/'
+st_edit $HF/model.safetensors "$B/dtype.safetensors" 's/("wpe.weight":\{"dtype":")F32/${1}F31/'
+st_edit $HF/model.safetensors "$B/shape.safetensors" 's/("wpe.weight":\{[^}]*"shape":\[)16,32/${1}32,16/'
+st_edit $HF/model.safetensors "$B/vector.safetensors" 's/("ln_f.bias":\{[^}]*"shape":\[)32/${1}1,32/'
+st_edit $HF/model.safetensors "$B/extra.safetensors" 's/"h.1.attn.masked_bias"/"h.1.attn.masked_biaz"/'
+head -c 100000 $HF/model.safetensors > "$B/truncated.safetensors"
+mkdir -p "$B/wide" && cp $HF/model.safetensors "$B/wide/" && sed 's/"n_embd": 32/"n_embd": 48/' $HF/config.json > "$B/wide/config.json"
+mkdir -p "$B/relu" && cp $HF/model.safetensors "$B/relu/" && sed 's/"gelu_new"/"relu"/' $HF/config.json > "$B/relu/config.json"
+mkdir -p "$B/untied" && cp data/ref/hf_gpt2_prefix_f16/* "$B/untied/"
+printf '\x77' | dd of="$B/untied/model.safetensors" bs=1 seek=$(( 8 + $(od -An -tu8 -N8 "$B/untied/model.safetensors") + 100 )) \
+    conv=notrunc status=none   # a byte of lm_head.weight, the first tensor
+st_bad() {  # st_bad NAME FILE EXPECTED: run under a 400 MB address-space limit
+    expect_error "safetensors: $1" "$3" bash -c "$limit_memory ./train_gpt2 -e $2 -x 0 -g 0"
+}
+st_bad "header length beyond the file" "$B/length.safetensors" "length.safetensors': header length 1099511627776 is beyond the file's"
+st_bad "bad JSON" "$B/json.safetensors" "json.safetensors': header JSON: expected ',' or '}' at byte"
+st_bad "offsets out of range" "$B/range.safetensors" "tensor 'wte.weight': data_offsets [105992, 99999999999] outside the data's 114312 bytes"
+st_bad "overlapping tensors" "$B/overlap.safetensors" "overlap.safetensors': tensor 'h.0.ln_1.weight' (data_offsets [17924, 18052]) overlaps another tensor"
+st_bad "unknown dtype" "$B/dtype.safetensors" "tensor 'wpe.weight': unknown dtype 'F31'"
+st_bad "a shape against config.json" "$B/shape.safetensors" "tensor 'wpe.weight' has shape [32, 16], config.json says [16, 32]"
+st_bad "a matrix for a vector" "$B/vector.safetensors" "tensor 'ln_f.bias' has shape [1, 32], config.json says [32]"
+st_bad "config.json against the shapes" "$B/wide/model.safetensors" "tensor 'wte.weight' has shape [65, 32], config.json says [65, 48]"
+st_bad "a tensor GPT-2 does not have" "$B/extra.safetensors" "unexpected tensor 'h.1.attn.masked_biaz'"
+st_bad "truncated file" "$B/truncated.safetensors" "outside the data's"
+st_bad "another activation in config.json" "$B/relu/model.safetensors" "activation_function 'relu'"
+st_bad "an untied lm_head.weight" "$B/untied/model.safetensors" "lm_head.weight differs from wte.weight"
+
 # ---- 7. data/prepare: any UTF-8 text, by characters or with GPT-2's BPE
 echo "-- data/prepare"
 # token_ids FILE...: the ids of llm.c token files, one line; decode_tokens TOKENIZER FILE...: their bytes

@@ -48,6 +48,7 @@ typedef struct {
     int causal;                  // -causal 1 or 0; -1 = not given
     const char* precision;       // -prec fp32 | bf16: the matmuls' operands (fast/bf16.h)
     int bf16;                    // -prec bf16
+    const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
 } Options;
 
 // the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
@@ -61,7 +62,8 @@ static const Flag FLAGS[] = {
     {"-i", 's', OPT(train_path), "training tokens (llm.c token file)"},
     {"-j", 's', OPT(val_path), "validation tokens"},
     {"-tok", 's', OPT(tokenizer_path), "tokenizer (llm.c tokenizer file)"},
-    {"-e", 's', OPT(init), "start from this llm.c checkpoint, or a fresh d12/d24/d36/d48; "
+    {"-e", 's', OPT(init), "start from this llm.c checkpoint, a Hugging Face GPT-2 (.safetensors), "
+                           "or a fresh d12/d24/d36/d48; "
                            "default: a fresh model shaped by -nl -nh -nc -mt"},
     {"-o", 's', OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
     {"-b", 'i', OPT(B), "batch size B"},
@@ -102,6 +104,7 @@ static const Flag FLAGS[] = {
     {"-causal", 'i', OPT(causal), "1 = causal attention; 0 = no mask, an experiment (doc/variants.md); "
                                   "-1 = the model's"},
     {"-prec", 's', OPT(precision), "matmul operands: fp32 | bf16 (rounded to bfloat16, summed in fp32)"},
+    {"-hf", 's', OPT(hf_out), "at the end, write DIR/model.safetensors + config.json (Hugging Face's GPT-2)"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -115,7 +118,7 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32"};
+        .precision = "fp32", .hf_out = ""};
     return o;
 }
 

@@ -1,8 +1,10 @@
 /*
 tests/fuzz/fuzz_readers.c: libFuzzer harnesses for every reader of outside input: the model
-checkpoint, the token file, the tokenizer, the training-state file, the command line and the
-pair token file (util/pairs.h, with a padded batch of every pair). One file, the reader chosen
-at compile time (-DREADER=1..6). Build and run, e.g.:
+checkpoint, the token file, the tokenizer, the training-state file, the command line, the
+pair token file (util/pairs.h, with a padded batch of every pair), a Hugging Face
+model.safetensors (with a fixed config.json beside it: L=1 NH=2 C=8 maxT=4 V=5, the seeds'
+shape) and config.json itself. One file, the reader chosen at compile time (-DREADER=1..8).
+Build and run, e.g.:
 
   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
       -DREADER=1 -o fuzz_checkpoint tests/fuzz/fuzz_readers.c -lm
@@ -23,6 +25,7 @@ allocations and frees them after each input, so that a long run's memory stays f
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 static jmp_buf fuzz_return;
 __attribute__((noreturn)) void fuzz_exit(int code) {
@@ -84,10 +87,21 @@ static void fuzz_free_all(void) {
     fuzz_n_used = 0;
 }
 
-// the input as a file the readers can open by name
+// the input as a file the readers can open by name; a safetensors file (READER 7) goes in
+// a folder of its own, beside the config.json of the seeds' shape
 static const char* as_file(const uint8_t* data, size_t size) {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/fuzz_input_%d.bin", (int)getpid());
+#if READER == 7
+    snprintf(path, sizeof path, "/tmp/fuzz_hf_%d", (int)getpid());
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "/tmp/fuzz_hf_%d/config.json", (int)getpid());
+    FILE* c = fopen(path, "wb");
+    if (!c) abort();
+    fprintf(c, "{\"n_layer\": 1, \"n_head\": 2, \"n_embd\": 8, \"n_positions\": 4, \"vocab_size\": 5}\n");
+    fclose(c);
+    snprintf(path, sizeof path, "/tmp/fuzz_hf_%d/model.safetensors", (int)getpid());
+#endif
     FILE* f = fopen(path, "wb");
     if (!f) abort();
     fwrite(data, 1, size, f);
@@ -155,6 +169,12 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         pairs_check_max_len(&ps, path, 16);
         pair_batch_free(&pb);
         pairs_free(&ps);
+#elif READER == 7
+        GPT2 model;
+        gpt2_build_from_safetensors(&model, path);
+        gpt2_free(&model);
+#elif READER == 8
+        hf_read_config(path);
 #endif
     }
 #endif

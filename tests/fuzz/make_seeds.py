@@ -2,8 +2,10 @@
 """Writes the seed corpora of the fuzz harnesses (tests/fuzz/fuzz_readers.c): for each
 reader a few small valid files and a few broken ones, from which libFuzzer mutates.
 Usage: make_seeds.py DIR   (writes DIR/checkpoint, DIR/tokens, DIR/tokenizer, DIR/state,
-DIR/cli, DIR/pairs). The formats are those of doc/formats.md; the files are tiny so that the fuzzer
+DIR/cli, DIR/pairs, DIR/safetensors, DIR/config). The formats are those of doc/formats.md;
+the files are tiny so that the fuzzer
 runs fast, and each broken file is broken in one way the readers must name."""
+import json
 import os
 import struct
 import sys
@@ -59,6 +61,47 @@ def cli(*args):
     return b"\0".join(a.encode() for a in args)
 
 
+def safetensors(tensors, meta=True):
+    """tensors: [(name, dtype, shape, bytes)] -> a safetensors file (offsets in this order)."""
+    header, off = ({"__metadata__": {"format": "pt"}} if meta else {}), 0
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(t[3] for t in tensors)
+
+
+def hf_gpt2(dtype="F32", prefix="", head=False, buffers=False):
+    """GPT-2 in Hugging Face's layout, of the shape of the harness's config.json:
+    L=1 NH=2 C=8 maxT=4 V=5 (Conv1D weights (in, out))."""
+    C, size = 8, {"F32": 4, "F16": 2, "BF16": 2}[dtype]
+    shapes = [("wte.weight", [5, C]), ("wpe.weight", [4, C]), ("h.0.ln_1.weight", [C]),
+              ("h.0.ln_1.bias", [C]), ("h.0.attn.c_attn.weight", [C, 3 * C]),
+              ("h.0.attn.c_attn.bias", [3 * C]), ("h.0.attn.c_proj.weight", [C, C]),
+              ("h.0.attn.c_proj.bias", [C]), ("h.0.ln_2.weight", [C]), ("h.0.ln_2.bias", [C]),
+              ("h.0.mlp.c_fc.weight", [C, 4 * C]), ("h.0.mlp.c_fc.bias", [4 * C]),
+              ("h.0.mlp.c_proj.weight", [4 * C, C]), ("h.0.mlp.c_proj.bias", [C]),
+              ("ln_f.weight", [C]), ("ln_f.bias", [C])]
+    out = []
+    for name, shape in shapes:
+        n = 1
+        for d in shape:
+            n *= d
+        if dtype == "F32":
+            data = floats(n)
+        else:  # the upper halves of float32 values are bfloat16; as F16 they are other numbers
+            data = b"".join(floats(n)[4 * i + 2:4 * i + 4] for i in range(n))
+        out.append((prefix + name, dtype, shape, data))
+        if name == "wte.weight" and head:
+            out.append(("lm_head.weight", dtype, shape, data))
+    if buffers:
+        out.append((prefix + "h.0.attn.bias", "BOOL", [1, 1, 4, 4], bytes([1, 0, 0, 0, 1, 1, 0, 0,
+                                                                            1, 1, 1, 0, 1, 1, 1, 1])))
+        out.append((prefix + "h.0.attn.masked_bias", dtype, [], b"\0" * size))
+    return safetensors(out)
+
+
 def seeds():
     chars = [b"\n", b" ", b"a", b"b", b"\xc3\xa9"]
     ckpt = checkpoint(4, 5, 1, 2, 4, 8)
@@ -102,6 +145,25 @@ def seeds():
             "wrong_longest.bin": pairs([([3, 4], [5])], longest=(7, 1)),
             "truncated.bin": pairs([([3, 4, 5], [5, 4, 3])])[:-3],
         },
+        "safetensors": {
+            "f32.safetensors": hf_gpt2(),
+            "f16_prefix_head_buffers.safetensors": hf_gpt2("F16", "transformer.", True, True),
+            "bf16_buffers.safetensors": hf_gpt2("BF16", buffers=True),
+            "truncated.safetensors": hf_gpt2()[:-5],
+            "no_metadata_one_tensor.safetensors": safetensors([("x", "F32", [2], floats(2))], False),
+            "escapes.safetensors": safetensors([("a\u00e9\n", "I8", [1, 2], b"\1\2")]),
+            "huge_length.safetensors": struct.pack("<Q", 1 << 62) + b"{}",
+        },
+        "config": {
+            "gpt2.json": json.dumps({"activation_function": "gelu_new", "n_ctx": 1024,
+                                     "n_embd": 768, "n_head": 12, "n_inner": None,
+                                     "n_layer": 12, "n_positions": 1024, "vocab_size": 50257,
+                                     "task_specific_params": {"text-generation": {
+                                         "do_sample": True, "max_length": 50}},
+                                     "layer_norm_epsilon": 1e-05}, indent=2).encode(),
+            "missing.json": b'{"n_layer": 2, "n_head": 2.5}',
+            "bad.json": b'{"n_layer": 01, "n_head": "\\u12"}',
+        },
         "cli": {
             "train.txt": cli("-b", "4", "-t", "64", "-n", "10", "-o", "out", "-v", "5"),
             "variants.txt": cli("-kv", "2", "-pe", "rope", "-ln", "post", "-act", "relu",
@@ -109,6 +171,7 @@ def seeds():
             "generate.txt": cli("-e", "model.bin", "-g", "100", "-pr", "ROMEO:", "-am", "a.svg"),
             "nonsense.txt": cli("-b", "-4", "-t", "x", "-kv", "3", "-pe", "sin2"),
             "lonely_flag.txt": cli("-lr"),
+            "hugging_face.txt": cli("-e", "gpt2/model.safetensors", "-x", "0", "-hf", "out/hf"),
         },
     }
 

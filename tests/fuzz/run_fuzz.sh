@@ -9,11 +9,12 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
 out=${FUZZ_OUT:-$(mktemp -d)}
-readers=(checkpoint tokens tokenizer state cli pairs)
+all=(checkpoint tokens tokenizer state cli pairs safetensors config)  # READER=1..8 of fuzz_readers.c
+read -r -a readers <<< "${FUZZ_READERS:-${all[*]}}"  # FUZZ_READERS="safetensors config": only those
 command -v clang > /dev/null || { echo "clang is not installed"; echo "0 passed, 1 failed"; exit 1; }
 python3 tests/fuzz/make_seeds.py "$out/seeds" || { echo "0 passed, 1 failed"; exit 1; }
 
-fuzz_one() {  # $1 = reader number 1..6, $2 = its name
+fuzz_one() {  # $1 = reader number 1..8, $2 = its name
     local bin="$out/fuzz_$2" corpus="$out/corpus_$2"
     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -DREADER="$1" -o "$bin" tests/fuzz/fuzz_readers.c -lm 2> "$out/build_$2.log" || return 1
@@ -29,7 +30,8 @@ for ((i = 0; i < ${#readers[@]}; i += 2)); do
     pids=()
     for j in $i $((i + 1)); do
         [ $j -lt ${#readers[@]} ] || continue
-        fuzz_one $((j + 1)) "${readers[$j]}" & pids+=($!)
+        number=0; for n in "${!all[@]}"; do [ "${all[$n]}" == "${readers[$j]}" ] && number=$((n + 1)); done
+        fuzz_one "$number" "${readers[$j]}" & pids+=($!)
     done
     for k in "${!pids[@]}"; do
         name=${readers[$((i + k))]}
