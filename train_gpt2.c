@@ -1651,7 +1651,6 @@ static double train_step(const Options* o, Run* r, int step, double elapsed, dou
 // and all three at the end
 void train(const Options* o, Run* r) {
     print_training_settings(o, max_threads(), &r->train, r->have_val ? &r->val : NULL, r->val_batches);
-    catch_stop_signals();
     double train_seconds = 0.0, start = now_seconds(), stepping = 0.0;
     int timed_steps = 0;
     float val_loss = -1.0f;
@@ -1716,11 +1715,13 @@ int main(int argc, char** argv) {
     } else {
         setup_data(&o, &r);
         dist_setup_done();
+        catch_stop_signals();  // Ctrl-C: training saves and stops; evaluation and generation stop
+        int evaluate = o.max_steps == 0 && o.gen_tokens == 0 && r.have_val;  // -x 0: generate, or evaluate
+        float val_loss = evaluate ? validation_loss(&r.model, &r.val, r.val_batches) : 0.0f;
         if (o.max_steps > 0) train(&o, &r);
-        else if (o.gen_tokens > 0) sample(&o, &r);  // -x 0: generate, or evaluate
-        else if (r.have_val)
-            printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&r.model, &r.val, r.val_batches),
-                   r.val_batches, o.B, o.T);
+        else if (o.gen_tokens > 0) sample(&o, &r);
+        if (stop_signal) die_together("stopped by signal %d", stop_signal);
+        if (evaluate) printf("val loss %.4f (%d batches of %dx%d)\n", val_loss, r.val_batches, o.B, o.T);
     }
     run_free(&r, &o);
     return 0;

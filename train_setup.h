@@ -31,7 +31,7 @@ typedef struct {
 void setup_model(const Options* o, Run* r) {
     struct stat sb;
     int default_tokenizer = strcmp(o->tokenizer_path, default_options().tokenizer_path) == 0;
-    r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
     if (o->resume && r->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
@@ -120,7 +120,7 @@ static TrainState train_state(const Options* o, const Run* r, int step) {
 // -o holds checkpoints and this run neither resumes them (-y 1) nor replaces them (-ow 1):
 // refuse, rather than mix two runs' checkpoints and loss curves
 static void protect_output_dir(const Options* o) {
-    int newest = newest_checkpoint_file(o->out_dir);
+    int newest = latest_checkpoint(o->out_dir, 0);
     if (newest < 0 || o->resume) return;
     if (!o->overwrite)
         die("-o '%s' holds the checkpoints of another run (the newest of step %d): resume it with -y 1, "

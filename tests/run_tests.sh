@@ -538,18 +538,21 @@ fi
 
 # validation: -m 0 reads at most 131072 tokens (the training file as validation: 1M tokens); the progress
 # lines show elapsed time and an ETA; the header the precision
-./train_gpt2 "${SMALL[@]}" -j data/tiny_shakespeare_train.bin -x 1 -v 0 -o "" > "$TMP/bound.log" 2>&1
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 4 -t 32 -g 0 -j data/tiny_shakespeare_train.bin -x 1 -v 0 -o "" > "$TMP/bound.log" 2>&1
 if grep -q "data/tiny_shakespeare_train.bin (1003854 tokens, 1024 validation batches, -m 0: at most 131072 tokens" "$TMP/bound.log" \
       && grep -qP '^step +1/1 \| loss .* \| [0-9.]+s, ETA [0-9.]+s$' "$TMP/bound.log" && grep -q ' -prec fp32' "$TMP/bound.log"; then
     ok "-m 0 on a 1M-token validation file: 1024 batches of 128 tokens; step lines with elapsed time and ETA; -prec in the header"
 else
     bad "validation bound / progress: $(grep -m1 '^data' "$TMP/bound.log")"
 fi
-# Ctrl-C during a long validation (the whole 1M-token file, -m -1) and during a long sample: the run
-# stops within a second, exit 1, one line
-for what in validation sample; do
+# Ctrl-C during a long validation (the whole 1M-token file, -m -1), a long sample, and the same two
+# without training (-x 0): the run stops within a second, exit 1, one line. (A background job of a
+# script starts with SIGINT ignored; the trainer catches it all the same.)
+for what in validation sample evaluation generation; do
     args=(-j "" -x 1 -g 1000000); pat='^---- sample'
     [ $what == validation ] && args=(-j data/tiny_shakespeare_train.bin -m -1 -x 5 -v 1) && pat='^data'
+    [ $what == evaluation ] && args=(-j data/tiny_shakespeare_train.bin -m -1 -x 0) && pat='^model'
+    [ $what == generation ] && args=(-x 0 -g 1000000) && pat='^model'
     ./train_gpt2 "${SMALL[@]}" "${args[@]}" -o "" > "$TMP/int.log" 2> "$TMP/int.err" &
     pid=$!
     for _ in $(seq 1 300); do grep -q "$pat" "$TMP/int.log" 2> /dev/null && break; sleep 0.05; done

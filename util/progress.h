@@ -6,7 +6,6 @@ progress line of a long loop (validation on a large file).
 #define UTIL_PROGRESS_H
 
 #include <stdio.h>
-#include <unistd.h>
 #include "io.h"
 #include "dist.h"
 
@@ -20,22 +19,16 @@ static const char* format_duration(double seconds, char* buf, size_t size) {
 }
 
 // the progress of a loop that started at `start` (now_seconds()) and has done `done` of
-// `total`: nothing in its first second, then a line on stdout every 10 s, or on a terminal
-// every second, rewritten in place and erased at the end; process 0 alone
+// `total`: nothing in its first second, then a line on stdout every 10 s; process 0 alone.
+// (Lines, not a line rewritten with \r: mpirun's output and logs stay readable.)
 static void show_progress(const char* what, int done, int total, double start) {
     static double last;
     double now = now_seconds(), elapsed = now - start;
-    int tty = isatty(fileno(stdout));
-    if (dist.rank != 0 || elapsed < 1.0 || (done < total && now - last < (tty ? 1.0 : 10.0))) return;
-    if (done == total) {
-        if (tty) printf("\r\033[K");
-        return;
-    }
+    if (dist.rank != 0 || elapsed < 1.0 || done == total || (now - last < 10.0 && last > start)) return;
     char took[32], eta[32];
     last = now;
-    printf("%s%s: %d/%d, %s, ETA %s%s", tty ? "\r" : "", what, done, total,
-           format_duration(elapsed, took, sizeof took),
-           format_duration(elapsed / done * (total - done), eta, sizeof eta), tty ? "" : "\n");
+    printf("%s: %d/%d, %s, ETA %s\n", what, done, total, format_duration(elapsed, took, sizeof took),
+           format_duration(elapsed / done * (total - done), eta, sizeof eta));
     fflush(stdout);
 }
 

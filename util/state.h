@@ -113,35 +113,22 @@ static int checkpoint_step(const char* name, const char* kind) {
     return strcmp(exact, name) == 0 ? step : -1;
 }
 
-// the newest step in dir that has both model_%08d.bin and state_%08d.bin; -1 if none
-int latest_checkpoint(const char* dir) {
+// the newest step in dir with a checkpoint, -1 if none. pair: both model_%08d.bin and
+// state_%08d.bin (one to resume from); otherwise either file (llm.c's checkpoints too, whose
+// state files are named otherwise)
+int latest_checkpoint(const char* dir, int pair) {
     DIR* d = opendir(dir);
     if (!d) return -1;
     int best = -1;
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {
-        int step = checkpoint_step(e->d_name, "state");
+        int step = checkpoint_step(e->d_name, "state"), model_step = checkpoint_step(e->d_name, "model");
         char model_path[4096];
         struct stat sb;
+        if (!pair && model_step > step) step = model_step;
         if (step <= best) continue;
         snprintf(model_path, sizeof model_path, "%s/model_%08d.bin", dir, step);
-        if (stat(model_path, &sb) == 0) best = step;
-    }
-    closedir(d);
-    return best;
-}
-
-// the newest step of any model_ or state_ file in dir (llm.c's too, whose states have other
-// names); -1 if none
-int newest_checkpoint_file(const char* dir) {
-    DIR* d = opendir(dir);
-    if (!d) return -1;
-    int best = -1;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
-        int step = checkpoint_step(e->d_name, "model"), state_step = checkpoint_step(e->d_name, "state");
-        if (step < state_step) step = state_step;
-        if (step > best) best = step;
+        if (!pair || stat(model_path, &sb) == 0) best = step;
     }
     closedir(d);
     return best;
