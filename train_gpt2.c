@@ -1283,10 +1283,12 @@ void gpt2_allocate_moments(GPT2* model) {
 }
 
 // the optimiser's settings: AdamW, the learning-rate schedule, clipping
+enum { LR_COSINE, LR_LINEAR, LR_CONSTANT, LR_WSD };  // -k: llm.c's schedules (util/cli.h: LR_SCHEDULES)
 typedef struct {
     float lr;                   // peak learning rate
+    int schedule;               // LR_COSINE (0, the default), LR_LINEAR, LR_CONSTANT, LR_WSD
     int warmup;                 // linear warm-up steps
-    int max_steps;              // the cosine decay ends here (<= warmup: constant after warm-up)
+    int max_steps;              // the decay ends here (<= warmup: constant after warm-up)
     float final_lr_frac;        // the decay ends at final_lr_frac * lr
     float beta1, beta2, eps;    // Adam's moment decays and epsilon
     float weight_decay;         // AdamW's decoupled decay (matrices and embeddings only)
@@ -1322,13 +1324,19 @@ void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale
     }
 }
 
-// linear warmup over `warmup` steps, then cosine decay to final_frac * lr at max_steps
-float learning_rate(int step, float lr, int warmup, int max_steps, float final_frac) {
+// llm.c's schedules (llmc/schedulers.h): linear warmup over `warmup` steps, then a decay to
+// final_frac * lr at max_steps along half a cosine (the default) or a line; or (wsd:
+// warmup-stable-decay) lr until 80% of max_steps, then down as 1 - sqrt(progress); or the
+// constant lr, without warmup
+float learning_rate(int schedule, int step, float lr, int warmup, int max_steps, float final_frac) {
+    if (schedule == LR_CONSTANT) return lr;
     if (step < warmup) return lr * (step + 1) / warmup;
-    if (max_steps <= warmup) return lr;
-    double ratio = (double)(step - warmup) / (max_steps - warmup);
+    int start = schedule == LR_WSD ? (int)(0.8f * max_steps) : warmup;  // where the decay starts
+    if (max_steps <= start || step < start) return lr;
+    double ratio = (double)(step - start) / (max_steps - start);
     if (ratio > 1.0) ratio = 1.0;
-    double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
+    double coeff = schedule == LR_LINEAR ? 1.0 - ratio : schedule == LR_WSD ? 1.0 - sqrt(ratio)
+                 : 0.5 * (1.0 + cos(M_PI * ratio));
     float lr_min = lr * final_frac;
     return (float)(lr_min + coeff * (lr - lr_min));
 }
@@ -1348,7 +1356,7 @@ typedef struct {
 StepStats gpt2_update_step(GPT2* model, int step, const AdamWConfig* opt) {
     dist_average_gradients(model->grads_memory, model->num_parameters);  // N processes: the mean
     StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
-    s.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
+    s.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);
     return s;
 }
@@ -1549,7 +1557,7 @@ float validation_loss(GPT2* model, DataLoader* val, int n) {
     int B = val->B / dist.size, T = val->T;
     dataloader_seek(val, 0, 0);
     for (int k = 0; k < n; k++) {
-        if ((stop_signal = dist_any(stop_signal))) return NAN;
+        if (dist_stop_agreed()) return NAN;
         dataloader_next_batch(val);
         sum += gpt2_forward(model, dist_rows(val->inputs, B, T), dist_rows(val->targets, B, T), B, T, -1);
         show_progress("validation", k + 1, n, start);
@@ -1616,6 +1624,7 @@ static void stop_if_not_finite(const char* what, float value, int step, const Ru
 static double train_step(const Options* o, Run* r, int step, double elapsed, double* stepping) {
     double t0 = now_seconds(), sum = 0.0;
     TrainState before = train_state(o, r, step);
+    if (o->overfit) dataloader_seek(&r->train, 0, 0);  // -a 1: the first batch, every step
     dataloader_next_batch(&r->train);  // the step's rows: this process takes B of each micro-batch
     for (int micro = 0; micro < o->grad_accum; micro++) {
         int row0 = (micro * dist.size + dist.rank) * o->B;  // in the step's rows: -d 2BT = -b 2B
@@ -1670,7 +1679,7 @@ void train(const Options* o, Run* r) {
             printf("----\n");
         }
         // Ctrl-C during the last step, this validation or sample: N processes stop together
-        if ((stop_signal = dist_any(stop_signal))) stop_after(o, r, step, &now);
+        if (dist_stop_agreed()) stop_after(o, r, step, &now);
         if (last) break;
         double dt = train_step(o, r, step, now_seconds() - start, &stepping);
         if (step > r->state.step) {  // the first step warms up: not timed
@@ -1720,7 +1729,7 @@ int main(int argc, char** argv) {
         float val_loss = evaluate ? validation_loss(&r.model, &r.val, r.val_batches) : 0.0f;
         if (o.max_steps > 0) train(&o, &r);
         else if (o.gen_tokens > 0) sample(&o, &r);
-        if (stop_signal) die_together("stopped by signal %d", stop_signal);
+        if (stop_signal && o.max_steps == 0) die_together("stopped by signal %d", stop_signal);
         if (evaluate) printf("val loss %.4f (%d batches of %dx%d)\n", val_loss, r.val_batches, o.B, o.T);
     }
     run_free(&r, &o);

@@ -103,7 +103,7 @@ void setup_generation(const Options* o, Run* r) {
 
 // the optimiser's settings from the flags
 AdamWConfig adamw_config(const Options* o) {
-    AdamWConfig c = {.lr = o->lr, .warmup = o->warmup, .max_steps = o->max_steps,
+    AdamWConfig c = {.lr = o->lr, .schedule = o->schedule, .warmup = o->warmup, .max_steps = o->max_steps,
                      .final_lr_frac = o->final_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                      .eps = o->eps, .weight_decay = o->weight_decay, .grad_clip = o->grad_clip};
     return c;
@@ -142,9 +142,10 @@ void setup_data(Options* o, Run* r) {
     r->have_val = o->val_path[0] && (o->max_steps != 0 || o->gen_tokens == 0);
     int B = o->B * dist.size;  // N processes: the global batch of N x B rows
     const char* flags = dist.size > 1 ? "-b times the processes, -t" : "-b, -t";
-    if (o->max_steps != 0)  // a step's rows: every micro-batch of -d, every process's
-        dataloader_init(&r->train, o->train_path, B * o->grad_accum, o->T, V, o->shuffle, (uint64_t)o->seed,
-                        "-i", o->grad_accum > 1 ? "-d, -t" : flags, o->force_vocab);
+    if (o->max_steps != 0)  // a step's rows: every micro-batch of -d, every process's (-a 1: -j's first)
+        dataloader_init(&r->train, o->overfit ? o->val_path : o->train_path, B * o->grad_accum, o->T, V,
+                        o->shuffle && !o->overfit, (uint64_t)o->seed, o->overfit ? "-j" : "-i",
+                        o->grad_accum > 1 ? "-d, -t" : flags, o->force_vocab);
     if (o->max_steps < 0) o->max_steps = (int)r->train.total_batches;
     r->adamw = adamw_config(o);
     if (r->have_val) {

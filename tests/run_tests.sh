@@ -392,7 +392,7 @@ expect_usage() {  # (redefined for these checks' names)
     if [ $rc -eq 2 ] && [[ "$line" == "train_gpt2: error: "*"$want"* ]]; then ok "$name -> exit 2: $line"
     else bad "$name -> exit $rc: $line"; fi
 }
-for refused in "-h 1" "-k linear" "-sl 3" "-sg 3" "-a 1" "-w 0" "-ge 2" "-z 1" "-r 1" "-lg 10" "-pn 2" "-pg 8" \
+for refused in "-h 1" "-sl 3" "-sg 3" "-w 0" "-ge 2" "-z 1" "-r 1" "-lg 10" "-pn 2" "-pg 8" \
                "-pi tcp" "-pm tcp" "-ps 10.0.0.1" "-pf /tmp" "-pp /tmp"; do
     expect_usage "llm.c's $refused" "${refused} is not supported here" ./train_gpt2 $refused
 done
@@ -403,6 +403,26 @@ if [ $rc -eq 0 ] && grep -qP '^val loss [0-9.]+ \(1 batches' "$TMP/llmc_off.log"
 else
     bad "llm.c's no-op flags: exit $rc: $(head -n 2 "$TMP/llmc_off.log")"
 fi
+# -k: llm.c's schedules (warmup 2, 10 steps, to 0.1 x 1e-3): the learning rates printed at each step
+for k in "cosine 5.00e-04 1.00e-03 1.00e-03 9.66e-04 8.68e-04 7.22e-04 5.50e-04 3.78e-04 2.32e-04 1.34e-04" \
+         "linear 5.00e-04 1.00e-03 1.00e-03 8.88e-04 7.75e-04 6.63e-04 5.50e-04 4.38e-04 3.25e-04 2.13e-04" \
+         "constant 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03" \
+         "wsd 5.00e-04 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 3.64e-04"; do
+    lrs=$(./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -j "" -o "" -x 10 -u 2 -q 0.1 -k ${k%% *} 2>&1 |
+          grep -oP '^step .*\| lr \K[0-9.e+-]+' | tr '\n' ' ')
+    if [ "$lrs" == "${k#* } " ]; then ok "-k ${k%% *}: learning rates ${k#* }"; else bad "-k ${k%% *}: $lrs"; fi
+done
+# -a 1 (llm.c: overfit a single batch): with -l 0 every step's loss is the same; with -l 3e-3 it falls fast
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -m 1 -o "" -x 5 -a 1 -l 0 > "$TMP/a0.log" 2>&1
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -m 1 -o "" -x 60 -a 1 -l 3e-3 -u 0 > "$TMP/a1.log" 2>&1
+distinct=$(grep -oP '^step .*\| loss \K[0-9.]+' "$TMP/a0.log" | sort -u | wc -l)
+first=$(grep -oP '^step +1/60 \| loss \K[0-9.]+' "$TMP/a1.log"); last=$(grep -oP '^step +60/60 \| loss \K[0-9.]+' "$TMP/a1.log")
+if [ "$distinct" -eq 1 ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }'; then
+    ok "-a 1: one batch every step (5 equal losses at -l 0); overfit from $first to $last in 60 steps"
+else
+    bad "-a 1: $distinct distinct losses at -l 0; $first -> $last"
+fi
+expect_usage "-k of another name" "flag -k: unknown schedule 'step'" ./train_gpt2 -k step
 expect_usage "two unknown flags after a good one, all named" "unknown flags '-zz', '-yy'" ./train_gpt2 -b 4 -zz 3 -yy 2
 for help in "-h" "--help" "-b 4 -h" "-h -b 4"; do
     out=$(./train_gpt2 $help 2>&1); rc=$?

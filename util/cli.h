@@ -29,6 +29,8 @@ typedef struct {
     float lr;                    // -l
     int warmup;                  // -u
     float final_lr_frac;         // -q
+    const char* schedule_word;   // -k cosine | linear | constant | wsd
+    int schedule;                // its index in LR_SCHEDULES (train_gpt2.c's LR_*)
     float weight_decay;          // -c
     int max_steps;               // -x (-1 = one epoch of the training data, as llm.c's)
     int total_batch;             // -d tokens per step (-1 = B*T*processes: no accumulation)
@@ -50,6 +52,7 @@ typedef struct {
     int top_k;                   // -tk
     const char* prompt;          // -pr
     int shuffle;                 // -sh
+    int overfit;                 // -a 1: every step trains on the first batch of -j (llm.c's)
     const char* attention_map;   // -am
     int slide;                   // -sw
     int kv_heads;                // -kv (fresh model; 0 = -nh)
@@ -61,6 +64,8 @@ typedef struct {
 } Options;
 
 // the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
+// the words of -k, in the order of train_gpt2.c's LR_*
+static const char* const LR_SCHEDULES[4] = {"cosine", "linear", "constant", "wsd"};
 static const char* const VARIANT_FLAGS[3] = {"-pe", "-ln", "-act"};
 static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pre", "post", NULL},
                                                 {"gelu", "relu", NULL}};
@@ -83,7 +88,9 @@ static const Flag FLAGS[] = {
     {"-t", 'i', OPT(T), "sequence length T"},
     {"-l", 'f', OPT(lr), "peak learning rate"},
     {"-u", 'i', OPT(warmup), "warmup steps"},
-    {"-q", 'f', OPT(final_lr_frac), "final learning rate as a fraction of the peak (cosine decay)"},
+    {"-q", 'f', OPT(final_lr_frac), "final learning rate as a fraction of the peak (the decay's end)"},
+    {"-k", 's', OPT(schedule_word), "learning-rate schedule after the warmup: cosine | linear | constant "
+                                    "(no warmup) | wsd (llm.c's)"},
     {"-c", 'f', OPT(weight_decay), "AdamW weight decay (matrices only)"},
     {"-d", 'i', OPT(total_batch), "tokens per step, a multiple of B*T*processes: gradient accumulation "
                                   "(-1 = B*T*processes)"},
@@ -113,6 +120,7 @@ static const Flag FLAGS[] = {
     {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
     {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
     {"-pr", 's', OPT(prompt), "prompt to continue (encoded with the tokenizer, -tok)"},
+    {"-a", 'i', OPT(overfit), "1 = overfit one batch: every step takes the first batch of -j (debugging)"},
     {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; "
                                "0 = llm.c's sequential batches"},
     {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; "
@@ -134,10 +142,8 @@ static const Flag FLAGS[] = {
 typedef struct { const char* name; const char* accepted; const char* meaning; } LlmcFlag;
 static const LlmcFlag LLMC_OFF[] = {
     {"-h", "0", "HellaSwag evaluation"},
-    {"-k", "cosine", "learning-rate schedule"},
     {"-sl", "0", "skip updates whose loss is an outlier"},
     {"-sg", "0", "skip updates whose gradient norm is an outlier"},
-    {"-a", "0", "overfit a single batch"},
     {"-f", "0 1", "TF32 matmuls; a CPU has none: fp32, or -prec bf16"},
     {"-w", "1", "float32 master weights; the weights are float32 here"},
     {"-ge", "-1 0", "GELU fused into the matmul on the GPU"},
@@ -156,7 +162,8 @@ static Options default_options(void) {
     Options o = {
         .train_path = "data/tiny_shakespeare_train.bin", .val_path = "data/tiny_shakespeare_val.bin",
         .tokenizer_path = "data/tiny_shakespeare_tokenizer.bin", .init = "", .out_dir = "out",
-        .B = 12, .T = 64, .lr = 1e-3f, .warmup = 100, .final_lr_frac = 0.5f, .weight_decay = 0.0f,
+        .B = 12, .T = 64, .lr = 1e-3f, .warmup = 100, .final_lr_frac = 0.5f, .schedule_word = "cosine",
+        .weight_decay = 0.0f,
         .max_steps = 2000, .total_batch = -1, .grad_accum = 1, .val_every = 250, .val_batches = 0,
         .sample_every = 0, .gen_tokens = 400,
         .checkpoint_every = 0, .resume = 0, .layers = 4, .heads = 4, .channels = 128, .max_seq_len = 0,
@@ -294,6 +301,8 @@ Options parse_args(int argc, char** argv) {
         {o.eps <= 0, "-ae (AdamW epsilon) must be > 0"},
         {o.temperature < 0, "-tp (temperature) must be >= 0"}, {o.top_k < 0, "-tk (top-k) must be >= 0"},
         {o.shuffle != 0 && o.shuffle != 1, "-sh must be 0 or 1"},
+        {o.overfit != 0 && o.overfit != 1, "-a must be 0 or 1"},
+        {o.overfit && !o.val_path[0], "-a 1 needs -j"},
         {o.slide != 0 && o.slide != 1, "-sw must be 0 or 1"},
         {o.resume && !o.out_dir[0], "-y 1 needs an output directory (-o)"},
         {o.keep_checkpoints < 0, "-nk must be >= 0"}, {o.major_every < 0, "-nm must be >= 0"},
@@ -312,6 +321,11 @@ Options parse_args(int argc, char** argv) {
         usage_error("-d %d must be a multiple of B*T%s = %lld", o.total_batch,
                     dist.size > 1 ? "*processes" : "", micro);
     o.grad_accum = o.total_batch > 0 ? (int)(o.total_batch / micro) : 1;
+    o.schedule = -1;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(o.schedule_word, LR_SCHEDULES[k]) == 0) o.schedule = k;
+    if (o.schedule < 0)
+        usage_error("flag -k: unknown schedule '%s' (cosine, linear, constant, wsd)", o.schedule_word);
     o.bf16 = strcmp(o.precision, "bf16") == 0;
     if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
         usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
@@ -365,10 +379,10 @@ static void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int ac
 // the first lines of a training run: its settings and its data (val NULL: no validation)
 static void print_training_settings(const Options* o, int threads, const DataLoader* train,
                                     const DataLoader* val, int val_batches) {
-    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
+    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, %s to %g), weight decay %g, clip %g, "
            "dropout %g, -prec %s, %d thread%s\n", o->B, o->T, o->max_steps, o->lr, o->warmup,
-           o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout, o->precision, threads,
-           threads == 1 ? "" : "s");
+           o->schedule_word, o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout, o->precision,
+           threads, threads == 1 ? "" : "s");
     printf("data: %s (%zu tokens", o->train_path, train->total_tokens);
     if (train->num_shards > 1) printf(" in %d shards", train->num_shards);
     printf("), ");
