@@ -46,6 +46,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/dist.h"        // data parallelism over MPI: N processes, one global batch
 #include "util/cli.h"         // Options: the command line
 #include "util/svg.h"         // pictures: attention maps, the loss curve
+#include "util/progress.h"    // elapsed time, ETA, the progress of a long validation
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
 #include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
@@ -845,6 +846,7 @@ typedef struct {
     int* inputs;       // (B,T) the last forward's tokens
     int* targets;      // (B,T) and targets
     float mean_loss;   // the last forward's loss, or -1 without targets
+    int grad_accum;    // -d: a step sums the gradients of this many micro-batches (0 = 1)
     // dropout (training only): probability and seed; the step picks the masks
     float dropout_p;
     uint64_t dropout_seed;
@@ -1262,9 +1264,11 @@ void gpt2_backward(GPT2* model) {
     ActivationTensors a = model->acts;
     BackwardScratch* s = &model->scratch;
 
-    // the loss is the mean over B*T positions, so each position's loss has weight 1/(B*T)
+    // the loss is the mean over B*T positions, so each position's loss has weight 1/(B*T);
+    // over the B*T*n positions of n accumulated micro-batches, 1/(B*T*n)
+    int n = model->grad_accum > 1 ? model->grad_accum : 1;
     for (int i = 0; i < BT; i++)
-        s->dlosses[i] = 1.0f / BT;
+        s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
@@ -1304,10 +1308,12 @@ void gpt2_allocate_moments(GPT2* model) {
 }
 
 // the optimiser's settings: AdamW, the learning-rate schedule, clipping
+enum { LR_COSINE, LR_LINEAR, LR_CONSTANT, LR_WSD };  // -k: llm.c's schedules (util/cli.h: LR_SCHEDULES)
 typedef struct {
     float lr;                   // peak learning rate
+    int schedule;               // LR_COSINE (0, the default), LR_LINEAR, LR_CONSTANT, LR_WSD
     int warmup;                 // linear warm-up steps
-    int max_steps;              // the cosine decay ends here (<= warmup: constant after warm-up)
+    int max_steps;              // the decay ends here (<= warmup: constant after warm-up)
     float final_lr_frac;        // the decay ends at final_lr_frac * lr
     float beta1, beta2, eps;    // Adam's moment decays and epsilon
     float weight_decay;         // AdamW's decoupled decay (matrices and embeddings only)
@@ -1351,13 +1357,19 @@ void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale
                  model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
 }
 
-// linear warmup over `warmup` steps, then cosine decay to final_frac * lr at max_steps
-float learning_rate(int step, float lr, int warmup, int max_steps, float final_frac) {
+// llm.c's schedules (llmc/schedulers.h): linear warmup over `warmup` steps, then a decay to
+// final_frac * lr at max_steps along half a cosine (the default) or a line; or (wsd:
+// warmup-stable-decay) lr until 80% of max_steps, then down as 1 - sqrt(progress); or the
+// constant lr, without warmup
+float learning_rate(int schedule, int step, float lr, int warmup, int max_steps, float final_frac) {
+    if (schedule == LR_CONSTANT) return lr;
     if (step < warmup) return lr * (step + 1) / warmup;
-    if (max_steps <= warmup) return lr;
-    double ratio = (double)(step - warmup) / (max_steps - warmup);
+    int start = schedule == LR_WSD ? (int)(0.8f * max_steps) : warmup;  // where the decay starts
+    if (max_steps <= start || step < start) return lr;
+    double ratio = (double)(step - start) / (max_steps - start);
     if (ratio > 1.0) ratio = 1.0;
-    double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
+    double coeff = schedule == LR_LINEAR ? 1.0 - ratio : schedule == LR_WSD ? 1.0 - sqrt(ratio)
+                 : 0.5 * (1.0 + cos(M_PI * ratio));
     float lr_min = lr * final_frac;
     return (float)(lr_min + coeff * (lr - lr_min));
 }
@@ -1371,18 +1383,24 @@ typedef struct {
     float lr;    // the learning rate of this step
 } StepStats;
 
+// The end of a training step, its gradients summed in model->grads: their mean over the
+// processes, their global norm, clipping, and AdamW at the scheduled learning rate.
+// A non-finite norm leaves the weights untouched (the trainer stops).
+StepStats gpt2_update_step(GPT2* model, int step, const AdamWConfig* opt) {
+    dist_average_gradients(model->grads_memory, model->num_parameters);  // N processes: the mean
+    StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
+    s.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
+    if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);
+    return s;
+}
+
 // The second half of a training step, after gpt2_forward with targets (and this step's
-// dropout masks): the gradients, their global norm, clipping, and AdamW at the
-// scheduled learning rate. A non-finite norm leaves the weights untouched (the trainer
-// stops). train_step() calls the two halves itself, to write a checkpoint between them.
+// dropout masks): the gradients, then the update. train_step() calls the halves itself,
+// to write a checkpoint between them and to accumulate micro-batches (-d).
 StepStats gpt2_backward_update(GPT2* model, int step, const AdamWConfig* opt) {
     gpt2_zero_grad(model);
     gpt2_backward(model);
-    dist_average_gradients(model->grads_memory, model->num_parameters);  // N processes: the mean
-    StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
-    s.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
-    if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);
-    return s;
+    return gpt2_update_step(model, step, opt);
 }
 
 // one training step on a batch: inputs and targets are (B,T); step numbers the dropout
@@ -1535,7 +1553,7 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
     for (int i = 0; i < prompt_len - 1; i++)
         gpt2_forward_token(model, kv, prompt[i]);
     int token = prompt[prompt_len - 1];
-    while (generated < n) {
+    while (generated < n && !stop_signal) {  // Ctrl-C: stop within a token
         if (kv->pos == maxT) {
             if (!slide) {
                 fprintf(out, "\n[generation stopped: the context reached the model's maxT of %d tokens]",
@@ -1565,13 +1583,17 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
 // the program
 
 // mean loss over the first n batches of the validation file (no dropout); with N
-// processes each computes its rows of each batch
+// processes each computes its rows of each batch. Shows its progress when it takes more
+// than a second; a stop signal ends it within a batch (the loss is then NaN)
 float validation_loss(GPT2* model, DataLoader* val, int n) {
-    double sum = 0.0;
+    double sum = 0.0, start = now_seconds();
     int B = val->B / dist.size, T = val->T;
+    dataloader_seek(val, 0, 0);
     for (int k = 0; k < n; k++) {
-        dataloader_load_batch(val, (size_t)k);
+        if (dist_stop_agreed()) return NAN;
+        dataloader_next_batch(val);
         sum += gpt2_forward(model, dist_rows(val->inputs, B, T), dist_rows(val->targets, B, T), B, T, -1);
+        show_progress("validation", k + 1, n, start);
     }
     return dist_mean((float)(sum / n));
 }
@@ -1598,16 +1620,18 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
              model->num_parameters / 1e6, o->B, o->T, o->train_path);
     history_save(&r->history, dir, title);
     atomic_keep();  // a later error does not remove this checkpoint
+    if (o->keep_checkpoints > 0) prune_checkpoints(dir, o->keep_checkpoints, o->major_every);  // -nk, -nm
 }
 
 
-// Ctrl-C or SIGTERM came during the step before this one, which has finished: save where
-// training stands (a checkpoint, as any other) and stop with an error, so scripts see it
-static void stop_after(const Options* o, Run* r, int step) {
-    TrainState now = train_state(o, r, step);
-    if (!o->out_dir[0])
-        die_together("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal, step);
-    save_checkpoint(o, r, step, &now);
+// Ctrl-C or SIGTERM came during the step before this one, or the validation or sample
+// after it: save where training stood then, `now` (a checkpoint, as any other), and stop
+// with an error, so scripts see it
+static void stop_after(const Options* o, Run* r, int step, const TrainState* now) {
+    if (!o->out_dir[0] || step == r->state.step)
+        die_together("stopped by signal %d after %d steps; nothing %ssaved", stop_signal, step,
+                     o->out_dir[0] ? "new " : "(no -o) ");
+    save_checkpoint(o, r, step, now);
     die_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
         r->last_checkpoint);
 }
@@ -1627,22 +1651,40 @@ static void stop_if_not_finite(const char* what, float value, int step, const Ru
 // One optimisation step on the next batch; prints its line. It is gpt2_train_step in
 // its two halves, because a checkpoint due at this step is written between them: after
 // the forward, for weights whose loss just came out finite, before AdamW changes them.
-static double train_step(const Options* o, Run* r, int step) {
-    double t0 = now_seconds();
+// With -d the batch is grad_accum micro-batches of B rows per process: the gradients of
+// all but the last are summed before it (gpt2_backward adds; each weighs 1/grad_accum).
+// elapsed: the run's seconds so far; stepping: its steps' seconds so far, this one's added
+static double train_step(const Options* o, Run* r, int step, double elapsed, double* stepping) {
+    double t0 = now_seconds(), sum = 0.0;
     TrainState before = train_state(o, r, step);
-    dataloader_next_batch(&r->train);  // the global batch; this process computes its B rows of it
-    const int* inputs = dist_rows(r->train.inputs, o->B, o->T);
-    const int* targets = dist_rows(r->train.targets, o->B, o->T);
-    float loss = dist_mean(gpt2_forward(&r->model, inputs, targets, o->B, o->T, step));
+    if (o->overfit) dataloader_seek(&r->train, 0, 0);  // -a 1: the first batch, every step
+    dataloader_next_batch(&r->train);  // the step's rows: this process takes B of each micro-batch
+    for (int micro = 0; micro < o->grad_accum; micro++) {
+        int row0 = (micro * dist.size + dist.rank) * o->B;  // in the step's rows: -d 2BT = -b 2B
+        r->model.dropout_row0 = row0;
+        size_t at = (size_t)row0 * o->T;
+        sum += gpt2_forward(&r->model, r->train.inputs + at, r->train.targets + at, o->B, o->T, step);
+        if (micro == o->grad_accum - 1) break;  // the last one's backward comes after the checkpoint
+        if (micro == 0) gpt2_zero_grad(&r->model);
+        gpt2_backward(&r->model);
+    }
+    float loss = dist_mean((float)(sum / o->grad_accum));
     stop_if_not_finite("training loss", loss, step, r);
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
         save_checkpoint(o, r, step, &before);
-    StepStats s = gpt2_backward_update(&r->model, step, &r->adamw);
+    if (o->grad_accum == 1) gpt2_zero_grad(&r->model);
+    gpt2_backward(&r->model);
+    StepStats s = gpt2_update_step(&r->model, step, &r->adamw);
     stop_if_not_finite("gradient norm", s.norm, step, r);
     history_step(&r->history, step, loss, s.lr);
-    double dt = now_seconds() - t0;
-    printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s\n",
-           step + 1, o->max_steps, loss, s.lr, s.norm, dt * 1e3, o->B * dist.size * o->T / dt);
+    double dt = now_seconds() - t0, tokens = (double)o->B * dist.size * o->T * o->grad_accum;
+    char took[32], eta[32];  // the ETA: the steps to come at the mean time of those done
+    *stepping += dt;
+    printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s | %s, ETA %s\n", step + 1,
+           o->max_steps, loss, s.lr, s.norm, dt * 1e3, tokens / dt,
+           format_duration(elapsed + dt, took, sizeof took),
+           format_duration(*stepping / (step + 1 - r->state.step) * (o->max_steps - step - 1), eta,
+                           sizeof eta));
     fflush(stdout);
     return dt;
 }
@@ -1650,28 +1692,29 @@ static double train_step(const Options* o, Run* r, int step) {
 // the training loop: validation every -v steps, a sample every -s, checkpoints every -n,
 // and all three at the end
 void train(const Options* o, Run* r) {
-    print_training_settings(o, max_threads(), r->train.num_tokens, r->have_val, r->val.num_tokens,
-                            r->val_batches);
-    catch_stop_signals();
-    double train_seconds = 0.0;
+    print_training_settings(o, max_threads(), &r->train, r->have_val ? &r->val : NULL, r->val_batches);
+    double train_seconds = 0.0, start = now_seconds(), stepping = 0.0;
     int timed_steps = 0;
     float val_loss = -1.0f;
     for (int step = r->state.step; step <= o->max_steps; step++) {
         int last = step == o->max_steps;
+        TrainState now = train_state(o, r, step);
         if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) {
             dist_check_weights(r->model.params_memory, r->model.num_parameters, step);
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);
-            printf("step %5d | val loss %.4f\n", step, val_loss);
-            history_val(&r->history, step, val_loss);
+            if (!stop_signal) printf("step %5d | val loss %.4f\n", step, val_loss);
+            if (!stop_signal) history_val(&r->history, step, val_loss);
         }
-        if (o->gen_tokens > 0 && ((o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last)) {
+        int sample_due = (o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last;
+        if (o->gen_tokens > 0 && !stop_signal && sample_due) {
             printf("---- sample at step %d ----\n", step);
             sample(o, r);
             printf("----\n");
         }
+        // Ctrl-C during the last step, this validation or sample: N processes stop together
+        if (dist_stop_agreed()) stop_after(o, r, step, &now);
         if (last) break;
-        double dt = train_step(o, r, step);
-        if ((stop_signal = dist_any(stop_signal))) stop_after(o, r, step + 1);  // N processes: together
+        double dt = train_step(o, r, step, now_seconds() - start, &stepping);
         if (step > r->state.step) {  // the first step warms up: not timed
             train_seconds += dt;
             timed_steps++;
@@ -1714,11 +1757,13 @@ int main(int argc, char** argv) {
     } else {
         setup_data(&o, &r);
         dist_setup_done();
+        catch_stop_signals();  // Ctrl-C: training saves and stops; evaluation and generation stop
+        int evaluate = o.max_steps == 0 && o.gen_tokens == 0 && r.have_val;  // -x 0: generate, or evaluate
+        float val_loss = evaluate ? validation_loss(&r.model, &r.val, r.val_batches) : 0.0f;
         if (o.max_steps > 0) train(&o, &r);
-        else if (o.gen_tokens > 0) sample(&o, &r);  // -x 0: generate, or evaluate
-        else if (r.have_val)
-            printf("val loss %.4f (%d batches of %dx%d)\n", validation_loss(&r.model, &r.val, r.val_batches),
-                   r.val_batches, o.B, o.T);
+        else if (o.gen_tokens > 0) sample(&o, &r);
+        if (stop_signal && o.max_steps == 0) die_together("stopped by signal %d", stop_signal);
+        if (evaluate) printf("val loss %.4f (%d batches of %dx%d)\n", val_loss, r.val_batches, o.B, o.T);
     }
     export_hf(&o, &r);  // -hf DIR
     run_free(&r, &o);

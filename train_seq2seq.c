@@ -671,7 +671,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
     if (m->grads_memory) zero_floats(m->grads_memory, m->num_parameters);
     seq2seq_backward(m);
     StepStats st = {loss, (float)sqrt(sum_of_squares(m->grads_memory, m->num_parameters)), 0.0f};
-    st.lr = learning_rate(step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
+    st.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (!isfinite(st.norm)) return st;
     seq2seq_allocate_moments(m);
     adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes, S2S_DECAYS,
@@ -1025,7 +1025,7 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
     print_usage_to = s2s_print_usage;
     parse_flag_table(S2S_FLAGS, NUM_S2S_FLAGS, &o, argc, argv);
     RangeCheck checks[] = {  // util/cli.h: the flags train_gpt2 has too, then ours
-        COMMON_RANGE_CHECKS(o), {o.val_every < 0, "-v must be >= 0"},
+        COMMON_RANGE_CHECKS(o), {o.max_steps < 0, "-x (steps) must be >= 0"}, {o.val_every < 0, "-v must be >= 0"},
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
         {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};

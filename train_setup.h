@@ -35,7 +35,7 @@ typedef struct {
 void setup_model(const Options* o, Run* r) {
     struct stat sb;
     int default_tokenizer = strcmp(o->tokenizer_path, default_options().tokenizer_path) == 0;
-    r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
     if (o->resume && r->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
@@ -76,7 +76,7 @@ void setup_model(const Options* o, Run* r) {
         hf_check_representable(c, "-hf");
         if (dist.rank == 0) check_output_dir(o->hf_out, "-hf");
     }
-    if (o->T > c.max_seq_len && (o->max_steps > 0 || o->gen_tokens == 0) && !o->attention_map[0])
+    if (o->T > c.max_seq_len && (o->max_steps != 0 || o->gen_tokens == 0) && !o->attention_map[0])
         die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
     if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
         printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
@@ -87,6 +87,7 @@ void setup_model(const Options* o, Run* r) {
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist.rank * o->B;
+    r->model.grad_accum = o->grad_accum;  // -d: each micro-batch's gradients weigh 1/grad_accum
     if (r->resume_step >= 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
@@ -94,8 +95,9 @@ void setup_model(const Options* o, Run* r) {
         read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
-    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters\n", c.num_layers, c.num_heads,
-           c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, r->model.num_parameters / 1e6);
+    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s\n", c.num_layers,
+           c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
+           r->model.num_parameters / 1e6, o->precision);
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
 
@@ -116,39 +118,67 @@ void setup_generation(const Options* o, Run* r) {
 
 // the optimiser's settings from the flags
 AdamWConfig adamw_config(const Options* o) {
-    AdamWConfig c = {.lr = o->lr, .warmup = o->warmup, .max_steps = o->max_steps,
+    AdamWConfig c = {.lr = o->lr, .schedule = o->schedule, .warmup = o->warmup, .max_steps = o->max_steps,
                      .final_lr_frac = o->final_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                      .eps = o->eps, .weight_decay = o->weight_decay, .grad_clip = o->grad_clip};
     return c;
 }
 
-// where training stands before step: what a resume needs besides the weights and moments
+// where training stands before step: what a resume needs besides the weights and moments.
+// B is the rows of a whole step (-b x processes x accumulation): the data's order depends
+// on it alone, not on how the rows are split
 static TrainState train_state(const Options* o, const Run* r, int step) {
-    return (TrainState){step, o->B * dist.size, o->T, r->train.epoch, r->train.batch_index, r->sampler.rng,
-                        (uint64_t)o->seed, o->shuffle, r->train.num_tokens};
+    return (TrainState){step, o->B * dist.size * o->grad_accum, o->T, r->train.epoch, r->train.batch_index,
+                        r->sampler.rng, (uint64_t)o->seed, o->shuffle, r->train.total_tokens};
 }
 
-// the training and validation batches, and the optimiser's settings
-void setup_data(const Options* o, Run* r) {
+// -o holds checkpoints and this run neither resumes them (-y 1) nor replaces them (-ow 1):
+// refuse, rather than mix two runs' checkpoints and loss curves
+static void protect_output_dir(const Options* o) {
+    int newest = latest_checkpoint(o->out_dir, 0);
+    if (newest < 0 || o->resume) return;
+    if (!o->overwrite)
+        die("-o '%s' holds the checkpoints of another run (the newest of step %d): resume it with -y 1, "
+            "replace it with -ow 1, or choose another -o", o->out_dir, newest);
+    printf("-ow 1: removed %d checkpoint(s) of another run from '%s'\n", prune_checkpoints(o->out_dir, 0, 0),
+           o->out_dir);
+}
+
+// the validation batches: -m, or (-m 0) as many as fit in VAL_TOKENS tokens, or (-m -1) all
+static int validation_batches(const Options* o, const DataLoader* val) {
+    size_t all = val->total_batches, fit = VAL_TOKENS / ((size_t)val->B * val->T);
+    size_t n = o->val_batches > 0 ? (size_t)o->val_batches : o->val_batches < 0 ? all : fit > 0 ? fit : 1;
+    return (int)(n < all ? n : all);
+}
+
+// the training and validation batches, and the optimiser's settings; -x -1 becomes one epoch
+void setup_data(Options* o, Run* r) {
     int V = r->model.config.vocab_size;
-    r->adamw = adamw_config(o);
-    r->have_val = o->val_path[0] && (o->max_steps > 0 || o->gen_tokens == 0);
+    r->have_val = o->val_path[0] && (o->max_steps != 0 || o->gen_tokens == 0);
     int B = o->B * dist.size;  // N processes: the global batch of N x B rows
     const char* flags = dist.size > 1 ? "-b times the processes, -t" : "-b, -t";
-    if (o->max_steps > 0)
-        dataloader_init(&r->train, o->train_path, B, o->T, V, o->shuffle, (uint64_t)o->seed, flags);
+    if (o->max_steps != 0)  // a step's rows: every micro-batch of -d, every process's (-a 1: -j's first)
+        dataloader_init(&r->train, o->overfit ? o->val_path : o->train_path, B * o->grad_accum, o->T, V,
+                        o->shuffle && !o->overfit, (uint64_t)o->seed, o->overfit ? "-j" : "-i",
+                        o->grad_accum > 1 ? "-d, -t" : flags, o->force_vocab);
+    if (o->max_steps < 0) o->max_steps = (int)r->train.total_batches;
+    r->adamw = adamw_config(o);
     if (r->have_val) {
-        dataloader_init(&r->val, o->val_path, B, o->T, V, 0, 0, flags);
-        size_t all = r->val.num_batches;  // sequential: every whole batch of the file
-        r->val_batches = (o->val_batches == 0 || (size_t)o->val_batches > all) ? (int)all : o->val_batches;
+        dataloader_init(&r->val, o->val_path, B, o->T, V, 0, 0, "-j", flags, o->force_vocab);
+        r->val_batches = validation_batches(o, &r->val);
     }
     if (r->resume_step >= 0 && o->max_steps > 0) {  // the state must be this run's
         check_resumed_state(&r->state, train_state(o, r, r->resume_step), r->last_checkpoint);
         dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+        if (r->state.step >= o->max_steps)
+            printf("-y 1: the checkpoint is at step %d, at or past -x %d: nothing to train\n", r->state.step,
+                   o->max_steps);
     }
     history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
-    if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0)
+    if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0) {
         check_output_dir(o->out_dir, "-o");  // fail now, not at the end
+        protect_output_dir(o);
+    }
 }
 
 // -hf DIR: the model as Hugging Face's GPT-2 (after training, if any)

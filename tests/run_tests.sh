@@ -471,6 +471,210 @@ st_bad "a tensor GPT-2 does not have" "$B/extra.safetensors" "unexpected tensor 
 st_bad "truncated file" "$B/truncated.safetensors" "outside the data's"
 st_bad "another activation in config.json" "$B/relu/model.safetensors" "activation_function 'relu'"
 st_bad "an untied lm_head.weight" "$B/untied/model.safetensors" "lm_head.weight differs from wte.weight"
+# ---- 6b. llm.c's command line (util/cli.h): every flag of train_gpt2.cu is implemented or refused
+# with one line; -d gradient accumulation; -nk; glob patterns over shards; a bounded, interruptible
+# validation; overwrite protection; tokens of another vocabulary
+echo "-- llm.c's flags, shards, accumulation"
+expect_usage() {  # (redefined for these checks' names)
+    local name="$1" want="$2"; shift 2
+    "$@" > /dev/null 2> "$TMP/err"; local rc=$?
+    local line; line=$(head -n 1 "$TMP/err")
+    if [ $rc -eq 2 ] && [[ "$line" == "train_gpt2: error: "*"$want"* ]]; then ok "$name -> exit 2: $line"
+    else bad "$name -> exit $rc: $line"; fi
+}
+for refused in "-h 1" "-sl 3" "-sg 3" "-w 0" "-ge 2" "-z 1" "-r 1" "-lg 10" "-pn 2" "-pg 8" \
+               "-pi tcp" "-pm tcp" "-ps 10.0.0.1" "-pf /tmp" "-pp /tmp"; do
+    expect_usage "llm.c's $refused" "${refused} is not supported here" ./train_gpt2 $refused
+done
+./train_gpt2 "${SMALL[@]}" -h 0 -k cosine -sl 0 -sg 0.0 -a 0 -f 1 -w 1 -ge 0 -z 0 -r 0 -lg -1 -pn 1 -x 0 -m 1 \
+    > "$TMP/llmc_off.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -qP '^val loss [0-9.]+ \(1 batches' "$TMP/llmc_off.log"; then
+    ok "llm.c's -h 0 -k cosine -sl 0 -sg 0.0 -a 0 -f 1 -w 1 -ge 0 -z 0 -r 0 -lg -1 -pn 1 are accepted (nothing to do here)"
+else
+    bad "llm.c's no-op flags: exit $rc: $(head -n 2 "$TMP/llmc_off.log")"
+fi
+# -k: llm.c's schedules (warmup 2, 10 steps, to 0.1 x 1e-3): the learning rates printed at each step
+for k in "cosine 5.00e-04 1.00e-03 1.00e-03 9.66e-04 8.68e-04 7.22e-04 5.50e-04 3.78e-04 2.32e-04 1.34e-04" \
+         "linear 5.00e-04 1.00e-03 1.00e-03 8.88e-04 7.75e-04 6.63e-04 5.50e-04 4.38e-04 3.25e-04 2.13e-04" \
+         "constant 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03" \
+         "wsd 5.00e-04 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 3.64e-04"; do
+    lrs=$(./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -j "" -o "" -x 10 -u 2 -q 0.1 -k ${k%% *} 2>&1 |
+          grep -oP '^step .*\| lr \K[0-9.e+-]+' | tr '\n' ' ')
+    if [ "$lrs" == "${k#* } " ]; then ok "-k ${k%% *}: learning rates ${k#* }"; else bad "-k ${k%% *}: $lrs"; fi
+done
+# -a 1 (llm.c: overfit a single batch): with -l 0 every step's loss is the same; with -l 3e-3 it falls fast
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -m 1 -o "" -x 5 -a 1 -l 0 > "$TMP/a0.log" 2>&1
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -m 1 -o "" -x 60 -a 1 -l 3e-3 -u 0 > "$TMP/a1.log" 2>&1
+distinct=$(grep -oP '^step .*\| loss \K[0-9.]+' "$TMP/a0.log" | sort -u | wc -l)
+first=$(grep -oP '^step +1/60 \| loss \K[0-9.]+' "$TMP/a1.log"); last=$(grep -oP '^step +60/60 \| loss \K[0-9.]+' "$TMP/a1.log")
+if [ "$distinct" -eq 1 ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }'; then
+    ok "-a 1: one batch every step (5 equal losses at -l 0); overfit from $first to $last in 60 steps"
+else
+    bad "-a 1: $distinct distinct losses at -l 0; $first -> $last"
+fi
+expect_usage "-k of another name" "flag -k: unknown schedule 'step'" ./train_gpt2 -k step
+expect_usage "two unknown flags after a good one, all named" "unknown flags '-zz', '-yy'" ./train_gpt2 -b 4 -zz 3 -yy 2
+for help in "-h" "--help" "-b 4 -h" "-h -b 4"; do
+    out=$(./train_gpt2 $help 2>&1); rc=$?
+    if [ $rc -eq 0 ] && [[ "$out" == usage:* ]] && [[ "$out" == *"-nk"* ]]; then ok "$help prints the usage, exit 0"
+    else bad "$help: exit $rc: $(echo "$out" | head -n 1)"; fi
+done
+expect_usage "-d not a multiple of B*T" "-d 1000 must be a multiple of B*T = 128" ./train_gpt2 "${SMALL[@]}" -d 1000
+
+# -d: accumulating 2 micro-batches of B=4 equals one batch of B=8 up to summation order (dropout on: the
+# micro-batches draw the masks of their rows of the step); -d B*T is no accumulation, bit for bit
+ACC=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1 -x 30 -o "")
+./train_gpt2 "${ACC[@]}" -b 4 -d 256 -m 4 > "$TMP/acc2.log" 2>&1
+./train_gpt2 "${ACC[@]}" -b 8 -m 2 > "$TMP/acc1.log" 2>&1
+rel=$(paste <(grep -oP 'loss \K[0-9.]+' "$TMP/acc2.log") <(grep -oP 'loss \K[0-9.]+' "$TMP/acc1.log") |
+      awk 'NF != 2 { bad = 1 } { d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d }
+           END { if (bad || NR < 30) print "mismatch"; else printf "%.2e\n", m }')
+if [ "$rel" != mismatch ] && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-6) }' \
+      && grep -q '^-d 256: 2 micro-batches of 128 tokens a step' "$TMP/acc2.log"; then
+    ok "-b 4 -d 256 (2 micro-batches) vs -b 8: 34 losses (30 steps, dropout 0.1, 4 validations) agree to $rel relative"
+else
+    bad "-b 4 -d 256 vs -b 8: largest relative difference $rel"
+fi
+./train_gpt2 "${ACC[@]}" -b 8 -d 256 -m 2 > "$TMP/acc_one.log" 2>&1
+if grep -q '^step    30/30' "$TMP/acc1.log" && diff <(grep -oP 'loss [0-9.]+' "$TMP/acc1.log") \
+      <(grep -oP 'loss [0-9.]+' "$TMP/acc_one.log") > /dev/null; then
+    ok "-b 8 -d 256 (one micro-batch) gives -b 8's losses bit for bit"
+else
+    bad "-b 8 -d 256 differs from -b 8"
+fi
+# resume with -d: stopped at step 10 of 20, resumed, bit for bit; the state records the step's rows
+./train_gpt2 "${ACC[@]}" -x 20 -b 4 -d 256 -m 2 -v 0 -n 10 -o "$TMP/acc_res" > "$TMP/acc_full.log" 2>&1
+rm "$TMP/acc_res/model_00000020.bin" "$TMP/acc_res/state_00000020.bin"
+./train_gpt2 "${ACC[@]}" -x 20 -b 4 -d 256 -m 2 -v 0 -n 10 -o "$TMP/acc_res" -y 1 > "$TMP/acc_resumed.log" 2>&1
+alosses() { grep -oP 'step +\K[0-9]+/20 \| loss [0-9.]+' "$1" | awk -F/ '$1 > 10'; }
+if [ "$(alosses "$TMP/acc_resumed.log" | wc -l)" -eq 10 ] && [ "$(alosses "$TMP/acc_full.log")" == "$(alosses "$TMP/acc_resumed.log")" ]; then
+    ok "-d 256 -b 4 resumed at step 10 with -y 1: steps 11-20 equal the uninterrupted run's bit for bit"
+else
+    bad "resume with -d"
+fi
+expect_error "resumed with -d but without it" "(-b differs)" ./train_gpt2 "${ACC[@]}" -x 30 -b 4 -m 2 -o "$TMP/acc_res" -y 1
+
+# -nk 2: only the newest two checkpoints stay; -nm 20 keeps step 20's as well
+for nm in 0 20; do
+    rm -rf "$TMP/keep"
+    ./train_gpt2 "${SMALL[@]}" -x 50 -n 10 -nk 2 -nm $nm -m 1 -o "$TMP/keep" > /dev/null 2>&1
+    files=$(cd "$TMP/keep" && ls *.bin | tr '\n' ' ')
+    want="model_00000040.bin model_00000050.bin state_00000040.bin state_00000050.bin "
+    [ $nm -eq 20 ] && want="model_00000020.bin model_00000040.bin model_00000050.bin state_00000020.bin state_00000040.bin state_00000050.bin "
+    if [ "$files" == "$want" ]; then ok "-n 10 -nk 2 -nm $nm: $files"; else bad "-nk 2 -nm $nm left: $files"; fi
+done
+
+# -o holding another run's checkpoints: refused; -y 1 resumes it; -ow 1 replaces it
+./train_gpt2 "${SMALL[@]}" -x 2 -m 1 -o "$TMP/keep" > /dev/null 2> "$TMP/err"; rc=$?
+if [ $rc -eq 1 ] && grep -q "^train_gpt2: error: -o '$TMP/keep' holds the checkpoints of another run (the newest of step 50)" "$TMP/err" \
+      && [ -f "$TMP/keep/model_00000050.bin" ]; then
+    ok "a new run into an -o with another run's checkpoints is refused: $(head -n 1 "$TMP/err")"
+else
+    bad "overwrite protection: exit $rc: $(head -n 1 "$TMP/err")"
+fi
+./train_gpt2 "${SMALL[@]}" -x 2 -m 1 -o "$TMP/keep" -ow 1 > "$TMP/ow.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^-ow 1: removed 3 checkpoint(s) of another run" "$TMP/ow.log" \
+      && [ "$(cd "$TMP/keep" && ls *.bin | tr '\n' ' ')" == "model_00000002.bin state_00000002.bin " ]; then
+    ok "-ow 1 replaces the other run: $(grep '^-ow' "$TMP/ow.log")"
+else
+    bad "-ow 1: exit $rc"
+fi
+out=$(./train_gpt2 "${SMALL[@]}" -x 1 -m 1 -o "$TMP/keep" -y 1 2>&1); rc=$?
+if [ $rc -eq 0 ] && [[ "$out" == *"-y 1: the checkpoint is at step 2, at or past -x 1: nothing to train"* ]]; then
+    ok "-y 1 with a checkpoint past -x says so"
+else
+    bad "-y 1 past -x: exit $rc"
+fi
+
+# shards: -i and -j take glob patterns, walked in sorted order (llm.c's fineweb_train_*.bin). With -l 0
+# the weights never change, so each step's loss is a function of its batch alone: a run over 3
+# shards (created out of order) gives the losses of the three files one after the other, then shard 0 again
+slice() {  # slice FILE START COUNT OUT: a token file of COUNT tokens of FILE from START
+    perl -e 'my ($in, $s, $n, $out) = @ARGV; open(my $f, "<:raw", $in) or die; local $/; my $d = <$f>;
+             open(my $g, ">:raw", $out) or die; print $g pack("l<l<l<", 20240520, 1, $n), "\0" x 1012,
+             substr($d, 1024 + 2 * $s, 2 * $n)' "$@"
+}
+mkdir -p "$TMP/shards"
+slice data/tiny_shakespeare_val.bin 20000 1500 "$TMP/shards/part_002.bin"
+slice data/tiny_shakespeare_val.bin 0 1000 "$TMP/shards/part_000.bin"
+slice data/tiny_shakespeare_val.bin 10000 800 "$TMP/shards/part_001.bin"
+SH=(-nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -j "" -l 0 -u 0 -sh 0 -o "")
+# sequential batches of 2x16+1 tokens: 31, 24 and 46 per shard
+for s in 000 001 002; do ./train_gpt2 "${SH[@]}" -i "$TMP/shards/part_$s.bin" -x 46 > "$TMP/shard_$s.log" 2>&1; done
+./train_gpt2 "${SH[@]}" -i "$TMP/shards/part_*.bin" -x 102 > "$TMP/shard_all.log" 2>&1
+sl() { grep -oP '^step +\d+/\d+ \| loss \K[0-9.]+' "$1" | head -n "$2"; }
+if [ "$(sl "$TMP/shard_all.log" 102)" == "$(sl "$TMP/shard_000.log" 31; sl "$TMP/shard_001.log" 24; sl "$TMP/shard_002.log" 46; sl "$TMP/shard_000.log" 1)" ] \
+      && grep -q "(3300 tokens in 3 shards)" "$TMP/shard_all.log"; then
+    ok "-i 'part_*.bin': 3 shards walked in sorted order (31, 24, 46 batches), then the first again"
+else
+    bad "-i over shards: the batches are not the shards' in order"; grep -m1 '^data' "$TMP/shard_all.log"
+fi
+./train_gpt2 "${SH[@]}" -i "$TMP/shards/part_*.bin" -x -1 > "$TMP/shard_epoch.log" 2>&1
+if grep -q '^training: B=2 T=16, 101 steps' "$TMP/shard_epoch.log" && grep -q '^step   101/101' "$TMP/shard_epoch.log"; then
+    ok "-x -1 (llm.c: one epoch) over the 3 shards: 101 steps"
+else
+    bad "-x -1: $(grep -m1 '^training' "$TMP/shard_epoch.log")"
+fi
+# resume across shards, shuffled and sequential: stopped at step 30 of 60 (the 60 steps cross from the
+# first shard into the second, and shuffled, the stop falls on the boundary)
+for sh in 1 0; do
+    SR=(-nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -j "" -sh $sh -dr 0.1 -i "$TMP/shards/part_*.bin" -x 60 -n 30)
+    rm -rf "$TMP/shard_res"
+    ./train_gpt2 "${SR[@]}" -o "$TMP/shard_res" > "$TMP/sr_full.log" 2>&1
+    rm "$TMP/shard_res/model_00000060.bin" "$TMP/shard_res/state_00000060.bin"
+    ./train_gpt2 "${SR[@]}" -o "$TMP/shard_res" -y 1 > "$TMP/sr_resumed.log" 2>&1
+    slosses() { grep -oP 'step +\K[0-9]+/60 \| loss [0-9.]+' "$1" | awk -F/ '$1 > 30'; }
+    if [ "$(slosses "$TMP/sr_resumed.log" | wc -l)" -eq 30 ] && [ "$(slosses "$TMP/sr_full.log")" == "$(slosses "$TMP/sr_resumed.log")" ]; then
+        ok "3 shards, -sh $sh: resumed at step 30, steps 31-60 equal the uninterrupted run's bit for bit"
+    else
+        bad "3 shards, -sh $sh: resume differs"
+    fi
+done
+expect_error "a pattern that matches nothing" "-i '$TMP/shards/nope_*.bin': no file matches the pattern" \
+    ./train_gpt2 "${SH[@]}" -i "$TMP/shards/nope_*.bin"
+cp "$TMP/shards/part_001.bin" "$TMP/shards/bad_001.bin"; cp "$TMP/shards/part_000.bin" "$TMP/shards/bad_000.bin"
+patch_int "$TMP/shards/bad_001.bin" 0 12345
+expect_error "a shard with a bad magic, named" "bad_001.bin' is not a llm.c token file" \
+    ./train_gpt2 "${SH[@]}" -i "$TMP/shards/bad_*.bin"
+
+# tokens of another vocabulary: GPT-2's vocabulary (50257) on character-level tokens is refused unless -fv 1
+expect_error "GPT-2's vocabulary on character-level data" "looks like character-level data" \
+    ./train_gpt2 -tok data/gpt2_tokenizer.bin -nl 1 -nh 1 -nc 8 -b 2 -t 16 -x 1 -g 0 -o ""
+if ./train_gpt2 -tok data/gpt2_tokenizer.bin -nl 1 -nh 1 -nc 8 -b 2 -t 16 -x 1 -g 0 -m 1 -o "" -fv 1 > /dev/null 2>&1; then
+    ok "-fv 1 trains on it anyway"
+else
+    bad "-fv 1"
+fi
+
+# validation: -m 0 reads at most 131072 tokens (the training file as validation: 1M tokens); the progress
+# lines show elapsed time and an ETA; the header the precision
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 4 -t 32 -g 0 -j data/tiny_shakespeare_train.bin -x 1 -v 0 -o "" > "$TMP/bound.log" 2>&1
+if grep -q "data/tiny_shakespeare_train.bin (1003854 tokens, 1024 validation batches, -m 0: at most 131072 tokens" "$TMP/bound.log" \
+      && grep -qP '^step +1/1 \| loss .* \| [0-9.]+s, ETA [0-9.]+s$' "$TMP/bound.log" && grep -q ' -prec fp32' "$TMP/bound.log"; then
+    ok "-m 0 on a 1M-token validation file: 1024 batches of 128 tokens; step lines with elapsed time and ETA; -prec in the header"
+else
+    bad "validation bound / progress: $(grep -m1 '^data' "$TMP/bound.log")"
+fi
+# Ctrl-C during a long validation (the whole 1M-token file, -m -1), a long sample, and the same two
+# without training (-x 0): the run stops within a second, exit 1, one line. (A background job of a
+# script starts with SIGINT ignored; the trainer catches it all the same.)
+for what in validation sample evaluation generation; do
+    args=(-j "" -x 1 -g 1000000); pat='^---- sample'
+    [ $what == validation ] && args=(-j data/tiny_shakespeare_train.bin -m -1 -x 5 -v 1) && pat='^data'
+    [ $what == evaluation ] && args=(-j data/tiny_shakespeare_train.bin -m -1 -x 0) && pat='^model'
+    [ $what == generation ] && args=(-x 0 -g 1000000) && pat='^model'
+    ./train_gpt2 "${SMALL[@]}" "${args[@]}" -o "" > "$TMP/int.log" 2> "$TMP/int.err" &
+    pid=$!
+    for _ in $(seq 1 300); do grep -q "$pat" "$TMP/int.log" 2> /dev/null && break; sleep 0.05; done
+    sleep 1  # well inside the validation of 7842 batches, or the sample of a million tokens
+    sent=$(date +%s.%N); kill -INT $pid; wait $pid; rc=$?
+    took=$(awk -v a="$sent" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+    if [ $rc -eq 1 ] && grep -q '^train_gpt2: error: stopped by signal 2' "$TMP/int.err" && awk -v t="$took" 'BEGIN { exit !(t < 1) }'; then
+        ok "SIGINT during a long $what: stopped in ${took} s: $(head -n 1 "$TMP/int.err")"
+    else
+        bad "SIGINT during a long $what: exit $rc after $took s: $(head -n 1 "$TMP/int.err")"
+    fi
+done
 
 # ---- 7. data/prepare: any UTF-8 text, by characters or with GPT-2's BPE
 echo "-- data/prepare"

@@ -172,4 +172,13 @@ static inline void dist_check_weights(const float* params, size_t n, int step) {
 }
 #endif
 
+// whether any process has been asked to stop (util/io.h's stop_signal), the same answer for
+// all; a signal that comes while this process waits in the collective call is kept for the
+// next call, not overwritten by the answer computed without it
+static inline int dist_stop_agreed(void) {
+    int any = dist_any(stop_signal);
+    if (any && !stop_signal) stop_signal = any;
+    return any;
+}
+
 #endif

@@ -88,37 +88,89 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
 // would not be the ones the state's position points to. now: this run's, at the same step.
 void check_resumed_state(const TrainState* saved, TrainState now_value, const char* checkpoint) {
     const TrainState* now = &now_value;
-    const char* what = saved->step != now->step ? "the step" : saved->B != now->B ? "-b"
+    const char* what = saved->step != now->step ? "the step" : saved->B != now->B ? "-b"  // or -d
                      : saved->T != now->T ? "-t" : !saved->data_tokens ? NULL  // version 1: no more to check
                      : saved->seed != now->seed ? "-sd" : saved->shuffle != now->shuffle ? "-sh"
                      : saved->data_tokens != now->data_tokens ? "-i" : NULL;
     if (what)
         die("the training state beside '%s' belongs to another run (%s differs): it has step %d, "
-            "-b %d -t %d, -sd %llu -sh %d, %llu training tokens; this run step %d, -b %d -t %d, -sd %llu "
-            "-sh %d, %llu tokens", checkpoint, what, saved->step, saved->B, saved->T,
+            "%d rows of -t %d a step (-b x processes x -d/(B*T)), -sd %llu -sh %d, %llu training tokens; "
+            "this run step %d, %d rows of -t %d, -sd %llu -sh %d, %llu tokens", checkpoint, what, saved->step,
+            saved->B, saved->T,
             (unsigned long long)saved->seed, saved->shuffle, (unsigned long long)saved->data_tokens,
             now->step, now->B, now->T, (unsigned long long)now->seed, now->shuffle,
             (unsigned long long)now->data_tokens);
 }
 
-// the newest step in dir that has both model_%08d.bin and state_%08d.bin; -1 if none
-int latest_checkpoint(const char* dir) {
+// the step of a checkpoint file's name, model_%08d.bin or state_%08d.bin; -1 for another name
+// (a leftover .tmp file, say)
+static int checkpoint_step(const char* name, const char* kind) {
+    int step;
+    char prefix[16], exact[64];
+    snprintf(prefix, sizeof prefix, "%s_%%8d", kind);
+    if (sscanf(name, prefix, &step) != 1 || step < 0) return -1;
+    snprintf(exact, sizeof exact, "%s_%08d.bin", kind, step);
+    return strcmp(exact, name) == 0 ? step : -1;
+}
+
+// the newest step in dir with a checkpoint, -1 if none. pair: both model_%08d.bin and
+// state_%08d.bin (one to resume from); otherwise either file (llm.c's checkpoints too, whose
+// state files are named otherwise)
+int latest_checkpoint(const char* dir, int pair) {
     DIR* d = opendir(dir);
     if (!d) return -1;
     int best = -1;
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {
-        int step;
-        char name[64], model_path[4096];
+        int step = checkpoint_step(e->d_name, "state"), model_step = checkpoint_step(e->d_name, "model");
+        char model_path[4096];
         struct stat sb;
-        if (sscanf(e->d_name, "state_%8d", &step) != 1 || step <= best) continue;
-        snprintf(name, sizeof name, "state_%08d.bin", step);
-        if (strcmp(name, e->d_name) != 0) continue;  // e.g. a leftover .tmp file
+        if (!pair && model_step > step) step = model_step;
+        if (step <= best) continue;
         snprintf(model_path, sizeof model_path, "%s/model_%08d.bin", dir, step);
-        if (stat(model_path, &sb) == 0) best = step;
+        if (!pair || stat(model_path, &sb) == 0) best = step;
     }
     closedir(d);
     return best;
+}
+
+static int compare_steps_descending(const void* a, const void* b) {
+    return *(const int*)b - *(const int*)a;
+}
+
+// -nk keep: removes every checkpoint (model_ and state_ of one step) of dir but the newest
+// keep ones and those of steps that are multiples of major (-nm; 0 = none); keep 0 removes
+// all (-ow 1). Returns the number of steps removed.
+int prune_checkpoints(const char* dir, int keep, int major) {
+    DIR* d = opendir(dir);
+    if (!d) return 0;
+    int* steps = NULL;
+    int n = 0, cap = 0, removed = 0;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int step = checkpoint_step(e->d_name, "model");
+        if (step < 0) step = checkpoint_step(e->d_name, "state");
+        if (step < 0) continue;
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = steps[i] == step;
+        if (seen) continue;
+        if (n == cap) steps = realloc(steps, (size_t)(cap = 2 * cap + 16) * sizeof(int));
+        if (!steps) die("out of memory listing the checkpoints of '%s'", dir);
+        steps[n++] = step;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof(int), compare_steps_descending);
+    for (int i = keep; i < n; i++) {
+        char path[4096];
+        if (major > 0 && steps[i] % major == 0) continue;
+        snprintf(path, sizeof path, "%s/model_%08d.bin", dir, steps[i]);
+        remove(path);
+        snprintf(path, sizeof path, "%s/state_%08d.bin", dir, steps[i]);
+        remove(path);
+        removed++;
+    }
+    free(steps);
+    return removed;
 }
 
 #endif

@@ -172,6 +172,9 @@ def seeds():
             "nonsense.txt": cli("-b", "-4", "-t", "x", "-kv", "3", "-pe", "sin2"),
             "lonely_flag.txt": cli("-lr"),
             "hugging_face.txt": cli("-e", "gpt2/model.safetensors", "-x", "0", "-hf", "out/hf"),
+            "llmc.txt": cli("-h", "0", "-b", "4", "-t", "64", "-d", "512", "-r", "0", "-z", "0", "-k", "cosine",
+                            "-sl", "0.0", "-pn", "1", "-nk", "2", "-nm", "10", "-i", "shard_*.bin", "-x", "-1"),
+            "llmc_refused.txt": cli("-h", "1", "-r", "1", "-pi", "tcp", "-zz", "3", "-h"),
         },
     }
 
