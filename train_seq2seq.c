@@ -1025,7 +1025,8 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
     print_usage_to = s2s_print_usage;
     parse_flag_table(S2S_FLAGS, NUM_S2S_FLAGS, &o, argc, argv);
     RangeCheck checks[] = {  // util/cli.h: the flags train_gpt2 has too, then ours
-        COMMON_RANGE_CHECKS(o), {o.max_steps < 0, "-x (steps) must be >= 0"}, {o.val_every < 0, "-v must be >= 0"},
+        COMMON_RANGE_CHECKS(o), {o.max_steps < 0, "-x (steps) must be >= 0"},
+        {o.val_every < 0, "-v must be >= 0"},
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
         {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};
@@ -1067,7 +1068,7 @@ static void check_pairs(const PairSet* ps, const char* path, Seq2SeqConfig c) {
 
 // the model: resumed from -o, loaded with -e, or fresh (its vocabulary and maxT from the data)
 static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
-    r->resume_step = o->resume ? latest_checkpoint(o->out_dir) : -1;
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
     if (o->resume && r->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     if (r->resume_step >= 0) {

@@ -233,7 +233,7 @@ static void parse_flag_value(const Flag* fl, void* opts, const char* v) {
 
 // fills the options struct opts from argv by the table of flags: one line naming the flag
 // for an unknown flag, a missing value or a value that is not a number. -h prints usage.
-static void parse_flag_table(const Flag* flags, int n, void* opts, int argc, char** argv) {
+static inline void parse_flag_table(const Flag* flags, int n, void* opts, int argc, char** argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage_to(stdout); exit(0); }
     for (int i = 1; i < argc; i++) {
