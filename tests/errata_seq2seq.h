@@ -11,7 +11,6 @@ article states.
 
 #define TOL_ERRATA_FD_REL 5e-4f   // central differences against the backward, as TOL_FD_REL
 #define TOL_ERRATA_ABS 1e-5f      // a float forward against the same sum in double
-#define TOL_ERRATA_FD3_REL 1.5e-3f // a sum of three central differences: three times their error
 
 // out (rows,n) = in (rows,k) w^T + b in double: the maths of matmul_forward, independently
 static float max_diff_affine(const float* out, const float* in, const float* w, const float* b, int rows,
@@ -57,7 +56,10 @@ static void erratum_e26(void) {
     // all layers' memory shifted by eps e_i is enc_lnfb[i] += eps; layer l's alone is
     // bkv_l += eps Wkv_l e_i (K_l,V_l are linear in the memory). Analytic: G = enc_lnfb's
     // gradient, and layer l's part W_l^T dbkv_l.
-    const float eps = 2e-3f;
+    // eps 1e-2: measured, the worst error of the three differences relative to G's largest entry
+    // is 3.8e-4 at eps 2e-3 (the float forward's rounding, ~1/eps), 1.7e-4 at 5e-3, 9.9e-5 at
+    // 1e-2 (these directions are close to linear), and their sum's 6.4e-4, 2.1e-4, 1.3e-4
+    const float eps = 1e-2f;
     float fd[3][C], ana[3][C], e_fd = 0.0f, e_sum = 0.0f, e_parts = 0.0f, g_max = 0.0f, miss[2] = {0, 0};
     for (int i = 0; i < C; i++)
         for (int k = 0; k < 3; k++) {  // k = 0: every layer (the memory); 1, 2: layer k - 1 only
@@ -88,7 +90,7 @@ static void erratum_e26(void) {
         miss[0] = fmaxf(miss[0], fabsf(ana[0][i] - ana[1][i]));  // layer 1's part switched off
         miss[1] = fmaxf(miss[1], fabsf(ana[0][i] - ana[2][i]));  // layer 0's
     }
-    check(e_fd <= TOL_ERRATA_FD_REL * g_max && e_sum <= TOL_ERRATA_FD3_REL * g_max &&
+    check(e_fd <= TOL_ERRATA_FD_REL * g_max && e_sum <= TOL_ERRATA_FD_REL * g_max &&
           e_parts <= TOL_ERRATA_ABS * g_max, "E26: the memory's gradient (max %.2e) is the sum of the two "
           "layers' parts: central differences %.1e, their sum %.1e, the backward's %.1e (relative)",
           g_max, e_fd / g_max, e_sum / g_max, e_parts / g_max);
