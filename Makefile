@@ -59,8 +59,12 @@ test_gpt2: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h t
 train_seq2seq: train_seq2seq.c $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
 
-test_seq2seq: test_seq2seq.c train_seq2seq.c tests/check.h $(wildcard tests/seq2seq_reference.h) $(SRC)
+test_seq2seq: test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
 	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDLIBS)
+
+# an experiment, not built by default: -pe sin with its table scaled by $$PE_SCALE (doc/errata.md)
+tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq.c $(SRC)
+	$(CC) $(CFLAGS) $(FP) $(WARN) $(OMP_FLAGS) -I. -o $@ $< $(LDLIBS)
 
 # which build train_gpt2 is (with MPI or not): switching rebuilds it
 .mpi-$(MPI):
@@ -126,7 +130,7 @@ gpt2-tokenizer:
 	NODE_PATH=$(NPM_TMP)/node_modules node tests/make_bpe_cases.js
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
 
 clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt

@@ -320,6 +320,8 @@ static void test_checkpoint(void) {
 
 // ----------------------------------------------------------------------------
 
+#include "tests/errata_seq2seq.h"  // errata E26-E28 (doc/errata.md)
+
 #if __has_include("tests/seq2seq_reference.h")
 #include "tests/seq2seq_reference.h"
 #define HAVE_SEQ2SEQ_REFERENCE 1
@@ -340,6 +342,7 @@ int main(int argc, char** argv) {
     test_padding_invariance();
     test_kv_cache();
     test_checkpoint();
+    test_errata_seq2seq();
 #ifdef HAVE_SEQ2SEQ_REFERENCE
     check_seq2seq_references(dir);
 #else
