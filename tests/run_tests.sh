@@ -307,6 +307,12 @@ cp data/tiny_shakespeare_val.bin "$TMP/bad_token.bin"; printf '\xc8\x00' | dd of
 head -c 1224 data/tiny_shakespeare_val.bin > "$TMP/short.bin"; patch_int "$TMP/short.bin" 2 100
 cp data/tiny_shakespeare_tokenizer.bin "$TMP/tok_magic.bin"; patch_int "$TMP/tok_magic.bin" 0 12345
 
+# an output path that exists but is no regular file (a pipe, a device, /dev/stdout) is not
+# replaced by the rename of an atomic write: one line, and the pipe is still there
+mkfifo "$TMP/a_pipe"
+expect_error "-am naming a pipe" "'$TMP/a_pipe' exists and is not a regular file (a pipe): it is not replaced" \
+    ./train_gpt2 -nl 1 -nh 1 -nc 8 -x 0 -pr AB -am "$TMP/a_pipe" -o ""
+if [ -p "$TMP/a_pipe" ]; then ok "the pipe named by -am is left as it was"; else bad "the pipe named by -am was replaced"; fi
 expect_error "missing checkpoint" "nope.bin" ./train_gpt2 -e "$TMP/nope.bin"
 expect_error "missing training data" "nope_train.bin" ./train_gpt2 -i "$TMP/nope_train.bin"
 expect_error "missing validation data" "nope_val.bin" ./train_gpt2 "${SMALL[@]}" -j "$TMP/nope_val.bin"

@@ -147,6 +147,11 @@ static inline void read_header(FILE* f, const char* path, int32_t header[256], i
 // A file larger than the size limit (ulimit -f) is a failed write, not a SIGXFSZ that kills.
 static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
     signal(SIGXFSZ, SIG_IGN);
+    struct stat sb;  // the rename would replace whatever is there: a device, a pipe, /dev/stdout
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        die("'%s' exists and is not a regular file (a %s): it is not replaced", path,
+            S_ISDIR(sb.st_mode) ? "directory" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "device" :
+            S_ISFIFO(sb.st_mode) ? "pipe" : "special file");
     snprintf(tmp, tmp_size, "%s.tmp", path);
     FILE* f = fopenCheck(tmp, "wb");
     size_t n = strlen(tmp);
