@@ -2,35 +2,44 @@
 """tests/doc_check.py: every code quote and name in doc/*.md checked against the source.
 
 A learner reads doc/*.md beside the code and matches what is quoted line by line, so a
-quote that no longer matches is a bug. Run from the repository root (make test does,
-through tests/run_tests.sh); prints one line per stale quote, `doc/FILE.md:LINE: ...`,
-then `doc check: N quotes, M stale`, and exits 1 when M > 0.
+quote that no longer matches is a bug. Run from anywhere (make test runs it from
+tests/run_tests.sh): `python3 tests/doc_check.py [FILE.md ...]` (default doc/*.md) prints
+one line per stale quote, `doc/FILE.md:LINE: what is wrong`, then
+`doc check: N quotes, M stale`, and exits 1 when M > 0. Python 3 alone, no packages.
 
-What is checked (the sources: the repository's .c .h .sh .py .js files, the Makefile and
-.ci/run, never doc/ itself). A quote is an inline `code span` or a line of a fenced block.
+The sources: the repository's .c .h .sh .py .js files, the Makefile and .ci/run (not doc/).
+A quote is an inline `code span`, a line of a fenced block, or one of the forms below.
 - names: a quote that is one name (`gpt2_forward`, `a.att_probs`, `model->dropout_step`,
-  `foo()`) must name identifiers that exist in the sources;
-- code: any other quote must appear in the sources, whitespace removed on both sides,
-  with `...` standing for any text on the same statement. It must appear in the code the
-  text around it names: in the body of one of the functions named in the same table row
-  (else the same paragraph, else the same section), so that a step label quoted beside
-  `attention_forward` is in attention_forward; with no function named, anywhere;
-- labels in prose: a comparison of code variables written as maths (`t2 ≤ t`, a name with
-  a digit or an underscore on the left) is a quote of `t2 <= t`;
-- claims: a sentence (or clause) whose subject is a function, "`F` calls/hands/applies/
-  runs/uses/keeps/passes X", or "each/they run/call/use X" after a sentence naming
-  functions, must have every function, and every tensor name (a field of ParameterTensors,
-  ActivationTensors, BackwardScratch), named in X inside the body of F (or of one of them);
-- files and flags: a quoted path must exist; a quoted flag of the programs (`-pe rope`)
-  must be one the sources spell as a string ("-pe"); a quoted command `./PROGRAM` or
-  `data/PROGRAM` must name a program the Makefile builds, `make T` a Makefile target;
+  `foo()`, `POS_*`) names identifiers that exist in the sources;
+- code: any other quote appears in the sources, whitespace normalised, `...` standing for
+  any text within one statement; and in the code the text around it names: in the body
+  (with the comments just above it and its file section's header comment) of one of the
+  functions or structs named in the same table row, else in the same paragraph or
+  section; with none named, anywhere. So a step label in a row beside `attention_forward`
+  must be in attention_forward. `dropout_mask(p, seed, ...)`: the function's parameters;
+- "`G` in `F`": G is in the body of the function F;
+- maths in prose that compares code variables (`t2 ≤ t`: a name with a digit or an
+  underscore on the left) is the quote `t2 <= t`;
+- claims: a clause whose subject is a function, "`F` calls/hands/applies/runs/uses/keeps/
+  passes X", or "each/they call X" after a sentence naming functions: every function and
+  every tensor (a field of ParameterTensors, ActivationTensors, BackwardScratch) named in
+  X is used in the body of F (or of one of them);
+- tests: "`test_errata` E14" means test_errata (or a function it calls) prints E14; a check
+  quoted by name ("finite differences layernorm dinp") is one the tests print (format
+  strings read with any value for %d, %s); the table of tests "in the order in which
+  test_gpt2 runs them" lists every test main runs, in its order;
+- files, flags, commands: a quoted path exists (or is built, or named by the sources); a
+  flag (`-pe rope`) is one the sources spell as a string ("-pe"); `./PROGRAM -x` or
+  `data/PROGRAM` names a program the Makefile builds and flags it knows, `make T` a target;
+- fenced blocks: command lines as above; in maths and diagrams, a called name with an
+  underscore (`stream_backward(`) and a field access (`s->dsum`) exist;
 - steps: every function of train_gpt2.c or test_gpt2.c that carries the article's step
   labels (`// step 3 (`) is named in doc/README.md's table of article 000's steps;
-- the first loss: "the first loss, X" equals the loss of step 1 in README.md's transcript
-  of the default run (the transcript is the program's output, checked with it).
-Not code, and so not checked: maths (a quote with ·, ⊙, Σ, ≤, −, ×, √ or a power such as
-W^T or 2^24), fenced blocks that are program output (after an `<!-- ... -->` marker line, or
-whose lines are not code) and the few quotes in ALLOWED below, each with its reason.
+- the first loss: "the first loss, X" is the loss of step 1 in README.md's transcript of
+  the default run.
+Not code, and not checked: maths (a quote with ·, ⊙, Σ, ≤, −, ×, √, ` -> ` or a power such
+as W^T or 2^24), indented blocks (maths), program output after an `<!-- ... -->` line, the
+articles' own code (ARTICLE_NAMES) and the few quotes in ALLOWED, each with its reason.
 """
 import glob
 import os
@@ -264,7 +273,7 @@ class Checker:
         """the functions and structs a text names: `name`, `name()`, `name(args)`"""
         return [n for n in re.findall(r"`([A-Za-z_]\w*)(?:`|\()", text) if n in self.bodies]
 
-    def found(self, fragment, scope):
+    def found(self, fragment, scope, scripts=True):
         """fragment (whitespace removed, '...' a gap) in the bodies of scope, or anywhere"""
         pieces = [re.escape(p) for p in re.split(r"\.\.\.+|…", strip_ws(fragment)) if p]
         if not pieces:
@@ -275,7 +284,8 @@ class Checker:
         hay = [b for n in scope for b in self.stripped_bodies.get(n, [])] if scope \
             else list(self.stripped.values())
         # the scripts (.py, .sh, .js, Makefile) have no functions to scope by
-        hay += [t for f, t in self.stripped.items() if not f.endswith((".c", ".h"))]
+        if scripts:
+            hay += [t for f, t in self.stripped.items() if not f.endswith((".c", ".h"))]
         if any(pat.search(h) for h in hay):
             return True
         # program output: a quote that a format string of the sources prints
@@ -287,7 +297,7 @@ class Checker:
         return start + text.count("\n", 0, pos)
 
     # ---- one quote
-    def check_quote(self, doc, line, q, scope):
+    def check_quote(self, doc, line, q, scope, row=False):
         q = q.strip()
         if not q or q in ALLOWED or MATHS.search(q):
             return
@@ -326,7 +336,7 @@ class Checker:
         if all(w in ARTICLE_NAMES or w in ("True", "False") for w in IDENT.findall(q)) or \
                 re.match(r"^(ModelArgs|nn\.|F\.|precompute_freqs_cis|multihead_attn)", q):
             return   # a line of an article's code
-        if self.found(q, scope) or self.found(q, []) and not scope:
+        if self.found(q, scope, scripts=not row) or self.found(q, []) and not scope:
             return
         m = SIGNATURE.match(q)
         if m and m.group(1) in self.bodies:   # dropout_mask(p, seed, step): its parameters
@@ -363,7 +373,9 @@ class Checker:
     # ---- a claim "`F` calls X"
     def check_claims(self, doc, start, text):
         flat = text.replace("\n", " ")
-        sentences = re.split(r"(?<=\.)\s+(?=[A-Z`(])|(?<=;)\s+", flat)
+        # sentences and clauses; ", and `G` verbs ..." opens a new clause with its own subject
+        sentences = re.split(r"(?<=\.)\s+(?=[A-Z`(])|(?<=;)\s+|,?\s+and\s+(?=`\w+`\s+(?:adds|"
+                             + CLAIM_VERBS[1:] + r"\b)", flat)
         prev_funcs = []
         for s in sentences:
             funcs_here = self.functions_in(s)
@@ -411,6 +423,14 @@ class Checker:
                     if ln and COMMAND.match(ln):
                         self.quotes += 1
                         self.check_command(path, start + i, ln)
+                        continue
+                    # maths and diagrams, with the code's calls in them: a called name with
+                    # an underscore (`stream_backward(`) and a field access (`s->dsum`) exist
+                    for w in re.findall(r"\b([A-Za-z]\w*_\w+)\(|\b(\w+->\w+)", ln):
+                        name = w[0] or w[1]
+                        self.quotes += 1
+                        if any(x not in self.words for x in name.split("->")):
+                            self.bad(path, start + i, f"`{name}` (in a fenced block) is not a name in the sources")
                 continue
             # a paragraph's code is in the functions it or its section names; a row's in its own
             scope = list(dict.fromkeys(self.functions_in(text) + section_funcs.get(sec, [])))
@@ -418,7 +438,8 @@ class Checker:
                 scope = self.functions_in(text)
             for m in re.finditer(r"`([^`]+)`", text):
                 grep = text[:m.start()].endswith("grep ")   # "grep `text`": anywhere, as grep does
-                self.check_quote(path, self.line_of(start, text, m.start()), m.group(1), [] if grep else scope)
+                self.check_quote(path, self.line_of(start, text, m.start()), m.group(1), [] if grep else scope,
+                                 row=kind == "row" and bool(scope))
             prose = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), text)
             for m in PROSE_CMP.finditer(prose):
                 ascii_q = m.group(0).replace("≤", "<=").replace("≥", ">=")
@@ -429,6 +450,14 @@ class Checker:
                              f"`{m.group(0)}` (as `{ascii_q}`) is not in {where}")
             if kind == "para":
                 self.check_claims(path, start, text)
+            # "`G` in `F`": G (a name or a line) is in the body of the function F
+            for m in re.finditer(r"`([^`]+)`\s+in\s+`(\w+)`", text.replace("\n", " ")):
+                g, f = m.group(1), m.group(2)
+                if f not in self.bodies or g in ALLOWED or MATHS.search(g):
+                    continue
+                self.quotes += 1
+                if not self.found(g.rstrip("()"), [f], scripts=False):
+                    self.bad(path, self.line_of(start, text, m.start()), f"`{g}` is not in `{f}`")
             # "`test_errata` E14": the test that prints the check E14
             for m in re.finditer(r"`(test_\w+)(?:\(\))?`\s+(E\d+)\b((?:(?:,| and|,\s+and)\s+E\d+\b)*)", text):
                 for label in [m.group(2)] + re.findall(r"E\d+", m.group(3)):
@@ -474,7 +503,8 @@ class Checker:
             pieces = re.split(r"(%s)", fmt)
             for k in range(1, len(pieces) + 1):
                 rx = "".join(".{0,40}?" if p == "%s" else re.escape(p) for p in pieces[:k])
-                if re.fullmatch(rx, q_num):
+                literal = sum(len(p) for p in pieces[:k] if p != "%s")
+                if literal >= 0.6 * len(q_num) and re.fullmatch(rx, q_num):
                     return True
             head = fmt.split("%s")[0]
             if "%s" in fmt and len(head) >= 4 and q.startswith(head) and strip_ws(q[len(head):]) in self.test_strings:
