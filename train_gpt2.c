@@ -50,7 +50,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
 #include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
-#include "fast/rows.h"        // add_weighted_rows, matvec_forward
+#include "fast/rows.h"        // add_weighted_rows, matvec_forward, row_max
 #include "fast/gemm.h"        // sgemm, and matmul_AB / matmul_ABt / matmul_AtB
 #include "fast/matmul.h"      // matmul_forward / matmul_backward (plain twins below)
 
@@ -342,10 +342,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                 // step 4 (计算 att Softmax): subtract the row maximum first so exp never
                 //   overflows; the result is unchanged. The future gets exactly 0.
                 // step 5: att_probs is the cache of this step's result
-                float maxval = scores_row[0];
-                #pragma omp simd reduction(max : maxval)
-                for (int t2 = 1; t2 <= last; t2++)
-                    maxval = scores_row[t2] > maxval ? scores_row[t2] : maxval;
+                float maxval = row_max(scores_row, last + 1);  // over the keys it may see
                 float sum = 0.0f;
                 #pragma omp simd reduction(+ : sum)
                 for (int t2 = 0; t2 <= last; t2++) {

@@ -1,9 +1,11 @@
 /*
 fast/rows.h: one output row from many input rows: add_weighted_rows (a weighted sum of
-rows, summed in registers) and matvec_forward (one position through a linear layer).
+rows, summed in registers) and matvec_forward (one position through a linear layer); and
+row_max, the largest value of one row (attention's softmax).
 Part of the speed engine: a reader of the model may skip it. Plain twins: the double
-loop in test_weighted_rows (test_gpt2.c), and matmul_forward_plain with one row
-(train_gpt2.c); test_gpt2.c checks both against them.
+loop in test_weighted_rows (test_gpt2.c), matmul_forward_plain with one row
+(train_gpt2.c), and the max loop of attention_forward_plain (test_gpt2.c, through
+test_fast_attention); test_gpt2.c checks each against them.
 */
 #ifndef FAST_ROWS_H
 #define FAST_ROWS_H
@@ -20,6 +22,20 @@ loop in test_weighted_rows (test_gpt2.c), and matmul_forward_plain with one row
 #define NOINLINE
 #define ALWAYS_INLINE inline
 #endif
+
+// the largest of x[0..n), n >= 1 (attention's softmax subtracts it from the row). gcc
+// vectorises the max reduction the pragma asks for; clang 14 cannot (not without
+// -ffinite-math-only) and warns that it did not (-Wpass-failed), so clang gets the plain
+// loop, which is what it compiled before. A max is exact: any order gives the same value.
+static inline float row_max(const float* x, int n) {
+    float m = x[0];
+#if !defined(__clang__)
+    #pragma omp simd reduction(max : m)
+#endif
+    for (int i = 1; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
 
 // add_weighted_rows (below): one output row += a weighted sum of many rows, summed in
 // vector registers. The bias gradient uses it with every weight 1 (the column sums), and

@@ -86,8 +86,12 @@ def strip_ws(s):
 
 
 def load_sources():
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                         capture_output=True, text=True, check=True).stdout.split("\n")
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):   # not a git checkout: every file
+        out = [os.path.relpath(os.path.join(d, f)) for d, dirs, fs in os.walk(".") for f in fs
+               if not re.match(r"\./(\.git|out|tests/tmp|node_modules)(/|$)", d + "/")]
     files = [f for f in out if f and not f.startswith("doc/") and f != "tests/doc_check.py" and os.path.isfile(f)
              and (f.endswith((".c", ".h", ".sh", ".py", ".js")) or f in ("Makefile", ".ci/run"))]
     texts = {}

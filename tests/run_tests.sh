@@ -957,5 +957,44 @@ else
     bad "doc check on a planted page: exit $stale_rc, $stale_lines of 8 stale lines:"; echo "$stale_out"
 fi
 
+# ---- 10b. the build. Every program compiles without a warning under gcc (at -O0, where gcc
+# still reports unused functions and a few uninitialised values) and clang (its front end),
+# and train_gpt2.c with MPI; a few seconds. The -O3 builds from a fresh copy, with both
+# compilers and MPI, are CI's (tests/build_check.sh).
+compile_checks=("gcc -O0 -c -o /dev/null" "clang -fsyntax-only")
+command -v mpicc > /dev/null && compile_checks+=("mpicc -DUSE_MPI -O0 -c -o /dev/null")
+for cc in "${compile_checks[@]}"; do
+    command -v ${cc%% *} > /dev/null || { bad "${cc%% *} is not installed"; continue; }
+    warned=""
+    srcs=(train_gpt2.c test_gpt2.c train_seq2seq.c test_seq2seq.c data/prepare.c data/make_pairs.c)
+    [[ $cc == mpicc* ]] && srcs=(train_gpt2.c)
+    for src in "${srcs[@]}"; do
+        $cc -Wall -Wextra -Werror -std=c11 -fopenmp "$src" > "$TMP/warn.log" 2>&1 \
+            || warned+="$src: $(grep -m1 -E 'error|warning' "$TMP/warn.log"); "
+    done
+    if [ -z "$warned" ]; then ok "${cc%% -o*} -Wall -Wextra: no warning in ${srcs[*]}"; else bad "${cc%% -o*} warns: $warned"; fi
+done
+# make CC=clang CFLAGS=-O2 (README) replaces the optimisation only: every compile line keeps
+# -march=native, OpenMP and C11, and has -O2 and no -O3
+for cc in cc clang; do
+    command -v $cc > /dev/null || continue
+    omp=""; printf 'int main(void){return 0;}' | $cc -fopenmp -x c - -o /dev/null 2> /dev/null && omp=-fopenmp
+    lines=$(make -n -B CC=$cc CFLAGS=-O2 MPI=0 train_gpt2 test_gpt2 train_seq2seq data/prepare 2> /dev/null \
+            | grep -E "^$cc .*\.c")
+    missing=""
+    while read -r line; do
+        for flag in -O2 -march=native -std=c11 $omp; do
+            [[ " $line " == *" $flag "* ]] || missing+="${line##* -o } lacks $flag; "
+        done
+        [[ " $line " == *" -O3 "* ]] && missing+="${line##* -o } has -O3; "
+    done <<< "$lines"
+    n=$(grep -c . <<< "$lines")
+    if [ "$n" -eq 4 ] && [ -z "$missing" ]; then
+        ok "make CC=$cc CFLAGS=-O2: the 4 compile lines keep -march=native${omp:+, $omp} and -std=c11, with -O2"
+    else
+        bad "make CC=$cc CFLAGS=-O2: $n compile lines; $missing"
+    fi
+done
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
