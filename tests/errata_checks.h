@@ -11,6 +11,13 @@ differs from what the article states or prints. The last check is of a claim tha
 right (article 003 on order without positions), with the caveat of the causal mask.
 */
 
+// the tiny GPT-2 of several checks, randomly initialised: 5 tokens, 4 positions, C = 8, 2 heads
+static void errata_tiny_model(GPT2* m, int num_layers, uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = num_layers,
+                      .num_heads = 2, .channels = 8, .num_kv_heads = 2};
+    gpt2_init_random(m, cfg, seed);
+}
+
 static void test_errata_articles(void) {
     printf("-- errata E16-E25 of articles 002, 003, 004 (doc/errata.md)\n");
     // article 002's example: tokens I, love, coding (X), and the same with x_3 changed (X2); rows
@@ -138,9 +145,7 @@ static void test_errata_articles(void) {
     // about eta whatever the size of its gradient (plus the decoupled decay on matrices).
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 5);
+        errata_tiny_model(&m, 1, 5);
         int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
         gpt2_forward(&m, in, tg, 1, 4, -1);
         gpt2_zero_grad(&m);
@@ -181,9 +186,7 @@ static void test_errata_articles(void) {
     // token's own vector by the residual connection, as the article's own 3Blue1Brown remark says.
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 9);
+        errata_tiny_model(&m, 1, 9);
         int in[4] = {0, 1, 2, 3};
         gpt2_forward(&m, in, NULL, 1, 4, -1);
         ActivationTensors a = m.acts;
@@ -341,9 +344,7 @@ static void test_errata_articles(void) {
     // hyperparameters (width, heads, learning rate) are chosen, not learned.
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 21);
+        errata_tiny_model(&m, 1, 21);
         for (int i = 0; i < 3 * 8 * 8; i++)  // larger W_Q, W_K, W_V: gradients well above float noise
             m.params.qkvw[i] *= 25.0f;
         int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
@@ -531,9 +532,7 @@ static void test_errata_reread(void) {
     // the vocabulary) and softmax turns them into probabilities: nothing comes between.
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 31);
+        errata_tiny_model(&m, 1, 31);
         int in[4] = {0, 1, 2, 3};
         gpt2_forward(&m, in, NULL, 1, 4, -1);
         ActivationTensors a = m.acts;
@@ -566,9 +565,7 @@ static void test_errata_reread(void) {
     // token's vector plus the attention branch plus the MLP branch.
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 2,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 19);
+        errata_tiny_model(&m, 2, 19);
         int in[4] = {3, 1, 4, 1};
         gpt2_forward(&m, in, NULL, 1, 4, -1);
         ActivationTensors a = m.acts;
