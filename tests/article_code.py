@@ -45,30 +45,31 @@ def encoder_by_hand(layer, x):
     return F.layer_norm(n1 + ffn, (D,), layer.norm2.weight, layer.norm2.bias), weights
 
 
+# the article's names: encoder_input, encoder_layer, memory, normalized2, attn_weights
 torch.manual_seed(42)
-x = torch.randn(T, B, D)
-layer = nn.TransformerEncoderLayer(d_model=D, nhead=H, dim_feedforward=FF, dropout=0.0)
+encoder_input = torch.randn(T, B, D)
+encoder_layer = nn.TransformerEncoderLayer(d_model=D, nhead=H, dim_feedforward=FF, dropout=0.0)
 with torch.no_grad():
-    memory = layer(x)
+    memory = encoder_layer(encoder_input)
     # the article's printed memory (its first output cell)
     printed = torch.tensor([[-1.0328, -0.9185, 0.6710, 1.2804], [-1.4175, -0.1948, 1.3775, 0.2347],
                             [-1.0022, -0.8035, 0.3029, 1.5028]]).reshape(T, B, D)
     err = (memory - printed).abs().max().item()
     check(err < 6e-5, f"checked, article 003 code: seed 42 reproduces the printed memory (error {err:.1e})")
 
-    by_hand, weights = encoder_by_hand(layer, x)
-    same = torch.allclose(by_hand, memory)
+    normalized2, attn_weights = encoder_by_hand(encoder_layer, encoder_input)
+    same = torch.allclose(normalized2, memory)
     # E32: the article builds the layer again before its hand-written steps; a new
     # TransformerEncoderLayer draws new random weights, so the steps no longer give memory
-    rebuilt = nn.TransformerEncoderLayer(d_model=D, nhead=H, dim_feedforward=FF, dropout=0.0)
-    by_hand_rebuilt, _ = encoder_by_hand(rebuilt, x)
-    off = (by_hand_rebuilt - memory).abs().max().item()
-    check(same and not torch.allclose(by_hand_rebuilt, memory) and off > 0.1,
+    encoder_layer = nn.TransformerEncoderLayer(d_model=D, nhead=H, dim_feedforward=FF, dropout=0.0)
+    normalized2, _ = encoder_by_hand(encoder_layer, encoder_input)
+    off = (normalized2 - memory).abs().max().item()
+    check(same and not torch.allclose(normalized2, memory) and off > 0.1,
           f"E32 article 003 code: the hand-written layer matches memory with the layer that made it "
           f"(allclose {same}); with the layer built again, as written, allclose is False (off by {off:.2f})")
 
     # E33: the code binds attn_weights; the row sums are then asked of atten_weights
-    names = {"attn_weights": weights}
+    names = {"attn_weights": attn_weights}
     try:
         eval("atten_weights.sum(dim=-1)", {}, names)
         misspelt = "runs"
