@@ -2314,6 +2314,7 @@ int main(int argc, char** argv) {
         test_errata();
         test_errata_variants();
         test_errata_articles();
+        test_errata_reread();
         test_bf16(dir);
         test_hf(dir);
         test_bpe();

@@ -1,6 +1,7 @@
 /*
 tests/errata_checks.h: the checks of errata E16-E25 (doc/errata.md), found in a second,
-line-by-line reading of articles 002, 003 and 004. Included by test_gpt2.c before main,
+line-by-line reading of articles 002, 003 and 004, and of E29-E31 and the 001 part of E19,
+found in a third reading of all five (test_errata_reread). Included by test_gpt2.c before main,
 so check(), random_floats(), zeros() and everything in train_gpt2.c are visible.
 
 Each check computes the article's claim with the program's own layers, asserts that the
@@ -9,6 +10,13 @@ central difference, PyTorch's module definitions, or the training forward), and 
 differs from what the article states or prints. The last check is of a claim that is
 right (article 003 on order without positions), with the caveat of the causal mask.
 */
+
+// the tiny GPT-2 of several checks, randomly initialised: 5 tokens, 4 positions, C = 8, 2 heads
+static void errata_tiny_model(GPT2* m, int num_layers, uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = num_layers,
+                      .num_heads = 2, .channels = 8, .num_kv_heads = 2};
+    gpt2_init_random(m, cfg, seed);
+}
 
 static void test_errata_articles(void) {
     printf("-- errata E16-E25 of articles 002, 003, 004 (doc/errata.md)\n");
@@ -137,9 +145,7 @@ static void test_errata_articles(void) {
     // about eta whatever the size of its gradient (plus the decoupled decay on matrices).
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 5);
+        errata_tiny_model(&m, 1, 5);
         int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
         gpt2_forward(&m, in, tg, 1, 4, -1);
         gpt2_zero_grad(&m);
@@ -180,9 +186,7 @@ static void test_errata_articles(void) {
     // token's own vector by the residual connection, as the article's own 3Blue1Brown remark says.
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 9);
+        errata_tiny_model(&m, 1, 9);
         int in[4] = {0, 1, 2, 3};
         gpt2_forward(&m, in, NULL, 1, 4, -1);
         ActivationTensors a = m.acts;
@@ -340,9 +344,7 @@ static void test_errata_articles(void) {
     // hyperparameters (width, heads, learning rate) are chosen, not learned.
     {
         GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 21);
+        errata_tiny_model(&m, 1, 21);
         for (int i = 0; i < 3 * 8 * 8; i++)  // larger W_Q, W_K, W_V: gradients well above float noise
             m.params.qkvw[i] *= 25.0f;
         int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
@@ -452,5 +454,144 @@ static void test_errata_articles(void) {
               "article 003 checked: without positions, unmasked attention is blind to order (permuted "
               "tokens give permuted outputs, error %.1e); with the causal mask they differ by %.3f",
               e_perm, causal_diff);
+    }
+}
+
+/*
+The third, line-by-line reading of all five articles (2026-11-24): E29-E31, and article 001's
+form of E19. The checks of E32 and E33 (article 003's code run as written) need PyTorch and
+are in tests/article_code.py, a CI stage.
+*/
+static void test_errata_reread(void) {
+    printf("-- errata E29-E31 of articles 001, 002 and E19 in 001 (doc/errata.md, third reading)\n");
+    // ---- E29, article 001 section 6: "Martin's one of my sons, and the other is Chanler." said to
+    // be 21 tokens (a 21 x 21 matrix). GPT-2's BPE (util/bpe.h, = tiktoken) gives 16; the same
+    // encoder gives the article's own 12 for its first prompt, so the count is the article's slip.
+    {
+        Tokenizer tk;
+        tokenizer_init(&tk, "data/gpt2_tokenizer.bin");
+        const char* texts[3] = {"It\u2019s very hot in summer. Swimming is",  // article's 12 x 768
+                                "Martin\u2019s one of my sons, and the other is Chanler.",
+                                "Martin's one of my sons, and the other is Chanler."};  // ASCII apostrophe
+        int ids[64], n[3];
+        for (int i = 0; i < 3; i++)
+            n[i] = tokenizer_encode(&tk, texts[i], ids, 64);
+        check(n[0] == 12 && n[1] == 16 && n[2] == 14,
+              "E29 article 001 token count: the 21 x 21 sentence is %d GPT-2 tokens (%d with an ASCII "
+              "apostrophe), not 21; the same encoder gives the article's %d for its 12 x 768 prompt",
+              n[1], n[2], n[0]);
+        tokenizer_free(&tk);
+    }
+
+    // ---- E30, article 001 footnote [2]: a full-rank square matrix understood by its eigenvalues
+    // and eigenvectors. Rank is not the criterion. Unmasked attention weights where token i looks
+    // at token i+1 (mod 3) are a circulant stochastic matrix: det = (a-b)^2 > 0, but besides 1 its
+    // eigenvalues are the complex pair (a-b) e^(+-2 pi i/3): no real eigenvector basis, the map
+    // rotates. And the shear [[1,1],[0,1]] (det 1) has one eigenvector direction even over C.
+    {
+        enum { T = 3, C = 3 };
+        float x[T * 3 * C] = {0}, o[T * C], sc[T * T], pr[T * T];
+        const float alpha = 2.0f * sqrtf(3.0f);  // score alpha/sqrt(3) = 2 on the next token
+        for (int i = 0; i < T; i++) {
+            x[i * 3 * C + (i + 1) % T] = alpha;        // q_i = alpha e_(i+1)
+            x[i * 3 * C + C + i] = 1.0f;               // k_i = e_i
+            x[i * 3 * C + 2 * C + i] = (float)(i + 1); // v_i, not used by the check
+        }
+        attention_forward(o, sc, pr, NULL, x, x + C, self_attention(1, T, C, 1, 1, 0), NULL);
+        double a = exp(2.0) / (exp(2.0) + 2.0), b = 1.0 / (exp(2.0) + 2.0), e_p = 0.0;
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++)
+                e_p = fmax(e_p, fabs(pr[i * T + j] - (j == (i + 1) % T ? a : b)));
+        double P[T][T];  // the program's weights, in double
+        for (int i = 0; i < T * T; i++)
+            P[i / T][i % T] = pr[i];
+        double tr = P[0][0] + P[1][1] + P[2][2], minors = 0.0;
+        for (int i = 0; i < T; i++)
+            for (int j = i + 1; j < T; j++)
+                minors += P[i][i] * P[j][j] - P[i][j] * P[j][i];
+        double det = P[0][0] * (P[1][1] * P[2][2] - P[1][2] * P[2][1]) -
+                     P[0][1] * (P[1][0] * P[2][2] - P[1][2] * P[2][0]) +
+                     P[0][2] * (P[1][0] * P[2][1] - P[1][1] * P[2][0]);
+        // characteristic polynomial l^3 - tr l^2 + minors l - det = (l - 1)(l^2 + p l + q)
+        double p = 1.0 - tr, q = minors - tr + 1.0, rem = 1.0 - tr + minors - det;
+        double disc = p * p - 4.0 * q;
+        // the shear, exactly: det 1, eigenvalue 1 twice, A - I = [[0,1],[0,0]] has rank 1
+        const int S[2][2] = {{1, 1}, {0, 1}};
+        int det_s = S[0][0] * S[1][1] - S[0][1] * S[1][0], tr_s = S[0][0] + S[1][1];
+        int disc_s = tr_s * tr_s - 4 * det_s, rank_a_minus_i = (S[0][1] != 0 || S[1][0] != 0) ? 1 : 0;
+        check(e_p < 1e-6 && det > 0.3 && fabs(rem) < 1e-6 && disc < -1.0 && det_s == 1 && disc_s == 0 &&
+                  rank_a_minus_i == 1,
+              "E30 article 001 eigenvectors of a full-rank matrix: attention weights (error %.1e) with "
+              "det %.4f have eigenvalues 1 and a complex pair (discriminant %.3f), no real eigenbasis; "
+              "the shear [[1,1],[0,1]] (det 1) has one eigenvector direction",
+              e_p, det, disc);
+    }
+
+    // ---- E31, article 002 section 3: at the end of inference, the logits followed by a fully
+    // connected layer and then softmax. The fully connected head makes the logits (one per word of
+    // the vocabulary) and softmax turns them into probabilities: nothing comes between.
+    {
+        GPT2 m;
+        errata_tiny_model(&m, 1, 31);
+        int in[4] = {0, 1, 2, 3};
+        gpt2_forward(&m, in, NULL, 1, 4, -1);
+        ActivationTensors a = m.acts;
+        double e_head = 0.0, e_soft = 0.0, pmax = 0.0;
+        for (int t = 0; t < 4; t++) {
+            double z[5], mx = -1e30, sum = 0.0;
+            for (int v = 0; v < 5; v++) {  // the head: z = lnf wte^T, in double
+                z[v] = 0.0;
+                for (int c = 0; c < 8; c++)
+                    z[v] += (double)a.lnf[t * 8 + c] * m.params.wte[v * 8 + c];
+                e_head = fmax(e_head, fabs(a.logits[t * 8 + v] - z[v]));
+                mx = fmax(mx, z[v]);
+            }
+            for (int v = 0; v < 5; v++)
+                sum += exp(z[v] - mx);
+            for (int v = 0; v < 5; v++) {
+                e_soft = fmax(e_soft, fabs(a.probs[t * 8 + v] - exp(z[v] - mx) / sum));
+                pmax = fmax(pmax, a.probs[t * 8 + v]);
+            }
+        }
+        gpt2_free(&m);
+        check(e_head < 1e-6 && e_soft < 1e-6 && pmax > 0.2,
+              "E31 article 002 order at the output: logits = the head's output lnf W^T (error %.1e) and "
+              "probs = softmax(logits) directly (error %.1e); no layer after the logits",
+              e_head, e_soft);
+    }
+
+    // ---- E19 in article 001 (sections 4.4 and 7.2): the attention output called the new
+    // embedding and the input of the next layer. The next layer reads the residual stream: the
+    // token's vector plus the attention branch plus the MLP branch.
+    {
+        GPT2 m;
+        errata_tiny_model(&m, 2, 19);
+        int in[4] = {3, 1, 4, 1};
+        gpt2_forward(&m, in, NULL, 1, 4, -1);
+        ActivationTensors a = m.acts;
+        const int N = 4 * 8;  // layer 0's part of each (L,B,T,C) tensor
+        float e_in = 0.0f, vs_att = 0.0f, e_ln = 0.0f;
+        for (int i = 0; i < N; i++) {
+            float stream = a.encoded[i] + a.attproj[i] + a.fcproj[i];  // x + attention + MLP
+            e_in = fmaxf(e_in, fabsf(a.residual3[i] - stream));
+            vs_att = fmaxf(vs_att, fabsf(a.residual3[i] - a.attproj[i]));
+        }
+        for (int t = 0; t < 4; t++) {  // layer 1's ln1 normalises residual3 of layer 0
+            double mean = 0.0, var = 0.0;
+            for (int c = 0; c < 8; c++)
+                mean += a.residual3[t * 8 + c] / 8.0;
+            for (int c = 0; c < 8; c++)
+                var += (a.residual3[t * 8 + c] - mean) * (a.residual3[t * 8 + c] - mean) / 8.0;
+            for (int c = 0; c < 8; c++) {
+                double y = (a.residual3[t * 8 + c] - mean) / sqrt(var + 1e-5) * m.params.ln1w[8 + c] +
+                           m.params.ln1b[8 + c];
+                e_ln = fmaxf(e_ln, fabsf(a.ln1[N + t * 8 + c] - (float)y));
+            }
+        }
+        gpt2_free(&m);
+        check(e_in < 1e-6f && e_ln < 1e-5f && vs_att > 0.05f,
+              "E19 article 001 next layer's input: layer 1 reads x + attention + MLP (error %.1e, its "
+              "layernorm %.1e), not the attention output (off by %.2f)",
+              e_in, e_ln, vs_att);
     }
 }
