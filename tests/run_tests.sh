@@ -939,5 +939,8 @@ expect_error "make_pairs: -o a directory" "is not a regular file" ./data/make_pa
 # ---- 9. the encoder-decoder (train_seq2seq.c, test_seq2seq.c)
 source tests/seq2seq_tests.sh
 
+# ---- 10. the pictures are well-formed XML whatever the text in them (tests/xml_wellformed.py)
+source tests/svg_tests.sh
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
