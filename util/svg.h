@@ -289,8 +289,9 @@ void write_attention_map_svg(const char* path, const float* probs, int L, int NH
     int cell = a.cell, panel = Tk * cell, panel_h = T * cell;
     int W = 8 + a.cols * a.block_w, H = TOP + L * a.rows_per_layer * a.block_h;
     W = W < 680 ? 680 : W;  // the legend's width
-    // the title's font: 14 px, smaller for a long title (down to 9 px, then the picture widens)
-    int title_w = svg_put_text(NULL, title) + 45, title_font = (int)((W - 16) / (0.6 * title_w));
+    // the title's font: 14 px, smaller for a long title (down to 9 px, then the picture widens);
+    // 60: the words around it
+    int title_w = svg_put_text(NULL, title) + 60, title_font = (int)((W - 16) / (0.6 * title_w));
     title_font = title_font > 14 ? 14 : title_font < 9 ? 9 : title_font;
     W = W < 16 + 0.6 * 9 * title_w ? 16 + (int)(0.6 * 9 * title_w) : W;
     char tmp[4096];
