@@ -2255,6 +2255,28 @@ static void test_bpe(void) {
 #include "tests/errata_checks.h"
 #include "tests/bf16_checks.h"
 #include "tests/hf_checks.h"
+// util/svg.h's svg_escape: every text in a picture is well-formed XML whatever its bytes (the five
+// XML specials, a character split between BPE tokens, control characters, invalid UTF-8)
+static void test_svg_escape(void) {
+    const char* in = "a&b<c>d\"e'f\xE4\xB8 \n\t\x01\x7F\xC2\x85\xE4\xB8\x96\xFF\xC0\xAF\xED\xA0\x80\xEF\xBF\xBE";
+    const char* want_label = "a&amp;b&lt;c&gt;d&quot;e&apos;f\\xE4\\xB8␣↵⇥\\x01\\x7F\\xC2\\x85世\\xFF\\xC0\\xAF"
+                             "\\xED\\xA0\\x80\\xEF\\xBF\\xBE";
+    const char* want_text = "a&amp;b&lt;c&gt;d&quot;e&apos;f\\xE4\\xB8 \\x0A\\x09\\x01\\x7F\\xC2\\x85世\\xFF\\xC0\\xAF"
+                            "\\xED\\xA0\\x80\\xEF\\xBF\\xBE";
+    char out[256];
+    int w = svg_escape(out, sizeof out, in, (int)strlen(in), 1, 1000);
+    check(strcmp(out, want_label) == 0 && w == 11 + 8 + 3 + 16 + 2 + 4 + 8 + 24,
+          "svg_escape, a tick label: & < > \" ' as entities, split and invalid UTF-8 and control bytes as "
+          "\\xNN, 世 whole, ␣ ↵ ⇥ (%s, width %d)", out, w);
+    svg_escape(out, sizeof out, in, (int)strlen(in), 0, 1000);
+    check(strcmp(out, want_text) == 0, "svg_escape, a title: the same, a newline and a tab as \\xNN (%s)", out);
+    w = svg_escape(out, sizeof out, "\xE4\xB8\x96\xE7\x95\x8C!", 7, 1, 4);
+    int w2 = svg_escape(out + 64, sizeof out - 64, "\xE4\xB8\x96\xE7\x95\x8C!", 7, 1, 5);
+    check(strcmp(out, "世…") == 0 && w == 3 && strcmp(out + 64, "世界!") == 0 && w2 == 5,
+          "svg_escape shortens a label past its width with an ellipsis, never inside a character (%s, %s)",
+          out, out + 64);
+}
+
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
     for (int i = 1; i < argc; i++) {
@@ -2318,6 +2340,7 @@ int main(int argc, char** argv) {
         test_bf16(dir);
         test_hf(dir);
         test_bpe();
+        test_svg_escape();
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

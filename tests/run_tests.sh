@@ -995,6 +995,8 @@ for cc in cc clang; do
         bad "make CC=$cc CFLAGS=-O2: $n compile lines; $missing"
     fi
 done
+# ---- 11. the pictures are well-formed XML whatever the text in them (tests/xml_wellformed.py)
+source tests/svg_tests.sh
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
