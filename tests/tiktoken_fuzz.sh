@@ -29,12 +29,14 @@ run tests/tiktoken_unicode.js
 FUZZ_CORPUS=$scratch/fuzz.txt FUZZ_ARGS="${FUZZ_TEXTS:-50000} ${FUZZ_SEED:-}" run tests/tiktoken_fuzz.js
 # the same texts as one file through data/prepare (its chunks on every thread) against tiktoken
 out=$scratch/out
-if make -s data/prepare > /dev/null && ./data/prepare -i "$scratch/fuzz.txt" -o "$out" -m bpe > "$out.log" 2>&1 \
-        && NODE_PATH="$modules" node tests/tiktoken_compare.js "$scratch/fuzz.txt" "${out}_train.bin" \
-           "${out}_val.bin" data/gpt2_tokenizer.bin; then
+if ! make -s data/prepare > /dev/null \
+        || ! ./data/prepare -i "$scratch/fuzz.txt" -o "$out" -m bpe > "$out.log" 2>&1; then
+    echo "FAIL data/prepare -m bpe on the fuzz texts as one file: $(tail -n 1 "$out.log" 2> /dev/null)"
+    fail=$((fail + 1))
+elif NODE_PATH="$modules" node tests/tiktoken_compare.js "$scratch/fuzz.txt" "${out}_train.bin" \
+        "${out}_val.bin" data/gpt2_tokenizer.bin; then  # prints its PASS or FAIL line
     pass=$((pass + 1))
 else
-    echo "FAIL data/prepare -m bpe on the fuzz texts as one file: $(tail -n 1 "$out.log")"
     fail=$((fail + 1))
 fi
 echo "$pass passed, $fail failed"
