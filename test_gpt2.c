@@ -2015,6 +2015,24 @@ static int read_bpe_cases(const char* path, BPECase* cases, int max_cases) {
     return n;
 }
 
+// how many of the cases bpe_encode gives exactly their ids; the first that differs, in first_bad
+static int bpe_cases_equal(const BPE* bpe, const BPECase* cases, int n_cases, char* first_bad, size_t size) {
+    int same = 0;
+    first_bad[0] = '\0';
+    for (int i = 0; i < n_cases; i++) {
+        int* ids = mallocCheck((cases[i].len + 1) * sizeof(int));
+        size_t count = bpe_encode(bpe, cases[i].text, cases[i].len, ids);
+        size_t k = 0;
+        while (k < count && k < cases[i].count && ids[k] == cases[i].ids[k])
+            k++;
+        if (k == count && count == cases[i].count) same++;
+        else if (!first_bad[0])
+            snprintf(first_bad, size, "; case %d differs at id %zu", i, k);
+        free(ids);
+    }
+    return same;
+}
+
 // the tokens' bytes, concatenated, equal text[0..n)
 static int decodes_to(const Tokenizer* tk, const int* ids, size_t count, const unsigned char* text,
                       size_t n) {
@@ -2063,26 +2081,31 @@ static void test_bpe(void) {
     // B1, B2: tiktoken's ids, with the merges as they run (a scan for short pieces, the heap for
     // long ones), then with every piece through the heap
     const size_t heap_from[2] = {bpe.heap_from, 0};
+    char first_bad[64];
     for (int h = 0; h < 2; h++) {
         bpe.heap_from = heap_from[h];
-        int same = 0;
-        char first_bad[64] = "";
-        for (int i = 0; i < n_cases; i++) {
-            int* ids = mallocCheck((cases[i].len + 1) * sizeof(int));
-            size_t count = bpe_encode(&bpe, cases[i].text, cases[i].len, ids);
-            size_t k = 0;
-            while (k < count && k < cases[i].count && ids[k] == cases[i].ids[k])
-                k++;
-            if (k == count && count == cases[i].count) same++;
-            else if (!first_bad[0])
-                snprintf(first_bad, sizeof first_bad, "; case %d differs at id %zu", i, k);
-            free(ids);
-        }
+        int same = bpe_cases_equal(&bpe, cases, n_cases, first_bad, sizeof first_bad);
         check(n_cases >= 40 && same == n_cases, "B%d GPT-2 BPE%s: %d of %d texts (each line of "
               "tests/bpe_stress.txt and the whole file) give tiktoken's ids exactly%s", h + 1,
               h ? ", every piece merged with the heap" : "", same, n_cases, first_bad);
     }
     bpe.heap_from = heap_from[0];
+
+    // B1u: at the edge of tiktoken's Unicode version (16.0; util/unicode_tables.h): letters and
+    // numbers new in 17.0 are symbols for it, those new in 15.1 and 16.0 letters; in contexts
+    // where the class decides the pieces (U+331C4 + `'ll` is U+331C4' + `ll`, ids ... 6 297)
+    static BPECase edge[64];
+    int n_edge = read_bpe_cases("data/ref/gpt2_unicode_cases.txt", edge, 64);
+    int same_edge = bpe_cases_equal(&bpe, edge, n_edge, first_bad, sizeof first_bad);
+    int ll_ok = n_edge > 0 && edge[0].len == 7 && memcmp(edge[0].text, "\xf0\xb3\x87\x84'll", 7) == 0
+                && edge[0].count == 6 && edge[0].ids[4] == 6 && edge[0].ids[5] == 297;
+    check(n_edge >= 60 && same_edge == n_edge && ll_ok, "B1u GPT-2 BPE at Unicode 16.0's edge "
+          "(data/ref/gpt2_unicode_cases.txt): %d of %d texts give tiktoken's ids, U+331C4 + 'll among "
+          "them%s", same_edge, n_edge, first_bad);
+    for (int i = 0; i < n_edge; i++) {
+        free(edge[i].text);
+        free(edge[i].ids);
+    }
 
     // B3: decode(encode(x)) == x, byte for byte: the cases, and random bytes (invalid UTF-8, 0 bytes)
     uint64_t rng = 99;

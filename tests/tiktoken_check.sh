@@ -2,19 +2,11 @@
 # Our GPT-2 encoder (data/prepare -m bpe) against tiktoken's, token for token, on Tiny
 # Shakespeare, the stress text tests/bpe_stress.txt and any files given as arguments.
 # tiktoken is the oracle: the npm package, installed here into a scratch folder (or taken
-# from TIKTOKEN_NODE_MODULES), never part of the project. Needs node and npm; .ci/run
-# installs them. Last line: "N passed, M failed".
+# from TIKTOKEN_NODE_MODULES; tests/tiktoken_npm.sh pins its version), never part of the
+# project. Needs node and npm; .ci/run installs them. Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-modules=${TIKTOKEN_NODE_MODULES:-}
-if [ -z "$modules" ]; then
-    if ! npm install --silent --no-audit --no-fund --prefix "$scratch/npm" tiktoken@1.0.22 > "$scratch/npm.log" 2>&1; then
-        echo "FAIL npm could not install tiktoken:"; tail -n 3 "$scratch/npm.log"; echo "0 passed, 1 failed"; exit 1
-    fi
-    modules=$scratch/npm/node_modules
-fi
+source tests/tiktoken_npm.sh  # $scratch, and $modules holding tiktoken
 make -s data/prepare > /dev/null || { echo "FAIL data/prepare does not build"; echo "0 passed, 1 failed"; exit 1; }
 pass=0; fail=0
 for text in data/tiny_shakespeare.txt tests/bpe_stress.txt "$@"; do

@@ -16,7 +16,9 @@ merge rank, so the lowest id is the earliest merge.
 Any byte string encodes: a byte that is not part of well-formed UTF-8 is a character of
 its own with no class (it goes with [^\s\p{L}\p{N}]), and every byte has a token, so the
 tokens' bytes, concatenated, give the text back exactly. (tiktoken takes only valid UTF-8;
-on valid UTF-8 the ids are its ids, which test_gpt2 and tests/tiktoken_check.sh check.)
+on valid UTF-8 the ids are its ids, which test_gpt2, tests/tiktoken_check.sh and the
+differential fuzzing of tests/tiktoken_fuzz.sh check. The classes are Unicode 16.0's, the
+version of tiktoken's regex engine: util/unicode_tables.h says why.)
 Speed: about 60 MB/s on one core for English; data/prepare runs it on chunks in parallel
 (bpe_next_cut says where a text can be cut without changing the ids).
 */
