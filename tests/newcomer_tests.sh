@@ -105,7 +105,7 @@ expect_usage "-am without -pr" "-am draws the attention maps of a prompt: give o
 [ -e "$NC/x.svg" ] && bad "-am without -pr wrote $NC/x.svg"
 for shape in "-nl 8:has L=2" "-nh 4:has NH=2" "-nc 64:has C=32" "-mt 32:has maxT=16"; do
     expect_usage "${shape%%:*} with -e (a model of another shape)" "${shape%%:*}: the model in 'data/ref/ref_a_model.bin' ${shape#*:}" \
-        ./train_gpt2 -e data/ref/ref_a_model.bin ${shape%%:*} -x 0 -g 0
+        ./train_gpt2 -e data/ref/ref_a_model.bin ${shape%%:*} -t 16 -x 0 -g 0
 done
 if ./train_gpt2 -e data/ref/ref_a_model.bin -nl 2 -nh 2 -nc 32 -x 0 -g 0 -t 16 -m 1 > /dev/null 2>&1; then
     ok "-nl -nh -nc that agree with the checkpoint are accepted (the command that started a run resumes it)"
