@@ -906,7 +906,6 @@ expect_prepare_error "pairs: a target longer than -mt allows" "p_long.txt' line 
 expect_prepare_error "pairs: too few to split" "too few" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -m pairs -v 0.1
 expect_prepare_error "pairs: -sep \"\"" "-sep must be a non-empty" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -m pairs -sep ""
 expect_prepare_error "-mt without -m pairs" "-mt is for -m pairs" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -mt 5
-expect_prepare_error "-v 0 without -m pairs" "must be > 0" ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/bad" -v 0
 if ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/fits" -m pairs -v 0 -mt 6 > /dev/null 2>&1; then ok "prepare -mt 6: a target of 5 fits"
 else bad "prepare -mt 6 refused a target of 5 characters (+ BOS = 6 positions)"; fi
 
