@@ -69,8 +69,8 @@ void setup_model(const Options* o, Run* r) {
         check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len);
     GPT2Config c = r->model.config;
     // a loaded model's tokenizer: -tok, or by default the one of its vocabulary (GPT-2's 50257 tokens)
-    const char* tokenizer_path = !default_tokenizer ? o->tokenizer_path
-                               : c.vocab_size == 50257 ? find_default_path(GPT2_TOKENIZER, 0) : o->tokenizer_path;
+    int gpt2_vocab = default_tokenizer && c.vocab_size == 50257;
+    const char* tokenizer_path = gpt2_vocab ? find_default_path(GPT2_TOKENIZER, 0) : o->tokenizer_path;
     if (!is_fresh && (!default_tokenizer || stat(tokenizer_path, &sb) == 0)) {
         require_file(tokenizer_path, "-tok", 0);
         tokenizer_init(&r->tokenizer, tokenizer_path);

@@ -4,7 +4,7 @@
 # the program's own name, no source locations, and singular or plural as the number asks.
 echo "-- a newcomer's first hour"
 ROOT=$(pwd)
-NC="$TMP/newcomer"; mkdir -p "$NC/elsewhere" "$NC/copy"
+NC="$TMP/newcomer"; rm -rf "$NC"; mkdir -p "$NC/elsewhere" "$NC/copy"
 
 # ---- usage errors: the line, then one line saying where the flags are; exit 2
 for prog in train_gpt2 train_seq2seq data/prepare; do
