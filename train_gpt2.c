@@ -1623,13 +1623,13 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
 
 // Ctrl-C or SIGTERM came during the step before this one, or the validation or sample
 // after it: save where training stood then, `now` (a checkpoint, as any other), and stop
-// with an error, so scripts see it
+// with exit status 1 (not an error: the line says "stopped"), so scripts see it
 static void stop_after(const Options* o, Run* r, int step, const TrainState* now) {
     if (!o->out_dir[0] || step == r->state.step)
-        die_together("stopped by signal %d after %d steps; nothing %ssaved", stop_signal, step,
-                     o->out_dir[0] ? "new " : "(no -o) ");
+        stop_together("stopped by signal %d after %d steps; nothing %ssaved", stop_signal, step,
+                      o->out_dir[0] ? "new " : "(no -o) ");
     save_checkpoint(o, r, step, now);
-    die_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
+    stop_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
         r->last_checkpoint);
 }
 
@@ -1759,8 +1759,8 @@ int main(int argc, char** argv) {
         float val_loss = evaluate ? validation_loss(&r.model, &r.val, r.val_batches) : 0.0f;
         if (o.max_steps > 0) train(&o, &r);
         else if (o.gen_tokens > 0) sample(&o, &r);
-        if (stop_signal && o.max_steps == 0) die_together("stopped by signal %d", stop_signal);
-        if (evaluate) printf("val loss %.4f (%d batches of %dx%d)\n", val_loss, r.val_batches, o.B, o.T);
+        if (stop_signal && o.max_steps == 0) stop_together("stopped by signal %d", stop_signal);
+        if (evaluate) print_evaluation(&o, val_loss, r.val_batches);
     }
     export_hf(&o, &r);  // -hf DIR
     run_free(&r, &o);

@@ -965,40 +965,41 @@ typedef struct {
 
 #define S2S_OPT(field) offsetof(S2SOptions, field)
 static const Flag S2S_FLAGS[] = {
-    {"-i", 's', S2S_OPT(train_path), "training pairs (pair file, util/pairs.h)"},
-    {"-j", 's', S2S_OPT(val_path), "held-out pairs (\"\" = none)"},
-    {"-tok", 's', S2S_OPT(tokenizer_path), "tokenizer, to print tokens (\"\" = print ids)"},
-    {"-e", 's', S2S_OPT(init), "start from this encoder-decoder checkpoint (\"\" = a fresh model)"},
-    {"-o", 's', S2S_OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
-    {"-b", 'i', S2S_OPT(B), "batch size: pairs per step"},
-    {"-l", 'f', S2S_OPT(lr), "peak learning rate"},
-    {"-u", 'i', S2S_OPT(warmup), "warmup steps"},
-    {"-q", 'f', S2S_OPT(final_lr_frac), "final learning rate as a fraction of the peak (cosine decay)"},
-    {"-c", 'f', S2S_OPT(weight_decay), "AdamW weight decay (matrices only)"},
-    {"-x", 'i', S2S_OPT(max_steps), "training steps (0 = none: evaluate and decode)"},
-    {"-v", 'i', S2S_OPT(val_every), "held-out loss and token accuracy every N steps (0 = at the end)"},
-    {"-n", 'i', S2S_OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)"},
-    {"-y", 'i', S2S_OPT(resume), "1 = resume from the newest checkpoint in -o"},
-    {"-nl", 'i', S2S_OPT(layers), "fresh model: layers of each stack"},
-    {"-nle", 'i', S2S_OPT(enc_layers), "fresh model: encoder layers (0 = -nl)"},
-    {"-nld", 'i', S2S_OPT(dec_layers), "fresh model: decoder layers (0 = -nl)"},
-    {"-nh", 'i', S2S_OPT(heads), "fresh model: heads"},
-    {"-nc", 'i', S2S_OPT(channels), "fresh model: channels"},
-    {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT (0 = the data's longest source or target + 1)"},
-    {"-gc", 'f', S2S_OPT(grad_clip), "clip the global gradient norm to this (0 = off)"},
-    {"-sd", 'L', S2S_OPT(seed), "seed for initialisation, dropout, shuffling and sampling"},
-    {"-dr", 'f', S2S_OPT(dropout), "dropout probability, 0 <= p < 1 (training only)"},
-    {"-b1", 'f', S2S_OPT(beta1), "AdamW beta1"},
-    {"-b2", 'f', S2S_OPT(beta2), "AdamW beta2"},
-    {"-ae", 'f', S2S_OPT(eps), "AdamW epsilon"},
-    {"-tp", 'f', S2S_OPT(temperature), "decoding temperature of the printed examples (0 = greedy)"},
-    {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)"},
-    {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, token accuracy)"},
-    {"-g", 'i', S2S_OPT(examples), "decoded examples to print"},
-    {"-am", 's', S2S_OPT(attention_map), "write the cross-attention maps of a held-out pair to this SVG"},
-    {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (shared by both stacks)"},
-    {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the original Transformer)"},
-    {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu"},
+    {"-i", 's', S2S_OPT(train_path), "training pairs (pair file, util/pairs.h)", NULL, NULL},
+    {"-j", 's', S2S_OPT(val_path), "held-out pairs (\"\" = none)", NULL, NULL},
+    {"-tok", 's', S2S_OPT(tokenizer_path), "tokenizer, to print tokens (\"\" = print ids)", NULL, NULL},
+    {"-e", 's', S2S_OPT(init), "start from this encoder-decoder checkpoint", "a fresh model", NULL},
+    {"-o", 's', S2S_OPT(out_dir), "output directory for checkpoints (\"\" = none)", NULL, NULL},
+    {"-b", 'i', S2S_OPT(B), "batch size: pairs per step", NULL, NULL},
+    {"-l", 'f', S2S_OPT(lr), "peak learning rate", NULL, NULL},
+    {"-u", 'i', S2S_OPT(warmup), "warmup steps", NULL, NULL},
+    {"-q", 'f', S2S_OPT(final_lr_frac), "final learning rate as a fraction of the peak", NULL, NULL},
+    {"-c", 'f', S2S_OPT(weight_decay), "AdamW weight decay (matrices and embeddings only)", NULL, NULL},
+    {"-x", 'i', S2S_OPT(max_steps), "training steps (0 = none: evaluate and decode)", NULL, NULL},
+    {"-v", 'i', S2S_OPT(val_every), "held-out loss and accuracy every N steps (0 = at the end)", NULL, NULL},
+    {"-n", 'i', S2S_OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)", NULL, NULL},
+    {"-y", 'i', S2S_OPT(resume), "1 = resume from the newest checkpoint in -o", NULL, NULL},
+    {"-nl", 'i', S2S_OPT(layers), "fresh model: layers of each stack", NULL, NULL},
+    {"-nle", 'i', S2S_OPT(enc_layers), "fresh model: encoder layers (0 = -nl)", "-nl", NULL},
+    {"-nld", 'i', S2S_OPT(dec_layers), "fresh model: decoder layers (0 = -nl)", "-nl", NULL},
+    {"-nh", 'i', S2S_OPT(heads), "fresh model: heads", NULL, NULL},
+    {"-nc", 'i', S2S_OPT(channels), "fresh model: channels", NULL, NULL},
+    {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT", "the longest source or target + 1", NULL},
+    {"-gc", 'f', S2S_OPT(grad_clip), "clip the global gradient norm to this (0 = off)", NULL, NULL},
+    {"-sd", 'L', S2S_OPT(seed), "seed: initialisation, dropout, shuffling, sampling", NULL, NULL},
+    {"-dr", 'f', S2S_OPT(dropout), "dropout probability, 0 <= p < 1 (training only)", NULL, NULL},
+    {"-b1", 'f', S2S_OPT(beta1), "AdamW beta1", NULL, NULL},
+    {"-b2", 'f', S2S_OPT(beta2), "AdamW beta2", NULL, NULL},
+    {"-ae", 'f', S2S_OPT(eps), "AdamW epsilon", NULL, NULL},
+    {"-tp", 'f', S2S_OPT(temperature), "temperature of the printed examples (0 = greedy)", NULL, NULL},
+    {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)", "0 = all", NULL},
+    {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, accuracy)", NULL, NULL},
+    {"-g", 'i', S2S_OPT(examples), "decoded examples to print", NULL, NULL},
+    {"-am", 's', S2S_OPT(attention_map), "draw the cross-attention maps of a held-out pair into this SVG",
+     "none", NULL},
+    {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
+    {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the Transformer's)", "pre", NULL},
+    {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu", "gelu", NULL},
 };
 #define NUM_S2S_FLAGS ((int)(sizeof S2S_FLAGS / sizeof S2S_FLAGS[0]))
 
@@ -1138,7 +1139,7 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
             die("'%s' has %d pairs, fewer than one batch (-b %d)", o->train_path, r->train.num_pairs, o->B);
     }
     r->state = (TrainState){0, o->B, c.max_seq_len, 0, 0, r->sampler.rng, (uint64_t)o->seed, 1,
-                            r->have_train ? (uint64_t)r->train.num_pairs : 0};
+                            r->have_train ? (uint64_t)r->train.num_pairs : 0, 0};
     if (r->resume_step >= 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
@@ -1241,11 +1242,12 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
             timed++;
         }
         if (stop_signal) {
-            if (!o->out_dir[0]) die("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal,
-                                    step + 1);
+            if (!o->out_dir[0])
+                stop_together("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal,
+                              step + 1);
             s2s_save_checkpoint(o, r, step + 1);
-            die("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step + 1,
-                r->last_checkpoint);
+            stop_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal,
+                          step + 1, r->last_checkpoint);
         }
     }
     if (o->out_dir[0] && o->max_steps > start) s2s_save_checkpoint(o, r, o->max_steps);

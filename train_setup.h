@@ -34,7 +34,7 @@ typedef struct {
 // its vocabulary
 void setup_model(const Options* o, Run* r) {
     struct stat sb;
-    int default_tokenizer = strcmp(o->tokenizer_path, default_options().tokenizer_path) == 0;
+    int default_tokenizer = !flag_given(o, "-tok");
     r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
     if (o->resume && r->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
@@ -43,6 +43,7 @@ void setup_model(const Options* o, Run* r) {
     int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh.num_layers,
                                              &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
     if (is_fresh) {
+        require_file(o->tokenizer_path, "-tok", !flag_given(o, "-tok"));
         tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
         r->have_tokenizer = 1;
     }
@@ -64,14 +65,19 @@ void setup_model(const Options* o, Run* r) {
     int* settings[5] = {&mc->pos_encoding, &mc->ln_place, &mc->activation, &mc->num_kv_heads, &mc->mask};
     const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
     if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
+    if (!is_fresh || o->init[0])  // a loaded model, or llm.c's descriptor (d12...): its shape, not -nl ...
+        check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len);
     GPT2Config c = r->model.config;
     // a loaded model's tokenizer: -tok, or by default the one of its vocabulary (GPT-2's 50257 tokens)
-    const char* tokenizer_path = default_tokenizer && c.vocab_size == 50257 ? GPT2_TOKENIZER
-                                                                            : o->tokenizer_path;
+    int gpt2_vocab = default_tokenizer && c.vocab_size == 50257;
+    const char* tokenizer_path = gpt2_vocab ? find_default_path(GPT2_TOKENIZER, 0) : o->tokenizer_path;
     if (!is_fresh && (!default_tokenizer || stat(tokenizer_path, &sb) == 0)) {
+        require_file(tokenizer_path, "-tok", 0);
         tokenizer_init(&r->tokenizer, tokenizer_path);
         r->have_tokenizer = 1;
-    }
+    } else if (!is_fresh && (o->gen_tokens > 0 || o->attention_map[0]))
+        printf("note: no tokenizer at '%s' (here or beside the program): tokens are printed as ids; "
+               "name one with -tok\n", tokenizer_path);
     if (o->hf_out[0]) {  // -hf: refused now rather than after training
         hf_check_representable(c, "-hf");
         if (dist.rank == 0) check_output_dir(o->hf_out, "-hf");
@@ -129,7 +135,7 @@ AdamWConfig adamw_config(const Options* o) {
 // on it alone, not on how the rows are split
 static TrainState train_state(const Options* o, const Run* r, int step) {
     return (TrainState){step, o->B * dist.size * o->grad_accum, o->T, r->train.epoch, r->train.batch_index,
-                        r->sampler.rng, (uint64_t)o->seed, o->shuffle, r->train.total_tokens};
+                        r->sampler.rng, (uint64_t)o->seed, o->shuffle, r->train.total_tokens, o->max_steps};
 }
 
 // -o holds checkpoints and this run neither resumes them (-y 1) nor replaces them (-ow 1):
@@ -149,6 +155,16 @@ static int validation_batches(const Options* o, const DataLoader* val) {
     size_t all = val->total_batches, fit = VAL_TOKENS / ((size_t)val->B * val->T);
     size_t n = o->val_batches > 0 ? (size_t)o->val_batches : o->val_batches < 0 ? all : fit > 0 ? fit : 1;
     return (int)(n < all ? n : all);
+}
+
+// -y 1 with another -x than the run was started with: the schedule is computed for the new
+// -x from here on (as llm.c's), so the learning rate jumps; one line says by how much
+static void print_schedule_change(const AdamWConfig* a, int old_steps, int step) {
+    float before = learning_rate(a->schedule, step, a->lr, a->warmup, old_steps, a->final_lr_frac);
+    float now = learning_rate(a->schedule, step, a->lr, a->warmup, a->max_steps, a->final_lr_frac);
+    printf("note: -x %d, the run was started with -x %d: the learning-rate schedule now ends at step %d "
+           "(at step %d the learning rate is %.2e, not %.2e)\n", a->max_steps, old_steps, a->max_steps, step,
+           now, before);
 }
 
 // the training and validation batches, and the optimiser's settings; -x -1 becomes one epoch
@@ -173,6 +189,8 @@ void setup_data(Options* o, Run* r) {
         if (r->state.step >= o->max_steps)
             printf("-y 1: the checkpoint is at step %d, at or past -x %d: nothing to train\n", r->state.step,
                    o->max_steps);
+        else if (r->state.max_steps && r->state.max_steps != o->max_steps)
+            print_schedule_change(&r->adamw, r->state.max_steps, r->state.step);
     }
     history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
     if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0) {

@@ -896,6 +896,7 @@ static void usage(void) {
 }
 
 int main(int argc, char** argv) {
+    error_program = "bench_gpt2";  // its errors name it, not the train_gpt2.c it includes
     const char *mode = NULL, *arg = NULL;
     int warmup = -1, steps = 0, gen_tokens = 512, gen_full = 0;
     double kernel_ms = 0;

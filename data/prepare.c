@@ -33,7 +33,8 @@ character-level model its tokenizer (-tok).
   the last lines; -v 0 writes no validation file.
 
 The first (1 - v) of the tokens (rounded down) are PREFIX_train.bin, the rest
-PREFIX_val.bin (llm.c token files: magic 20240520, version 1; doc/formats.md). A large
+PREFIX_val.bin (llm.c token files: magic 20240520, version 1; doc/formats.md); -v 0 puts
+them all in PREFIX_train.bin and writes no PREFIX_val.bin (removing an older one). A large
 text is encoded in parallel (OpenMP), in chunks of about -cs bytes cut only where
 util/bpe.h's bpe_next_cut shows the pieces cannot change, so the files are the same for
 any thread count and any -cs. Every output is written as PATH.tmp and renamed only when
@@ -75,9 +76,10 @@ static void print_usage(FILE* f) {
                "        PREFIX_tokenizer.bin (default: TEXT without its extension)\n"
                "  -m    char: one token per character; bpe: GPT-2's tokens; pairs: source/target\n"
                "        pairs of characters, one per line (default char)\n"
-               "  -tok  -m bpe: the BPE tokenizer (default data/gpt2_tokenizer.bin)\n"
+               "  -tok  -m bpe: the BPE tokenizer (default data/gpt2_tokenizer.bin, here or\n"
+               "        in the repository of this program)\n"
                "  -v    the fraction of the tokens (of the pairs) for validation, at the end\n"
-               "        (default 0.1; -m pairs: 0 = none)\n"
+               "        (default 0.1; 0 = none: all for training, no PREFIX_val.bin)\n"
                "  -eot  -m bpe: 1 = the end-of-text token before each document (default 0)\n"
                "  -sep  with -eot 1: the line that separates documents (default \"<|endoftext|>\";\n"
                "        \"\" = blank lines); -m pairs: between source and target (default a tab)\n"
@@ -125,8 +127,8 @@ static Args parse_args(int argc, char** argv) {
     if (!a.input) usage_error("-i is required: the text to prepare");
     if (!bpe && !pairs && strcmp(a.mode, "char") != 0)
         usage_error("-m must be char, bpe or pairs, not '%s'", a.mode);
-    if (pairs ? !(a.val_fraction >= 0 && a.val_fraction < 1) : !(a.val_fraction > 0 && a.val_fraction < 1))
-        usage_error("-v (validation fraction) must be %s and < 1", pairs ? ">= 0" : "> 0");
+    if (!(a.val_fraction >= 0 && a.val_fraction < 1))
+        usage_error("-v (validation fraction) must be >= 0 and < 1 (0 = no validation file)");
     if (a.max_len < 0) usage_error("-mt (the model's maxT) must be >= 0");
     if (a.max_len && !pairs) usage_error("-mt is for -m pairs");
     if (pairs && !a.separator) a.separator = "\t";
@@ -137,7 +139,10 @@ static Args parse_args(int argc, char** argv) {
     if (a.eot && !bpe) usage_error("-eot 1 needs -m bpe: a character vocabulary has no end-of-text token");
     if (a.tokenizer && !bpe) usage_error("-tok is for -m bpe; -m %s writes its own tokenizer", a.mode);
     if (a.chunk_bytes < 1) usage_error("-cs (chunk size) must be >= 1");
-    if (bpe && !a.tokenizer) a.tokenizer = "data/gpt2_tokenizer.bin";
+    if (bpe && !a.tokenizer) {  // the default, here or in the repository this program is in
+        a.tokenizer = find_default_path("data/gpt2_tokenizer.bin", 1);
+        require_file(a.tokenizer, "-tok", 1);
+    }
     return a;
 }
 
@@ -548,6 +553,16 @@ static void prepare_pairs(const Args* a, const unsigned char* text, size_t n) {
     free(seen); free(pairs); free(chars); free(id_of);
 }
 
+// -v 0: every token went to training. A PREFIX_val.bin of an earlier run would hold text
+// that is now trained on, so it is removed, and the note says how to train without one.
+static void no_validation_note(const char* prefix) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s_val.bin", prefix);
+    int removed = remove(path) == 0;
+    printf("prepare: -v 0: no validation file%s; train with -j \"\" (no validation)\n",
+           removed ? " (the older one, whose text is now in training, was removed)" : "");
+}
+
 // ----------------------------------------------------------------------------
 
 int main(int argc, char** argv) {
@@ -592,7 +607,7 @@ int main(int argc, char** argv) {
     // all outputs open before the long part, so an unwritable one fails at once
     make_parent_directory(a.prefix);
     Output* train = open_output(a.prefix, "_train.bin");
-    Output* val = open_output(a.prefix, "_val.bin");
+    Output* val = a.val_fraction > 0 ? open_output(a.prefix, "_val.bin") : NULL;  // -v 0: none
     Output* tokenizer = enc.bpe ? NULL : open_output(a.prefix, "_tokenizer.bin");
 
     double t_encode = now_seconds();
@@ -602,11 +617,11 @@ int main(int argc, char** argv) {
     double encode_seconds = now_seconds() - t_encode;
 
     size_t n_train = (size_t)((double)total * (1.0 - a.val_fraction)), n_val = total - n_train;
-    if (n_train == 0 || n_val == 0)
+    if (n_train == 0 || (val && n_val == 0))
         die("'%s' gives %zu token%s: too few for a training and a validation part (-v %g)", a.input, total,
             total == 1 ? "" : "s", a.val_fraction);
     write_tokens(train, tokens, n_train);
-    write_tokens(val, tokens + n_train, n_val);
+    if (val) write_tokens(val, tokens + n_train, n_val);
     if (tokenizer) {  // slot 3: the id of '\n', or 0 (id_of is 0 for characters not in the text)
         int newline = chars[id_of['\n']] == '\n' ? id_of['\n'] : 0;
         write_char_tokenizer(tokenizer, NULL, 0, chars, vocab_size, newline);
@@ -617,8 +632,9 @@ int main(int argc, char** argv) {
     }
 
     printf("prepare: %s: %zu bytes, %zu tokens (vocabulary %d), %zu train and %zu val -> "
-           "%s_{train,val%s}.bin\n", a.input, n, total, vocab_size, n_train, n_val, a.prefix,
+           "%s_{train%s%s}.bin\n", a.input, n, total, vocab_size, n_train, n_val, a.prefix, val ? ",val" : "",
            tokenizer ? ",tokenizer" : "");
+    if (!val) no_validation_note(a.prefix);
     int threads = max_threads();
     printf("prepare: encoded at %.1f MB/s (%zu chunks, %d thread%s); %.2f s in all\n",
            n / 1e6 / encode_seconds, chunks.count, threads, threads == 1 ? "" : "s", now_seconds() - t0);

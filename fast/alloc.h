@@ -22,20 +22,20 @@ Plain twin: malloc (the model would compute the same numbers with it, only slowe
 // streams through tens of megabytes, and 2 MiB pages mean 512x fewer TLB entries and
 // page faults (665 -> 634 ms; the first 124M step 6 s -> 2.4 s).
 // Zeroed if zero is set. Freed with free().
-static void* aligned_alloc_check(size_t size, int zero, const char* src, int line) {
+static void* aligned_alloc_check(size_t size, int zero) {
     const size_t huge = (size_t)2 << 20;
     size_t align = size >= huge ? huge : 64;
     size_t rounded = size ? (size + align - 1) / align * align : align;
     void* p = aligned_alloc(align, rounded);
-    if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
+    if (!p) die("out of memory allocating %zu bytes", size);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (align == huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only means small pages
 #endif
     if (zero) memset(p, 0, size);
     return p;
 }
-#define alignedMallocCheck(size) aligned_alloc_check(size, 0, __FILE__, __LINE__)
-#define alignedCallocCheck(count, size) aligned_alloc_check((size_t)(count) * (size), 1, __FILE__, __LINE__)
+#define alignedMallocCheck(size) aligned_alloc_check(size, 0)
+#define alignedCallocCheck(count, size) aligned_alloc_check((size_t)(count) * (size), 1)
 
 // Per-thread scratch memory that grows on demand and is kept (OpenMP's threads live as
 // long as the program), so the layers allocate nothing once training runs.

@@ -62,6 +62,7 @@ typedef struct {
     const char* precision;       // -prec fp32 | bf16: the matmuls' operands (fast/bf16.h)
     int bf16;                    // -prec bf16
     const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
+    unsigned long long given;    // bit k: FLAGS[k] was on the command line
 } Options;
 
 // the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
@@ -76,68 +77,121 @@ static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pr
 #define VAL_TOKENS 131072
 #define VAL_TOKENS_TEXT "131072"
 
-typedef struct { const char* name; char type; size_t offset; const char* help; } Flag;
+// A flag: its name, its type ('s' string, 'i' int, 'L' long long, 'f' float) and field,
+// `help` for -h (one line of an 80-column terminal), `def` the default in words where its
+// value alone would not say it (-pe "" is learned positions; NULL: the value), `readme`
+// its meaning at length for the README's table (NULL: help). One table gives both -h and
+// README.md's table (`./train_gpt2 -h md` prints it; make test compares it with README).
+typedef struct {
+    const char* name; char type; size_t offset; const char* help; const char* def; const char* readme;
+} Flag;
 #define OPT(field) offsetof(Options, field)
 static const Flag FLAGS[] = {
-    {"-i", 's', OPT(train_path), "training tokens (llm.c token file)"},
-    {"-j", 's', OPT(val_path), "validation tokens"},
-    {"-tok", 's', OPT(tokenizer_path), "tokenizer (llm.c tokenizer file)"},
-    {"-e", 's', OPT(init), "start from this llm.c checkpoint or Hugging Face model.safetensors, or a fresh "
-                           "d12/d24/d36/d48; "
-                           "default: a fresh model shaped by -nl -nh -nc -mt"},
-    {"-o", 's', OPT(out_dir), "output directory for checkpoints (\"\" = none)"},
-    {"-b", 'i', OPT(B), "batch size B"},
-    {"-t", 'i', OPT(T), "sequence length T"},
-    {"-l", 'f', OPT(lr), "peak learning rate"},
-    {"-u", 'i', OPT(warmup), "warmup steps"},
-    {"-q", 'f', OPT(final_lr_frac), "final learning rate as a fraction of the peak (the decay's end)"},
-    {"-k", 's', OPT(schedule_word), "learning-rate schedule after the warmup: cosine | linear | constant "
-                                    "(no warmup) | wsd (llm.c's)"},
-    {"-c", 'f', OPT(weight_decay), "AdamW weight decay (matrices only)"},
-    {"-d", 'i', OPT(total_batch), "tokens per step, a multiple of B*T*processes: gradient accumulation "
-                                  "(-1 = B*T*processes)"},
-    {"-x", 'i', OPT(max_steps), "training steps (0 = none: generate with -g, or evaluate; -1 = one epoch)"},
-    {"-v", 'i', OPT(val_every), "validation loss every N steps (0 = only at the end)"},
-    {"-m", 'i', OPT(val_batches), "validation batches (0 = as many as fit in " VAL_TOKENS_TEXT " tokens; "
-                                  "-1 = the whole file)"},
-    {"-s", 'i', OPT(sample_every), "sample every N steps (0 = only at the end)"},
-    {"-g", 'i', OPT(gen_tokens), "tokens per sample (0 = no samples)"},
-    {"-n", 'i', OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)"},
-    {"-y", 'i', OPT(resume), "1 = resume from the newest checkpoint in -o"},
-    {"-nk", 'i', OPT(keep_checkpoints), "keep only the newest N checkpoints in -o (0 = all)"},
-    {"-nm", 'i', OPT(major_every), "with -nk: never remove the checkpoints of steps that are multiples of N"},
-    {"-ow", 'i', OPT(overwrite), "1 = start afresh in an -o that holds another run's checkpoints, "
-                                 "removing them"},
-    {"-fv", 'i', OPT(force_vocab), "1 = train on tokens that look like another vocabulary's"},
-    {"-nl", 'i', OPT(layers), "fresh model: layers"},
-    {"-nh", 'i', OPT(heads), "fresh model: heads"},
-    {"-nc", 'i', OPT(channels), "fresh model: channels"},
-    {"-mt", 'i', OPT(max_seq_len), "fresh model: maxT (0 = T)"},
-    {"-gc", 'f', OPT(grad_clip), "clip the global gradient norm to this (0 = off)"},
-    {"-sd", 'L', OPT(seed), "seed for initialisation, dropout, shuffling and sampling"},
-    {"-dr", 'f', OPT(dropout), "dropout probability, 0 <= p < 1 (training only)"},
-    {"-b1", 'f', OPT(beta1), "AdamW beta1"},
-    {"-b2", 'f', OPT(beta2), "AdamW beta2"},
-    {"-ae", 'f', OPT(eps), "AdamW epsilon"},
-    {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)"},
-    {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)"},
-    {"-pr", 's', OPT(prompt), "prompt to continue (encoded with the tokenizer, -tok)"},
-    {"-a", 'i', OPT(overfit), "1 = overfit one batch: every step takes the first batch of -j (debugging)"},
-    {"-sh", 'i', OPT(shuffle), "1 = random windows in a random order each epoch; "
-                               "0 = llm.c's sequential batches"},
-    {"-sw", 'i', OPT(slide), "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; "
-                             "0 = stop"},
-    {"-am", 's', OPT(attention_map), "write the attention maps of the prompt to this SVG file and exit"},
-    {"-kv", 'i', OPT(kv_heads), "fresh model: key/value heads, dividing -nh (GQA; 1 = multi-query; 0 = -nh)"},
-    {"-pe", 's', OPT(pe), "fresh model: positions learned | rope | sin (\"\" = learned)"},
-    {"-ln", 's', OPT(ln), "fresh model: layernorm pre (GPT-2) | post (the original Transformer)"},
-    {"-act", 's', OPT(act), "fresh model: MLP non-linearity gelu | relu"},
-    {"-causal", 'i', OPT(causal), "1 = causal attention; 0 = no mask, an experiment (doc/variants.md); "
-                                  "-1 = the model's"},
-    {"-prec", 's', OPT(precision), "matmul operands: fp32 | bf16 (rounded to bfloat16, summed in fp32)"},
-    {"-hf", 's', OPT(hf_out), "at the end, write DIR/model.safetensors + config.json (Hugging Face's GPT-2)"},
+    {"-i", 's', OPT(train_path), "training tokens (llm.c token file, or a glob)", NULL,
+     "training tokens: an llm.c token file, or a glob pattern over shards (`'fineweb_train_*.bin'`, "
+     "quoted), walked in sorted order; a default path not found here is looked for beside the program"},
+    {"-j", 's', OPT(val_path), "validation tokens, a file or a glob (\"\" = no validation)", NULL,
+     "validation tokens, a file or a pattern (`\"\"` = no validation); a default path not found here is "
+     "looked for beside the program"},
+    {"-tok", 's', OPT(tokenizer_path), "tokenizer (llm.c tokenizer file)",
+     "data/tiny_shakespeare_tokenizer.bin (GPT-2's for its models)",
+     "tokenizer (llm.c tokenizer file); the default for a loaded model of GPT-2's 50,257 tokens is "
+     "`data/gpt2_tokenizer.bin`; a default path not found here is looked for beside the program"},
+    {"-e", 's', OPT(init), "start from a checkpoint, model.safetensors or d12..d48",
+     "a fresh model",
+     "start from this llm.c checkpoint, a Hugging Face GPT-2 `model.safetensors` (with `config.json` "
+     "beside it; [GPT-2 124M](#gpt-2-124m)), or a fresh `d12`/`d24`/`d36`/`d48` (llm.c's descriptors)"},
+    {"-o", 's', OPT(out_dir), "output directory: checkpoints, loss.svg (\"\" = none)", NULL, NULL},
+    {"-b", 'i', OPT(B), "(micro-)batch size B", NULL, NULL},
+    {"-t", 'i', OPT(T), "sequence length T", NULL, NULL},
+    {"-d", 'i', OPT(total_batch), "tokens per step (gradient accumulation)",
+     "B*T*processes",
+     "tokens per optimizer step, a multiple of B·T·processes: each step sums the gradients of "
+     "`d / (B·T·processes)` micro-batches (gradient accumulation); -1 = B·T·processes"},
+    {"-l", 'f', OPT(lr), "peak learning rate", NULL, NULL},
+    {"-u", 'i', OPT(warmup), "warm-up steps (linear)", NULL, NULL},
+    {"-q", 'f', OPT(final_lr_frac), "final learning rate as a fraction of the peak", NULL,
+     "final learning rate as a fraction of the peak (the decay's end)"},
+    {"-k", 's', OPT(schedule_word), "schedule after the warm-up: cosine|linear|constant|wsd", NULL,
+     "schedule after the warm-up: `cosine`; `linear`; `constant` (no warm-up either); `wsd`, constant "
+     "until 80% of the steps, then 1 - sqrt down to `-q` (llm.c's four)"},
+    {"-c", 'f', OPT(weight_decay), "AdamW weight decay (matrices and embeddings only)", NULL, NULL},
+    {"-x", 'i', OPT(max_steps), "training steps (0 = generate or evaluate; -1 = an epoch)", NULL,
+     "training steps; 0 = train nothing (generate with `-g`, or evaluate); -1 = one epoch of `-i` "
+     "(llm.c's); on resume (`-y 1`) another `-x` than the run's stretches its schedule, with a note"},
+    {"-v", 'i', OPT(val_every), "validation every N steps (0 = only at the end)", NULL, NULL},
+    {"-m", 'i', OPT(val_batches), "validation batches (-1 = all)",
+     "0 = up to " VAL_TOKENS_TEXT " tokens",
+     "validation batches; 0 = as many as fit in 131,072 tokens (all of Tiny Shakespeare's 111,540; "
+     "1,024 batches of 4x32 from a 100M-token shard, not 781,250); -1 = the whole file (llm.c's -1)"},
+    {"-s", 'i', OPT(sample_every), "sample every N steps (0 = only at the end)", NULL, NULL},
+    {"-g", 'i', OPT(gen_tokens), "tokens per sample (0 = no samples)", NULL, NULL},
+    {"-n", 'i', OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)", NULL, NULL},
+    {"-y", 'i', OPT(resume), "1 = resume from the newest checkpoint in -o", NULL, NULL},
+    {"-nk", 'i', OPT(keep_checkpoints), "keep only the newest N checkpoints in -o (0 = all)", "0 = all",
+     "keep only the newest N checkpoints (model + state pairs) in `-o`, removing older ones after each new "
+     "one is written (0 = keep all)"},
+    {"-nm", 'i', OPT(major_every), "with -nk: keep the checkpoints of multiples of N", "0 = none",
+     "with `-nk`: the checkpoints of steps that are multiples of N are never removed"},
+    {"-ow", 'i', OPT(overwrite), "1 = replace another run's checkpoints in -o", NULL,
+     "1 = start a new run in an `-o` that holds another run's checkpoints, removing them first (without it "
+     "such a run is refused)"},
+    {"-fv", 'i', OPT(force_vocab), "1 = train on tokens that look like another vocabulary's", NULL,
+     "1 = train on a token file whose ids look like another vocabulary's (see Bad input)"},
+    {"-nl", 'i', OPT(layers), "fresh model: layers", NULL, NULL},
+    {"-nh", 'i', OPT(heads), "fresh model: heads", NULL, NULL},
+    {"-nc", 'i', OPT(channels), "fresh model: channels", NULL, NULL},
+    {"-mt", 'i', OPT(max_seq_len), "fresh model: maxT, the longest context", "T (-t)", NULL},
+    {"-gc", 'f', OPT(grad_clip), "clip the global gradient norm to this (0 = off)", NULL, NULL},
+    {"-sd", 'L', OPT(seed), "seed: initialisation, dropout, data order, sampling", NULL, NULL},
+    {"-dr", 'f', OPT(dropout), "dropout probability, 0 <= p < 1 (training only)", "0 = off", NULL},
+    {"-b1", 'f', OPT(beta1), "AdamW beta1", NULL, NULL},
+    {"-b2", 'f', OPT(beta2), "AdamW beta2", NULL, NULL},
+    {"-ae", 'f', OPT(eps), "AdamW epsilon", NULL, NULL},
+    {"-tp", 'f', OPT(temperature), "sampling temperature (0 = greedy)", NULL, NULL},
+    {"-tk", 'i', OPT(top_k), "sample from the k most likely tokens (0 = all)", "0 = all", NULL},
+    {"-pr", 's', OPT(prompt), "prompt to continue (encoded with -tok)", "end-of-text token",
+     "prompt to continue, encoded with `-tok`: one token per character for a character-level tokenizer, "
+     "GPT-2's byte-pair encoding (as tiktoken) for GPT-2's"},
+    {"-a", 'i', OPT(overfit), "1 = overfit one batch: every step takes -j's first", NULL,
+     "1 = overfit one batch: every step trains on the first batch of `-j` (llm.c's debugging aid)"},
+    {"-sh", 'i', OPT(shuffle), "1 = random windows; 0 = llm.c's sequential batches", NULL,
+     "1 = random windows in a random order each epoch (nanoGPT-like); 0 = llm.c's sequential batches"},
+    {"-sw", 'i', OPT(slide), "at maxT: 1 = keep the newest maxT/2 tokens; 0 = stop", NULL,
+     "1 = when generation fills maxT, keep the newest maxT/2 tokens and go on; 0 = stop with a notice"},
+    {"-am", 's', OPT(attention_map), "draw the attention maps of -pr into this SVG, and exit", "none",
+     "write the attention maps of the prompt `-pr` (required) to this SVG file (a panel per layer and head, "
+     "the prompt as labels), print where each head looks, and exit"},
+    {"-kv", 'i', OPT(kv_heads), "fresh model: key/value heads, dividing -nh (GQA)", "-nh",
+     "fresh model: key/value heads, dividing `-nh` (grouped-query attention; 1 = multi-query; 0 = `-nh`)"},
+    {"-pe", 's', OPT(pe), "fresh model: positions learned | rope | sin", "learned",
+     "fresh model: positions `learned` (GPT-2's `wpe`), `rope` (rotary, article 004), `sin` (fixed "
+     "sinusoids, article 003)"},
+    {"-ln", 's', OPT(ln), "fresh model: layernorm pre (GPT-2) | post (Transformer)", "pre",
+     "fresh model: layernorm `pre` (GPT-2) or `post` (the original Transformer)"},
+    {"-act", 's', OPT(act), "fresh model: the MLP's non-linearity gelu | relu", "gelu", NULL},
+    {"-causal", 'i', OPT(causal), "1 = causal; 0 = no mask (an experiment)",
+     "the model's (1 when fresh)",
+     "1 = causal attention; 0 = no mask (an experiment, with a warning; generation stays causal); with "
+     "`-e`, switches a trained model's mask"},
+    {"-prec", 's', OPT(precision), "matmul operands: fp32 | bf16 (summed in fp32)", NULL,
+     "the matrix products' operands: `fp32`, or `bf16` (rounded to bfloat16 as they are packed, summed "
+     "in float32; the weights, the optimizer and everything else stay float32; "
+     "[doc/precision.md](doc/precision.md)); may change on resume"},
+    {"-hf", 's', OPT(hf_out), "at the end, write Hugging Face's GPT-2 files into DIR", "none",
+     "at the end (after training, or at once with `-x 0`), write the model to this directory as Hugging "
+     "Face's GPT-2: `model.safetensors` + `config.json`; refused at the start for a model with block "
+     "variants"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
+_Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= 64, "Options.given has a bit per flag");
+
+// whether the flag named name was on the command line
+static int flag_given(const Options* o, const char* name) {
+    for (int k = 0; k < NUM_FLAGS; k++)
+        if (strcmp(FLAGS[k].name, name) == 0) return (int)(o->given >> k & 1);
+    return 0;
+}
 
 // llm.c's flags that have nothing to do on a CPU: accepted at the values listed (llm.c's
 // "off" or its default, which is what happens here), refused at any other. "" = refused
@@ -177,29 +231,67 @@ static Options default_options(void) {
     return o;
 }
 
-// the usage of a program from its table of flags and its defaults (an options struct)
+// a flag's default as -h and the README say it: its words (def), or its value
+static void flag_default(const Flag* fl, const void* defaults, int markdown, char* out, size_t size) {
+    const char* field = (const char*)defaults + fl->offset;
+    if (fl->def) snprintf(out, size, "%s", fl->def);
+    else if (fl->type == 'i') snprintf(out, size, "%d", *(const int*)field);
+    else if (fl->type == 'L') snprintf(out, size, "%lld", *(const long long*)field);
+    else if (fl->type == 'f') snprintf(out, size, "%g", *(const float*)field);
+    else if (!(*(const char* const*)field)[0]) snprintf(out, size, markdown ? "`\"\"`" : "\"\"");
+    else snprintf(out, size, markdown ? "`%s`" : "%s", *(const char* const*)field);
+}
+
+// text in lines of at most 80 columns, broken only after a comma or semicolon, or before " ("
+static void print_wrapped(FILE* f, const char* text) {
+    int col = 0;
+    while (*text) {
+        int n = 0;  // the next unit: up to a comma or semicolon, or up to " ("
+        while (text[n] && !(n > 0 && (text[n - 1] == ',' || text[n - 1] == ';') && text[n] == ' ')
+               && !(text[n] == ' ' && text[n + 1] == '(')) n++;
+        if (col > 0 && col + 1 + n > 80) { fprintf(f, "\n"); col = 0; }
+        else if (col > 0) col += fprintf(f, " ");
+        col += fprintf(f, "%.*s", n, text);
+        text += n + (text[n] == ' ');
+    }
+    fprintf(f, "\n");
+}
+
+// the usage of a program from its table of flags and its defaults (an options struct),
+// in 80 columns: a flag's help and default on one line, or the default on the next
 static void print_flag_table(FILE* f, const char* program, const Flag* flags, int n, const void* defaults) {
-    fprintf(f, "usage: ./%s [flags]   (every flag takes a value; -h alone or --help: this list)\n", program);
+    fprintf(f, "usage: ./%s [flags]   (every flag takes a value; -h: this list)\n", program);
     for (int i = 0; i < n; i++) {
-        const Flag* fl = &flags[i];
-        const char* field = (const char*)defaults + fl->offset;
-        char def[64];
-        if (fl->type == 'i') snprintf(def, sizeof def, "%d", *(const int*)field);
-        else if (fl->type == 'L') snprintf(def, sizeof def, "%lld", *(const long long*)field);
-        else if (fl->type == 'f') snprintf(def, sizeof def, "%g", *(const float*)field);
-        else snprintf(def, sizeof def, "\"%s\"", *(const char* const*)field);
-        fprintf(f, "  %-4s %-36s (default %s)\n", fl->name, fl->help, def);
+        char def[256], line[512];
+        flag_default(&flags[i], defaults, 0, def, sizeof def);
+        int len = snprintf(line, sizeof line, "  %-7s %s; default %s", flags[i].name, flags[i].help, def);
+        if (len <= 80) fprintf(f, "%s\n", line);
+        else fprintf(f, "  %-7s %s\n%10sdefault %s\n", flags[i].name, flags[i].help, "", def);
+    }
+}
+
+// README.md's table of the flags (`./train_gpt2 -h md`), from the same table as -h
+static void print_flag_markdown(FILE* f, const Flag* flags, int n, const void* defaults) {
+    fprintf(f, "| flag | meaning | default |\n| --- | --- | --- |\n");
+    for (int i = 0; i < n; i++) {
+        char def[256];
+        flag_default(&flags[i], defaults, 1, def, sizeof def);
+        fprintf(f, "| `%s` | %s | %s |\n", flags[i].name, flags[i].readme ? flags[i].readme : flags[i].help,
+                def);
     }
 }
 
 static void print_usage(FILE* f) {
     Options d = default_options();
+    char accepted[512] = "llm.c's flags with nothing to do here are accepted only at";
     print_flag_table(f, "train_gpt2", FLAGS, NUM_FLAGS, &d);
-    fprintf(f, "llm.c's flags with nothing to do here, accepted only at these values:\n ");
     for (int i = 0; i < NUM_LLMC_OFF; i++)
         if (LLMC_OFF[i].accepted && LLMC_OFF[i].accepted[0])
-            fprintf(f, " %s %s", LLMC_OFF[i].name, LLMC_OFF[i].accepted);
-    fprintf(f, " -pn <processes>; refused: -pg -pi -pm -ps -pf -pp (README: \"llm.c's flags here\")\n");
+            snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " %s %s,",
+                     LLMC_OFF[i].name, LLMC_OFF[i].accepted);
+    snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " -pn <processes>; refused: "
+             "-pg -pi -pm -ps -pf -pp (README: \"llm.c's flags here\"). -h md: README's table of the flags.");
+    print_wrapped(f, accepted);
 }
 
 // the flag named s in a table of n, or NULL
@@ -324,7 +416,13 @@ Options parse_args(int argc, char** argv) {
     char unknown[1024] = "", refused[2048] = "";
     for (int i = 1; i < argc; i++) {  // help first: -h alone (not llm.c's -h 0) or --help, anywhere
         if (strcmp(argv[i], "--help") == 0 || (strcmp(argv[i], "-h") == 0 && (i + 1 >= argc ||
-                                               !is_integer(argv[i + 1])))) { print_usage(stdout); exit(0); }
+                                               !is_integer(argv[i + 1])))) {
+            Options d = default_options();
+            if (i + 1 < argc && strcmp(argv[i + 1], "md") == 0)  // README's table
+                print_flag_markdown(stdout, FLAGS, NUM_FLAGS, &d);
+            else print_usage(stdout);
+            exit(0);
+        }
     }
     for (int i = 1; i < argc; i++) {  // unknown and refused flags: all of them, in one line
         const Flag* fl = find_flag(FLAGS, NUM_FLAGS, argv[i]);
@@ -347,6 +445,7 @@ Options parse_args(int argc, char** argv) {
         const Flag* fl = find_flag(FLAGS, NUM_FLAGS, argv[i]);
         if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
         if (!fl) { i++; continue; }  // llm.c's, accepted above
+        o.given |= 1ULL << (fl - FLAGS);
         parse_flag_value(fl, &o, argv[++i]);
     }
     RangeCheck checks[] = {  // ranges: one line naming the flag
@@ -365,8 +464,12 @@ Options parse_args(int argc, char** argv) {
         {o.force_vocab != 0 && o.force_vocab != 1, "-fv must be 0 or 1"},
         {o.resume && o.overwrite, "-y 1 resumes the run in -o, -ow 1 replaces it: give one of them"},
         {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
-        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
+        {o.attention_map[0] && !o.prompt[0], "-am draws the attention maps of a prompt: give one with -pr"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
+    if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
+    if (!flag_given(&o, "-j")) o.val_path = find_default_path(o.val_path, 0);
+    if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);
     long long micro = (long long)o.B * o.T * dist.size;  // tokens of one forward and backward
     if (o.total_batch > 0 && o.total_batch % micro && (print_usage_to = NULL, 1))
         usage_error("-d %d must be a multiple of B*T%s = %lld", o.total_batch,
@@ -409,11 +512,26 @@ static void apply_variant_flags(const Options* o, int* settings[5], int fresh, c
                     channels / heads);
 }
 
+// A loaded model (-e, or -y 1) has its own shape: -nl -nh -nc -mt given on the command
+// line must agree with it (so that the command that started a run resumes it), or the run
+// is refused, as a block variant's flag is (apply_variant_flags). layers..max_seq_len: the model's.
+static void check_shape_given(const Options* o, const char* source, int layers, int heads, int channels,
+                              int max_seq_len) {
+    const char* flags[4] = {"-nl", "-nh", "-nc", "-mt"};
+    const char* what[4] = {"L", "NH", "C", "maxT"};  // as the line "model: L=4 NH=4 C=128 maxT=64" names them
+    int given[4] = {o->layers, o->heads, o->channels, o->max_seq_len ? o->max_seq_len : o->T};
+    int model[4] = {layers, heads, channels, max_seq_len};
+    for (int i = 0; i < 4; i++)
+        if (flag_given(o, flags[i]) && given[i] != model[i])
+            usage_error("%s %d: the model in '%s' has %s=%d; its shape is its own (leave %s out, or start a "
+                        "fresh model)", flags[i], given[i], source, what[i], model[i], flags[i]);
+}
+
 // the model's block variants (nothing for GPT-2), and the warning of -causal 0 (mask 1)
 static void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int act, int mask) {
     if (!gpt2)
-        printf("block: %d key/value heads, positions %s, %s-LN, %s, %s attention\n", kv_heads,
-               VARIANT_WORDS[0][pos], VARIANT_WORDS[1][ln], VARIANT_WORDS[2][act],
+        printf("block: %d key/value head%s, positions %s, %s-LN, %s, %s attention\n", kv_heads,
+               kv_heads == 1 ? "" : "s", VARIANT_WORDS[0][pos], VARIANT_WORDS[1][ln], VARIANT_WORDS[2][act],
                mask ? "unmasked" : "causal");
     if (mask)
         printf("warning: -causal 0: without the mask each position reads the token it must predict; the "
@@ -423,10 +541,10 @@ static void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int ac
 // the first lines of a training run: its settings and its data (val NULL: no validation)
 static void print_training_settings(const Options* o, int threads, const DataLoader* train,
                                     const DataLoader* val, int val_batches) {
-    printf("training: B=%d T=%d, %d steps, lr %g (warmup %d, %s to %g), weight decay %g, clip %g, "
-           "dropout %g, -prec %s, %d thread%s\n", o->B, o->T, o->max_steps, o->lr, o->warmup,
-           o->schedule_word, o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout, o->precision,
-           threads, threads == 1 ? "" : "s");
+    printf("training: B=%d T=%d, %d step%s, lr %g (warmup %d, %s to %g), weight decay %g, clip %g, "
+           "dropout %g, -prec %s, %d thread%s\n", o->B, o->T, o->max_steps, o->max_steps == 1 ? "" : "s",
+           o->lr, o->warmup, o->schedule_word, o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout,
+           o->precision, threads, threads == 1 ? "" : "s");
     printf("data: %s (%zu tokens", o->train_path, train->total_tokens);
     if (train->num_shards > 1) printf(" in %d shards", train->num_shards);
     printf("), ");
@@ -442,10 +560,15 @@ static void print_training_settings(const Options* o, int threads, const DataLoa
                o->total_batch, o->grad_accum, o->B * o->T * dist.size);
 }
 
+// -x 0 without -g: the validation loss alone
+static inline void print_evaluation(const Options* o, float val_loss, int batches) {
+    printf("val loss %.4f (%d batch%s of %dx%d)\n", val_loss, batches, batches == 1 ? "" : "es", o->B, o->T);
+}
+
 // the last line of a training run (val_loss NaN: no validation; checkpoint "": none)
 static void print_training_done(const Options* o, int steps, double seconds_per_step, float val_loss,
                                 const char* checkpoint) {
-    printf("done: %d steps, %.1f ms/step (%.0f tok/s)", steps, 1e3 * seconds_per_step,
+    printf("done: %d step%s, %.1f ms/step (%.0f tok/s)", steps, steps == 1 ? "" : "s", 1e3 * seconds_per_step,
            (double)o->B * dist.size * o->T * o->grad_accum / seconds_per_step);
     if (dist.allreduce_calls > 0) {
         double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;

@@ -78,7 +78,8 @@ static inline void dist_agree(const char* line, int status) {
         char who[64] = "";
         if (first != 0) snprintf(who, sizeof who, "process %d of %d: ", first, dist.size);
         fprintf(stderr, "%s: error: %s%s\n", error_program, who, text);
-        if (worst == EXIT_USAGE && print_usage_to) print_usage_to(stderr);
+        if (worst == EXIT_USAGE && print_usage_to)
+            fprintf(stderr, "%s: run with -h for the flags\n", error_program);
     }
     MPI_Finalize();
     exit(worst);
@@ -88,7 +89,7 @@ static inline void dist_agree(const char* line, int status) {
 static inline void dist_exit(const char* line, int status, int together) {
     if (!dist.training) dist_agree(line, status);
     if (together) {  // every process is here: one line, and a clean end once all arrive
-        if (dist.rank == 0) fprintf(stderr, "%s: error: %s\n", error_program, line);
+        if (dist.rank == 0) fprintf(stderr, "%s: %s%s\n", error_program, fail_label, line);
         MPI_Finalize();
         exit(status);
     }

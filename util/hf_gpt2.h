@@ -272,10 +272,11 @@ void gpt2_build_from_file(GPT2* model, const char* path) {
 // Hugging Face's GPT-2 is this program's GPT-2 without block variants
 static void hf_check_representable(GPT2Config c, const char* what) {
     if (!is_gpt2(c))
-        die("%s: Hugging Face's GPT-2 cannot hold this model (%d key/value heads of %d, positions %s, %s-LN, "
-            "%s, %s attention): it has as many key/value heads as heads, learned positions, pre-LN, GELU, "
-            "causal attention", what, c.num_kv_heads, c.num_heads, VARIANT_WORDS[0][c.pos_encoding],
-            VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation], c.mask ? "unmasked" : "causal");
+        die("%s: Hugging Face's GPT-2 cannot hold this model (%d key/value head%s of %d, positions %s, "
+            "%s-LN, %s, %s attention): it has as many key/value heads as heads, learned positions, pre-LN, "
+            "GELU, causal attention", what, c.num_kv_heads, c.num_kv_heads == 1 ? "" : "s", c.num_heads,
+            VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
+            c.mask ? "unmasked" : "causal");
 }
 
 static void hf_write_config(const GPT2Config c, const char* path) {

@@ -1,10 +1,13 @@
 /*
 util/io.h: errors and checked I/O. Plumbing: a reader of the model may skip it.
 
-Every failure is one clear line naming the file, flag or source line, then a non-zero
-exit (EXIT_BAD_INPUT for bad files and failures, EXIT_USAGE for bad flags): never a
-crash. Writes go to a temporary file that is flushed and renamed over the target, so a
-crash leaves the old file or the new one, never half of one.
+Every failure is one clear line naming the file or flag, then a non-zero exit
+(EXIT_BAD_INPUT for bad files and failures, EXIT_USAGE for bad flags): never a crash.
+No line names a source file: every check here guards the user's input (flags, files,
+memory for the shape asked for), and a user cannot act on "[util/io.h:98]"; the tests
+(make test, tests/newcomer.sh) check that no message carries one. Writes go to a
+temporary file that is flushed and renamed over the target, so a crash leaves the old
+file or the new one, never half of one.
 */
 #ifndef UTIL_IO_H
 #define UTIL_IO_H
@@ -43,12 +46,16 @@ static inline void atomic_undo(void) {
     atomic_group_size = 0;
 }
 
-// print_usage_to: the program's usage, printed after a bad flag's line (set by the program
-// that parses flags). dist_exit_hook: set by util/dist.h when several processes train
-// together; it says the line once for all of them and ends them all (together: every
-// process meets this error at the same step, as a stop they agreed on).
+// print_usage_to: the program's usage (set by the program that parses flags); a bad
+// flag's line is followed by one line saying where the usage is (-h), not by the usage,
+// which would scroll the line itself off a small terminal. dist_exit_hook: set by
+// util/dist.h when several processes train together; it says the line once for all of
+// them and ends them all (together: every process meets this error at the same step, as
+// a stop they agreed on).
 static void (*print_usage_to)(FILE*);
 static void (*dist_exit_hook)(const char* line, int status, int together);
+// "error: " before a failure's line; "" before a stop the user asked for (Ctrl-C)
+static const char* fail_label = "error: ";
 
 // "train_gpt2: error: " and the message, one line on stderr, then exit with status
 static inline void fail(int status, int together, const char* fmt, va_list ap) {
@@ -56,8 +63,9 @@ static inline void fail(int status, int together, const char* fmt, va_list ap) {
     vsnprintf(line, sizeof line, fmt, ap);
     atomic_undo();
     if (dist_exit_hook) dist_exit_hook(line, status, together);
-    fprintf(stderr, "%s: error: %s\n", error_program, line);
-    if (status == EXIT_USAGE && print_usage_to) print_usage_to(stderr);
+    fprintf(stderr, "%s: %s%s\n", error_program, fail_label, line);
+    if (status == EXIT_USAGE && print_usage_to)
+        fprintf(stderr, "%s: run with -h for the flags\n", error_program);
     exit(status);
 }
 
@@ -76,29 +84,38 @@ static inline void die_together(const char* fmt, ...) {
     fail(EXIT_BAD_INPUT, 1, fmt, ap);
 }
 
-// a bad flag: the error line, then the program's usage, exit status EXIT_USAGE
+// a stop the user asked for (Ctrl-C, SIGTERM), reached by every process together: its
+// line without "error:", exit status 1 all the same (a script sees the run unfinished)
+static inline void stop_together(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail_label = "";
+    fail(EXIT_BAD_INPUT, 1, fmt, ap);
+}
+
+// a bad flag: the error line, then "run with -h for the flags", exit status EXIT_USAGE
 static inline void usage_error(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fail(EXIT_USAGE, 0, fmt, ap);
 }
 
-// fopen/fread/malloc that name the file (and the source line) when they fail
+// fopen/fread/malloc that name the file (or the bytes asked for) when they fail
 // A directory or a device opened to be read is named as such (it would otherwise look like
 // an empty or truncated file); a pipe is allowed.
-static inline FILE* fopen_check(const char* path, const char* mode, const char* src, int line) {
+static inline FILE* fopen_check(const char* path, const char* mode) {
     struct stat sb;
     int dir = 0, device = 0;
     if (mode[0] == 'r' && stat(path, &sb) == 0) {
         dir = S_ISDIR(sb.st_mode);
         device = S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode);
     }
-    if (dir || device) die("'%s' is a %s, not a file [%s:%d]", path, dir ? "directory" : "device", src, line);
+    if (dir || device) die("'%s' is a %s, not a file", path, dir ? "directory" : "device");
     FILE* f = fopen(path, mode);
-    if (!f) die("cannot open '%s' (%s) [%s:%d]", path, strerror(errno), src, line);
+    if (!f) die("cannot open '%s' (%s)", path, strerror(errno));
     return f;
 }
-#define fopenCheck(path, mode) fopen_check(path, mode, __FILE__, __LINE__)
+#define fopenCheck(path, mode) fopen_check(path, mode)
 
 static inline void fread_check(void* dst, size_t size, size_t count, FILE* f, const char* path,
                                const char* what) {
@@ -110,19 +127,19 @@ static inline void fwrite_check(const void* src, size_t size, size_t count, FILE
     if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
 }
 
-static inline void* malloc_check(size_t size, const char* src, int line) {
+static inline void* malloc_check(size_t size) {
     void* p = malloc(size ? size : 1);
-    if (!p) die("out of memory allocating %zu bytes [%s:%d]", size, src, line);
+    if (!p) die("out of memory allocating %zu bytes", size);
     return p;
 }
-#define mallocCheck(size) malloc_check(size, __FILE__, __LINE__)
+#define mallocCheck(size) malloc_check(size)
 
-static inline void* calloc_check(size_t count, size_t size, const char* src, int line) {
+static inline void* calloc_check(size_t count, size_t size) {
     void* p = calloc(count ? count : 1, size);
-    if (!p) die("out of memory allocating %zu bytes [%s:%d]", count * size, src, line);
+    if (!p) die("out of memory allocating %zu bytes", count * size);
     return p;
 }
-#define callocCheck(count, size) calloc_check(count, size, __FILE__, __LINE__)
+#define callocCheck(count, size) calloc_check(count, size)
 
 // the size of an open file, to check it against what its header promises
 static inline long file_size(FILE* f) {
@@ -185,6 +202,40 @@ static inline void check_output_dir(const char* dir, const char* flag) {
     FILE* f = fopen(probe, "wb");
     if (!f || fclose(f) != 0) die("%s: cannot write in '%s' (%s)", flag, dir, strerror(errno));
     remove(probe);
+}
+
+// A default path (data/..., relative to the repository) that is not in the working
+// directory: the same path under the repository the program was built in (the directory
+// of /proc/self/exe, levels_up above it: 1 for data/prepare), if it is there, so that
+// `~/llm/train_gpt2` works from any directory. Returns path itself otherwise (whose error,
+// if it is needed, names the flag that sets it). The result lives until the program ends.
+static inline const char* find_default_path(const char* path, int levels_up) {
+    static char found[4][4096];
+    static int used;
+    char exe[4096];
+    struct stat sb;
+    if (path[0] == '/' || stat(path, &sb) == 0 || used == 4) return path;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return path;
+    exe[n] = 0;
+    for (int up = 0; up <= levels_up; up++) {  // the program's file name, then levels_up directories
+        char* slash = strrchr(exe, '/');
+        if (!slash) return path;
+        *slash = 0;
+    }
+    if (snprintf(found[used], sizeof found[used], "%s/%s", exe, path) >= (int)sizeof found[used]) return path;
+    return stat(found[used], &sb) == 0 ? found[used++] : path;
+}
+
+// a file that must exist, set by flag (is_default: flag was not given): one line naming
+// the flag if it does not
+static inline void require_file(const char* path, const char* flag, int is_default) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) return;
+    if (is_default)
+        die("%s: the default '%s' is not here nor beside the program (run make, which prepares it, or "
+            "set %s)", flag, path, flag);
+    die("%s '%s': %s", flag, path, strerror(errno));
 }
 
 // Ctrl-C (SIGINT) and SIGTERM, remembered rather than obeyed at once, so that the training

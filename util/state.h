@@ -29,6 +29,7 @@ typedef struct {
     uint64_t seed;        // -sd, -sh and the training file's tokens: with the position, they
     int shuffle;          //   fix the batches to come (version 1 files lack them: 0)
     uint64_t data_tokens;
+    int max_steps;        // -x of the run that wrote it: the schedule's length (0: not recorded)
 } TrainState;
 
 static void put_u64(int32_t* h, int i, uint64_t v) {
@@ -52,6 +53,7 @@ void write_train_state(const char* path, const TrainState* st, const float* m, c
     put_u64(h, 13, st->seed);
     h[15] = st->shuffle;
     put_u64(h, 16, st->data_tokens);
+    h[18] = st->max_steps;  // a slot older readers ignore (zero in older files)
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m, sizeof(float), n, f, tmp);
     fwrite_check(v, sizeof(float), n, f, tmp);
@@ -78,6 +80,7 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
     st->seed = get_u64(h, 13);
     st->shuffle = h[15];
     st->data_tokens = get_u64(h, 16);
+    st->max_steps = h[18];
     fread_check(m, sizeof(float), n, f, path, "AdamW moments");
     fread_check(v, sizeof(float), n, f, path, "AdamW moments");
     fclose(f);

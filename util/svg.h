@@ -351,7 +351,8 @@ static int svg_starts_word(const Tokenizer* tk, int id) {
 
 void print_attention_summary(const char* path, const float* probs, int L, int NH, int T, const int* tokens,
                              const Tokenizer* tk) {
-    printf("attention maps of %d prompt tokens: %s (%d layers x %d heads)\n", T, path, L, NH);
+    printf("attention maps of %d prompt token%s: %s (%d layer%s x %d head%s)\n", T, T == 1 ? "" : "s", path,
+           L, L == 1 ? "" : "s", NH, NH == 1 ? "" : "s");
     int newline = -1;
     for (int t = 0; t < T && newline < 0; t++)
         if (tk && tk->token_length[tokens[t]] == 1 && tk->token_table[tokens[t]][0] == '\n') newline = t;
