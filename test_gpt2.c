@@ -2254,6 +2254,7 @@ static void test_bpe(void) {
 
 #include "tests/errata_checks.h"
 #include "tests/bf16_checks.h"
+#include "tests/gen_bf16_checks.h"
 #include "tests/hf_checks.h"
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
@@ -2315,6 +2316,7 @@ int main(int argc, char** argv) {
         test_errata_variants();
         test_errata_articles();
         test_bf16(dir);
+        test_gen_bf16(dir);
         test_hf(dir);
         test_bpe();
     }
