@@ -16,9 +16,10 @@ the sums are float32, in the order of matvec_forward (fast/rows.h): 4 rows at a 
 partial sums per row. The result is the float32 product of the rounded weights; the only
 error against the float32 model is the weights' rounding (relative 2^-9 each).
 
-Plain twin: matvec_bf16_plain, the same sums with fmaf in C; test_gpt2.c checks the
-AVX-512 kernel against it bit for bit, and both against matvec_forward on the rounded
-weights.
+Plain twin: matvec_bf16_rows_plain, the same sums in C with fmaf (one rounding per
+multiply-add, as the kernel's FMA); test_gpt2.c checks the AVX-512 kernel against it bit
+for bit, and both against matvec_forward on the rounded weights: bit for bit where the
+build has FMA (the Makefile's -ffp-contract=fast fuses matvec_forward's sums too).
 */
 #ifndef FAST_MATVEC_BF16_H
 #define FAST_MATVEC_BF16_H
