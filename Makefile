@@ -60,7 +60,7 @@ all: train_gpt2 test_gpt2 train_seq2seq test_seq2seq $(DATA) data/make_pairs $(R
 train_gpt2: $(SRC) .mpi-$(MPI)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
-test_gpt2: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/hf_checks.h $(SRC)
+test_gpt2: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h $(SRC)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
 # the encoder-decoder (article 003), a second program built on train_gpt2.c's layers

@@ -2277,6 +2277,7 @@ static void test_bpe(void) {
 
 #include "tests/errata_checks.h"
 #include "tests/bf16_checks.h"
+#include "tests/gen_bf16_checks.h"
 #include "tests/hf_checks.h"
 // util/svg.h's svg_escape: every text in a picture is well-formed XML whatever its bytes (the five
 // XML specials, a character split between BPE tokens, control characters, invalid UTF-8)
@@ -2362,6 +2363,7 @@ int main(int argc, char** argv) {
         test_errata_articles();
         test_errata_reread();
         test_bf16(dir);
+        test_gen_bf16(dir);
         test_hf(dir);
         test_bpe();
         test_svg_escape();

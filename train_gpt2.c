@@ -53,6 +53,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "fast/rows.h"        // add_weighted_rows, matvec_forward, row_max
 #include "fast/gemm.h"        // sgemm, and matmul_AB / matmul_ABt / matmul_AtB
 #include "fast/matmul.h"      // matmul_forward / matmul_backward (plain twins below)
+#include "fast/matvec_bf16.h" // WeightsBF16, matvec_token: generation from bf16 weights (-prec bf16)
 
 // ----------------------------------------------------------------------------
 // dropout masks: a hash of (seed, step, layer, site, element index)
@@ -1433,6 +1434,7 @@ typedef struct {
     float mean, rstd;// layernorm statistics (written by layernorm_forward, not needed)
     int* tokens;     // (maxT) the tokens whose keys and values are cached
     int pos;         // positions cached so far = position of the next token
+    WeightsBF16 bf16;// -prec bf16: the weights the products read, rounded once (fast/matvec_bf16.h)
 } KVCache;
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
@@ -1446,11 +1448,11 @@ void kvcache_init(KVCache* kv, GPT2Config c) {
     size_t sizes[] = {C, C, qkv_channels(c), C, C, 4 * C, c.num_heads * maxT, c.padded_vocab_size}, n = 8;
     kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
     kv->tokens = mallocCheck(maxT * sizeof(int));
-    kv->pos = 0;
+    kv->pos = 0, kv->bf16 = (WeightsBF16){0};
 }
 
 void kvcache_free(KVCache* kv) {
-    free(kv->keys); free(kv->values); free(kv->buffers); free(kv->tokens);
+    free(kv->keys); free(kv->values); free(kv->buffers); free(kv->tokens); weights_bf16_free(&kv->bf16);
 }
 
 // attention of the newest position (pos) against the cached keys/values of layer l
@@ -1507,7 +1509,7 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
         float* keys = kv->keys + (size_t)l * maxT * NKV * hs;
         float* values = kv->values + (size_t)l * maxT * NKV * hs;
         if (!post) layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);
-        matvec_forward(kv->qkv, post ? kv->x : kv->ln, w.qkvw, w.qkvb, C, C3);
+        matvec_token(&kv->bf16, kv->qkv, post ? kv->x : kv->ln, w.qkvw, w.qkvb, C, C3);
         if (c.pos_encoding == POS_ROPE)  // at the absolute position: the same angles as in training
             rope_forward(kv->qkv, model->rope_angles, 1, 1, C3, NH + NKV, hs, pos);
         for (int h = 0; h < NKV; h++) {                                      // cache K and V
@@ -1516,19 +1518,19 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
             memcpy(values + slot, kv->qkv + C + (NKV + h) * hs, hs * sizeof(float));
         }
         attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C, NH, NKV, maxT);
-        matvec_forward(kv->proj, kv->atty, w.attprojw, w.attprojb, C, C);
+        matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, w.attprojb, C, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
-        matvec_forward(kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, 4 * C);
+        matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, 4 * C);
         if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, 4 * C);
         else gelu_forward(kv->fch, kv->fch, 4 * C);
-        matvec_forward(kv->proj, kv->fch, w.fcprojw, w.fcprojb, 4 * C, C);
+        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, w.fcprojb, 4 * C, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
     }
     layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, p->lnfw, p->lnfb, 1, C);
-    matvec_forward(kv->logits, kv->ln, p->wte, NULL, C, c.vocab_size);  // padded rows are never used
+    matvec_token(&kv->bf16, kv->logits, kv->ln, p->wte, NULL, C, c.vocab_size);  // padded rows: unused
     kv->tokens[pos] = token;
     kv->pos++;
     return kv->logits;
@@ -1545,6 +1547,7 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
              const int* prompt, int prompt_len, int n, int slide, FILE* out) {
     int maxT = model->config.max_seq_len, keep = maxT / 2 > 0 ? maxT / 2 : 1, slides = 0, generated = 0;
     kv->pos = 0;
+    weights_bf16_sync(&kv->bf16, model->params_memory, model->num_parameters);  // -prec bf16: the copy
     for (int i = 0; i < prompt_len; i++)
         print_token(tk, prompt[i], out);
     for (int i = 0; i < prompt_len - 1; i++)

@@ -634,6 +634,62 @@ static void bench_gen_gqa(GPT2Config c, const int* tokens, int n) {
     }
 }
 
+// -prec bf16: the same model generating from its bf16 copy (fast/matvec_bf16.h) against the
+// float32 weights, n tokens each from position 0, the best of 3 rounds alternating between
+// the two, so that a slow period of the machine hits both; and the largest logit difference
+static void bench_gen_bf16(GPT2* model, const int* tokens, int n) {
+    GPT2Config c = model->config;
+    KVCache kv[2];  // 0: float32, 1: bf16
+    double best[2] = {1e30, 1e30};
+    float maxdiff = 0.0f, largest = 0.0f;
+    float* logits32 = mallocCheck((size_t)n * c.vocab_size * sizeof(float));
+    for (int p = 0; p < 2; p++) {
+        kvcache_init(&kv[p], c);
+        gemm_precision = p ? GEMM_BF16 : GEMM_FP32;
+        weights_bf16_sync(&kv[p].bf16, model->params_memory, model->num_parameters);
+    }
+    gemm_precision = GEMM_FP32;
+    for (int round = 0; round < 3; round++)
+        for (int p = 0; p < 2; p++) {
+            kv[p].pos = 0;
+            gpt2_forward_token(model, &kv[p], tokens[0]);  // warm-up
+            kv[p].pos = 0;
+            double t0 = now_seconds();
+            for (int t = 0; t < n; t++) {
+                const float* l = gpt2_forward_token(model, &kv[p], tokens[t]);
+                if (round == 0 && p == 0)
+                    memcpy(logits32 + (size_t)t * c.vocab_size, l, c.vocab_size * sizeof(float));
+                if (round == 0 && p == 1)
+                    for (int v = 0; v < c.vocab_size; v++) {
+                        float ref = logits32[(size_t)t * c.vocab_size + v], d = fabsf(l[v] - ref);
+                        if (!(d <= maxdiff)) maxdiff = d;
+                        if (fabsf(ref) > largest) largest = fabsf(ref);
+                    }
+            }
+            double dt = now_seconds() - t0;
+            if (dt < best[p]) best[p] = dt;
+        }
+    // bytes per token: the weights (without wte's padding rows) in 4 or 2 bytes, the cache in float32
+    double params = (double)model->num_parameters - (double)(c.padded_vocab_size - c.vocab_size) * c.channels;
+    double kvbytes = 0.0;
+    for (int pos = 0; pos < n; pos++)
+        kvbytes += 2.0 * c.num_layers * (pos + 1) * c.channels * 4.0 / n;
+    printf("-prec bf16 generation (weights read in bf16), %d tokens each, best of 3 alternating rounds:\n"
+           "  float32 %.1f tokens/s (%.1f MB per token), bf16 %.1f tokens/s (%.1f MB per token): %.2fx;\n"
+           "  logits max |bf16 - float32| %.2e (largest |logit| %.2f)\n", n, n / best[0],
+           (4 * params + kvbytes) / 1e6, n / best[1], (2 * params + kvbytes) / 1e6, best[0] / best[1], maxdiff,
+           largest);
+    result("gen_bf16", "tokens", n);
+    result("gen_bf16", "fp32_tok_s", n / best[0]);
+    result("gen_bf16", "tok_s", n / best[1]);
+    result("gen_bf16", "fp32_bytes_per_token", 4 * params + kvbytes);
+    result("gen_bf16", "bytes_per_token", 2 * params + kvbytes);
+    result("gen_bf16", "maxdiff", maxdiff);
+    for (int p = 0; p < 2; p++)
+        kvcache_free(&kv[p]);
+    free(logits32);
+}
+
 static void bench_gen(int N, int full) {
     GPT2Config c = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
                     .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
@@ -746,6 +802,7 @@ static void bench_gen(int N, int full) {
     result("gen", "bytes_per_token", weights + kvbytes);
     result("gen", "maxdiff", maxdiff);
     kvcache_free(&kv);
+    bench_gen_bf16(&model, tokens, N / 2 > 16 ? N / 2 : N);
     gpt2_free(&model);
     bench_gen_gqa(c, tokens, N / 4 > 16 ? N / 4 : N);
     free(tokens); free(kv_logits); free(tl);
@@ -860,6 +917,21 @@ static void bench_summary(const char* path) {
         }
     }
 
+    if (have("gen_bf16.tok_s")) {
+        double r = get("gen_bf16.tok_s") / get("gen_bf16.fp32_tok_s"), bw = get("copy_gbs");
+        printf("\n-prec bf16 generation (%.0f tokens): %.1f tokens/s against float32's %.1f (%.2fx), "
+               "logits max |diff| %.2e\n", get("gen_bf16.tokens"), get("gen_bf16.tok_s"),
+               get("gen_bf16.fp32_tok_s"), r, get("gen_bf16.maxdiff"));
+        if (have("copy_gbs"))
+            printf("  bandwidth bounds at %.1f GB/s (memcpy): float32 %.1f MB per token = %.1f tokens/s "
+                   "(reached %.0f%%), bf16 %.1f MB = %.1f tokens/s (reached %.0f%%)\n", bw,
+                   get("gen_bf16.fp32_bytes_per_token") / 1e6,
+                   bw * 1e9 / get("gen_bf16.fp32_bytes_per_token"),
+                   100 * get("gen_bf16.fp32_tok_s") * get("gen_bf16.fp32_bytes_per_token") / (bw * 1e9),
+                   get("gen_bf16.bytes_per_token") / 1e6, bw * 1e9 / get("gen_bf16.bytes_per_token"),
+                   100 * get("gen_bf16.tok_s") * get("gen_bf16.bytes_per_token") / (bw * 1e9));
+    }
+
     printf("\ntargets (printed, not enforced):\n");
     double ms124 = get("124m.ms"), msdef = get("default.ms"), sp = get("gen.speedup");
     double frac = get("124m.gflops") / peak;
@@ -883,6 +955,10 @@ static void bench_summary(const char* path) {
     else printf("  [ ] bit-identical runs: not measured\n");
     if (have("gen.speedup")) printf("  %s KV-cache speedup >= 20x: %.1fx\n", mark(sp >= 20), sp);
     else printf("  [ ] KV-cache speedup >= 20x: not measured\n");
+    double gr = get("gen_bf16.tok_s") / get("gen_bf16.fp32_tok_s");
+    if (have("gen_bf16.tok_s"))
+        printf("  %s bf16 generation >= 1.7x float32's tokens/s: %.2fx\n", mark(gr >= 1.7), gr);
+    else printf("  [ ] bf16 generation >= 1.7x float32's tokens/s: not measured\n");
 }
 
 // ----------------------------------------------------------------------------
