@@ -723,6 +723,7 @@ __attribute__((unused)) static const char* const PARAMETER_NAMES[NUM_PARAMETER_T
 
 // AdamW decays the matrices (embeddings and matmul weights), not biases or layernorm
 static const int PARAMETER_DECAYS[NUM_PARAMETER_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+static const int LAYER_TENSORS[2] = {2, 14};  // ln1w .. fcprojb: (L, ...), one slice per layer
 
 static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     size_t Vp = cfg.padded_vocab_size, C = cfg.channels, maxT = cfg.max_seq_len, L = cfg.num_layers;
@@ -1265,6 +1266,7 @@ void gpt2_backward(GPT2* model) {
     // the loss is the mean over B*T positions, so each position's loss has weight 1/(B*T);
     // over the B*T*n positions of n accumulated micro-batches, 1/(B*T*n)
     int n = model->grad_accum > 1 ? model->grad_accum : 1;
+    dist_backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS, LAYER_TENSORS, L, n);
     for (int i = 0; i < BT; i++)
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
@@ -1274,8 +1276,10 @@ void gpt2_backward(GPT2* model) {
     const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
-    for (int l = L - 1; l >= 0; l--)
+    for (int l = L - 1; l >= 0; l--) {
         block_backward(model, l, B, T);
+        dist_layer_done(l);  // N processes: its gradients are final; their sum starts (util/dist.h)
+    }
     // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
@@ -1385,7 +1389,7 @@ typedef struct {
 // processes, their global norm, clipping, and AdamW at the scheduled learning rate.
 // A non-finite norm leaves the weights untouched (the trainer stops).
 StepStats gpt2_update_step(GPT2* model, int step, const AdamWConfig* opt) {
-    dist_average_gradients(model->grads_memory, model->num_parameters);  // N processes: the mean
+    dist_gradients_finish(model->grads_memory, model->num_parameters);  // N processes: the mean
     StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
     s.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);

@@ -8,7 +8,9 @@
 #   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
 #   7. our GPT-2 encoder (data/prepare) against tiktoken, MB/s
 #   9. (when train_gpt2 is built with Open MPI) 1 process x all threads against N processes x
-#      1 thread, the same global batch, default and 124M shapes, and the all-reduce's time
+#      1 thread, the same global batch, default and 124M shapes (B=4 per process), the
+#      all-reduce's time hidden behind the backward pass and exposed after it, and the sweep
+#      of all-reduce piece sizes that chose util/dist.h's bucket size (bench/allreduce_sweep.c)
 #  10. -prec bf16 against fp32, both shapes, alternating rounds in this run: ratios
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
 # exit status is non-zero only if a part crashed. Takes 4-5 minutes on 2 cores. bench/README.md
@@ -202,8 +204,10 @@ ab_against_base() {
 
 # part 9: data parallelism (util/dist.h). The same global batch on 1 process with all the
 # threads and on N processes (one per CPU) of one thread each; train_gpt2's own step time
-# (the mean after the first step) and its all-reduce time per step. The 124M shape uses
-# GPT-2's tokenizer (V = 50257), on Tiny Shakespeare encoded with it.
+# (the mean after the first step) and its all-reduce time per step, hidden behind the
+# backward pass (buckets) and exposed after it. The 124M shape (B=4 per process, as in issue
+# 27) uses GPT-2's tokenizer (V = 50257), on Tiny Shakespeare encoded with it. Then the
+# sweep of piece sizes for the 124M gradient (bench/allreduce_sweep.c, 3 rounds).
 mpi_scaling() {
     section "9. data parallelism over MPI: 1 process x $(nproc) threads vs $(nproc) processes x 1 thread"
     if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 | grep -q libmpi; then
@@ -219,7 +223,7 @@ mpi_scaling() {
     for shape in default 124m; do
         local B=12 x=$((quick ? 3 : 40)) args=(-o "" -g 0 -j "" -t 64)
         if [ $shape = 124m ]; then
-            B=4; x=$((quick ? 2 : 12))
+            B=$((4 * n)); x=$((quick ? 2 : 12))
             args+=(-e d12 -tok data/gpt2_tokenizer.bin -i "$OUT/ts_gpt2_train.bin")
         fi
         [ $((B % n)) -eq 0 ] || { echo "$shape: B=$B is not divisible by $n processes; skipped"; continue; }
@@ -233,9 +237,20 @@ mpi_scaling() {
         a=$(echo "$one" | grep -oP '[0-9.]+(?= ms/step)'); b=$(echo "$many" | grep -oP '^done: [0-9]+ steps, \K[0-9.]+')
         [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v s="$shape" \
             'BEGIN { printf "  %s: step time, processes / threads: %.3f\n", s, b / a }'
+        local e h
+        e=$(echo "$many" | grep -oP 'exposed \(\K[0-9.]+(?=%)'); h=$(echo "$many" | grep -oP '[0-9.]+(?= ms/step hidden)')
+        [ -n "$e" ] && echo "  $shape: all-reduce exposed $e% of the step, $h ms/step hidden behind the backward pass"
         [ -z "$one" ] || [ -z "$many" ] && crashed=1
     done
     rm -f "$OUT"/ts_gpt2_*.bin
+    if mpicc -O2 -o bench/allreduce_sweep bench/allreduce_sweep.c 2> "$OUT/sweep_build.log"; then
+        echo "all-reduce of the 124M gradient by piece size ($n processes; util/dist.h's buckets: $(grep -oP \
+              'define DIST_BUCKET_BYTES \K.*' util/dist.h) bytes):"
+        env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q --oversubscribe -np "$n" \
+            bench/allreduce_sweep $((quick ? 1048576 : 124475904)) $((quick ? 1 : 3)) | sed 's/^/  /' || crashed=1
+    else
+        echo "!! could not build bench/allreduce_sweep: $(head -n 3 "$OUT/sweep_build.log")"; crashed=1
+    fi
 }
 
 # part 10: the training step with bf16 matmul operands (-prec bf16, fast/bf16.h) against

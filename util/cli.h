@@ -570,9 +570,13 @@ static void print_training_done(const Options* o, int steps, double seconds_per_
                                 const char* checkpoint) {
     printf("done: %d step%s, %.1f ms/step (%.0f tok/s)", steps, steps == 1 ? "" : "s", 1e3 * seconds_per_step,
            (double)o->B * dist.size * o->T * o->grad_accum / seconds_per_step);
-    if (dist.allreduce_calls > 0) {
+    if (dist.allreduce_calls > 0) {  // exposed: waited for after the backward pass; hidden: behind it
         double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;
-        printf(", all-reduce %.2f ms/step (%.1f%%)", ms, ms / (10 * seconds_per_step));
+        printf(", all-reduce %.2f ms/step exposed (%.1f%%)", ms, ms / (10 * seconds_per_step));
+        if (dist.buckets)
+            printf(" + %.2f ms/step hidden behind the backward pass (buckets of %zu KiB)",
+                   1e3 * dist.hidden_seconds / dist.allreduce_calls, DIST_BUCKET_BYTES >> 10);
+        else printf(", blocking (DIST_BLOCKING=1)");
     }
     if (!isnan(val_loss)) printf(", final val loss %.4f", val_loss);
     if (checkpoint[0]) printf(", checkpoint %s", checkpoint);

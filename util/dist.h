@@ -6,8 +6,9 @@ Data parallelism is three ideas, one function each:
   rows (dist_rows). All processes walk the same global order of batches (same seed, same
   loader), so they agree on the data positions by construction, and a resume needs only
   the one position the state file already records;
-- each computes the gradients of its rows' mean loss; dist_average_gradients averages
-  them with one MPI_Allreduce over the whole gradient buffer. The mean of N means over
+- each computes the gradients of its rows' mean loss, and they are summed over the
+  processes and scaled by 1/N: in buckets while the backward pass runs (the section
+  "buckets" below), or with dist_average_gradients after it. The mean of N means over
   equal numbers of rows is the global batch's mean: every process now holds the
   gradients of the global batch, bit for bit the same, so each computes the same norm,
   clips the same way and makes the same AdamW update;
@@ -30,16 +31,23 @@ mpirun, these functions are those of a single process: N = 1, no communication.
 #include "io.h"
 #ifdef USE_MPI
 #include <mpi.h>
+#include <pthread.h>
+#include <time.h>
 #endif
+
+// the largest piece of the gradients one nonblocking all-reduce sums (see "buckets" below)
+#define DIST_BUCKET_BYTES ((size_t)1 << 20)
 
 typedef struct {
     int rank;                  // this process, 0..size-1; process 0 prints and writes
     int size;                  // N, the number of processes
     int training;              // setup is over: errors end the job without asking the others
-    double allreduce_seconds;  // time spent averaging gradients, and in how many calls
-    long allreduce_calls;
+    double allreduce_seconds;  // time spent waiting for the gradients' mean after the backward
+    long allreduce_calls;      // pass (exposed), and in how many steps
+    double hidden_seconds;     // time the buckets were in flight while the backward pass ran
+    int buckets;               // 1: buckets overlapped with the backward; 0: DIST_BLOCKING=1
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0};
 
 // the rows of a global batch (N·B rows of T tokens) that this process computes
 static inline const int* dist_rows(const int* global_batch, int B, int T) {
@@ -100,10 +108,12 @@ static inline void dist_exit(const char* line, int status, int together) {
 
 static inline void dist_init(int* argc, char*** argv) {
     if (!dist_launched()) return;
-    int provided;  // only the main thread calls MPI; OpenMP threads compute between calls
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    int provided;  // the main thread and the progress thread call MPI, never both at once
+    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &dist.size);
+    const char* blocking = getenv("DIST_BLOCKING");  // 1: the reduction after the backward pass
+    dist.buckets = dist.size > 1 && provided >= MPI_THREAD_SERIALIZED && !(blocking && atoi(blocking));
     atexit(dist_finalize);
     dist_exit_hook = dist_exit;
     if (dist.rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence process %d", dist.rank);
@@ -148,6 +158,200 @@ static inline void dist_average_gradients(float* grads, size_t n) {
     dist.allreduce_calls++;
 }
 
+// ---- buckets: the gradients summed while the backward pass runs
+//
+// dist_average_gradients starts after the whole backward pass, and every process then
+// waits for all of it. But the backward pass finishes the last layer's gradients first and
+// the first layer's last: each layer's can travel while the layers below it compute
+// (PyTorch's DistributedDataParallel does this). So:
+// - gpt2_backward calls dist_layer_done(l) when layer l's gradients are final; the slice
+//   of layer l of each per-layer tensor is cut into buckets of at most DIST_BUCKET_BYTES,
+//   one MPI_Iallreduce (sum, in place) each. bench/allreduce_sweep chose the size
+//   (bench/README.md): much larger pieces take a slow path in Open MPI here, and much
+//   smaller ones add up the calls' fixed costs.
+// - dist_gradients_finish, before the gradient norm, queues the rest (the embeddings: wte
+//   is also the output head, written first by the head and last by the encoder; the final
+//   layernorm; any layer not announced) and waits for every bucket.
+// - Open MPI moves a nonblocking collective's bytes only inside MPI calls, and the OpenMP
+//   threads are busy computing. A progress thread therefore polls: it starts the queued
+//   buckets in queue order (every process starts the same collectives in the same order,
+//   as MPI requires), calls MPI_Testsome every DIST_POLL_US while any is in flight (a TCP
+//   link is fed only as fast as the socket buffer drains), sleeps on a condition variable
+//   otherwise, and scales each finished bucket by 1/N. While buckets fly it is the only
+//   thread calling MPI; the main thread calls MPI only once all have landed, so
+//   MPI_THREAD_SERIALIZED suffices (cheaper than MULTIPLE: no locks inside Open MPI).
+// Bits: an element is still one MPI_SUM of the N processes' values, times 1/N. On 2
+// processes a + b = b + a whatever the algorithm, so the bits are the blocking reduction's.
+// On 3 or more the order of the sums depends on the algorithm Open MPI picks for a
+// message's size (buckets are smaller messages than 2^30 floats), so the last bits may
+// differ from the blocking path's; all processes still get the same bits.
+// With -d (accumulation) only the last micro-batch's backward pass reduces.
+// DIST_BLOCKING=1 in the environment forces the blocking path (the tests compare them).
+#define DIST_POLL_US 200
+
+typedef struct {
+    float* at;  // a range of the gradient buffer, final on this process
+    int count;  // at most DIST_BUCKET_BYTES / 4 floats
+} Bucket;
+
+typedef struct {
+    // the gradient buffer: tensors of sizes[k] floats one after the other; those from
+    // layered[0] to layered[1] - 1 hold `layers` slices each, layer-major
+    float* grads;
+    size_t sizes[32];
+    int tensors, layered[2], layers;
+    // the queue: the main thread appends, the progress thread starts and lands, under lock
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake, landed;  // progress thread: buckets queued; main thread: all landed
+    Bucket* queue;                // this step's buckets, in the order they were queued
+    int capacity, queued, started, finished;
+    int micro;                    // backward passes since the last update (-d)
+    int armed;                    // this backward pass is the step's last: reduce as it goes
+    unsigned char* layer_queued;  // (layers) dist_layer_done(l) was called this step
+    int busy;                     // buckets in flight during the backward pass, since busy_since
+    double busy_since, hidden;    // time with buckets in flight during the backward pass
+} DistBuckets;
+static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+                              .landed = PTHREAD_COND_INITIALIZER};
+
+// the progress thread: starts the queued buckets, tests those in flight, scales those landed
+static void* dist_progress(void* unused) {
+    (void)unused;
+    DistBuckets* q = &buckets;
+    int cap = q->capacity, active = 0, *which = mallocCheck((size_t)cap * sizeof(int));
+    MPI_Request* req = mallocCheck((size_t)cap * sizeof *req);
+    Bucket* flying = mallocCheck((size_t)cap * sizeof *flying);
+    float scale = 1.0f / dist.size;
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        if (q->started == q->queued && active == 0) {
+            pthread_cond_wait(&q->wake, &q->lock);
+            continue;
+        }
+        int n = q->queued - q->started;  // the new buckets: copied out, started unlocked
+        memcpy(flying + active, q->queue + q->started, (size_t)n * sizeof *flying);
+        q->started += n;
+        pthread_mutex_unlock(&q->lock);
+        for (int k = active; k < active + n; k++)
+            MPI_Iallreduce(MPI_IN_PLACE, flying[k].at, flying[k].count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                           &req[k]);
+        active += n;
+        int done = 0, kept = 0;
+        MPI_Testsome(active, req, &done, which, MPI_STATUSES_IGNORE);
+        if (done == MPI_UNDEFINED) done = 0;
+        for (int k = 0; k < done; k++)
+            for (int i = 0; i < flying[which[k]].count; i++)
+                flying[which[k]].at[i] *= scale;
+        for (int k = 0; k < active; k++)  // the requests still in flight, in order
+            if (req[k] != MPI_REQUEST_NULL) { req[kept] = req[k]; flying[kept++] = flying[k]; }
+        active = kept;
+        if (active > 0) nanosleep(&(struct timespec){0, DIST_POLL_US * 1000}, NULL);
+        pthread_mutex_lock(&q->lock);
+        q->finished += done;
+        if (done > 0 && q->finished == q->queued) {
+            if (q->busy) q->hidden += now_seconds() - q->busy_since;
+            q->busy = 0;
+            pthread_cond_signal(&q->landed);
+        }
+    }
+    return NULL;
+}
+
+// appends the buckets of n floats at `at` to the queue (the caller holds the lock)
+static void dist_queue(float* at, size_t n) {
+    const size_t most = DIST_BUCKET_BYTES / sizeof(float);
+    for (size_t done = 0; done < n; done += most)
+        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)(n - done < most ? n - done : most)};
+}
+
+// the buckets of layer l (l < 0: of the tensors that are not per layer); the caller holds the lock
+static void dist_queue_layer(int l) {
+    DistBuckets* q = &buckets;
+    size_t offset = 0;
+    for (int k = 0; k < q->tensors; offset += q->sizes[k++]) {
+        int layered = k >= q->layered[0] && k < q->layered[1];
+        size_t slice = layered ? q->sizes[k] / q->layers : q->sizes[k];
+        if (layered == (l >= 0)) dist_queue(q->grads + offset + (layered ? l * slice : 0), slice);
+    }
+    if (l >= 0) q->layer_queued[l] = 1;
+}
+
+// the first backward pass of a run: the buffer's layout, the queue's size, the thread
+static void dist_buckets_build(void) {
+    DistBuckets* q = &buckets;
+    const size_t most = DIST_BUCKET_BYTES / sizeof(float);
+    for (int k = 0; k < q->tensors; k++) {
+        int layered = k >= q->layered[0] && k < q->layered[1];
+        size_t slice = layered ? q->sizes[k] / q->layers : q->sizes[k];
+        q->capacity += (int)((slice + most - 1) / most) * (layered ? q->layers : 1);
+    }
+    q->queue = mallocCheck((size_t)q->capacity * sizeof *q->queue);
+    q->layer_queued = calloc((size_t)q->layers, 1);
+    if (!q->layer_queued || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
+        die("cannot start the all-reduce's progress thread");
+    pthread_detach(q->thread);  // it sleeps between steps, and ends with the process
+}
+
+// gpt2_backward begins: the gradient buffer's layout (tensors of sizes[k] floats; those
+// from layered[0] to layered[1] - 1 are per layer, layer-major), and the number of
+// backward passes (micro-batches) a step sums: the last one reduces as it goes
+static inline void dist_backward_begin(float* grads, const size_t* sizes, int tensors, const int* layered,
+                                       int layers, int micro_batches) {
+    if (dist.size == 1) return;
+    DistBuckets* q = &buckets;
+    if (!q->queue && dist.buckets) {
+        q->grads = grads;
+        if (tensors > 32) die("dist_backward_begin: %d tensors, at most 32", tensors);
+        q->tensors = tensors;
+        q->layered[0] = layered[0];
+        q->layered[1] = layered[1];
+        q->layers = layers;
+        memcpy(q->sizes, sizes, (size_t)tensors * sizeof *sizes);
+        dist_buckets_build();
+    }
+    q->grads = grads;
+    q->armed = dist.buckets && ++q->micro >= micro_batches;
+}
+
+// the backward pass has written layer l's gradients for the last time this step
+static inline void dist_layer_done(int l) {
+    if (dist.size == 1 || !buckets.armed) return;
+    DistBuckets* q = &buckets;
+    pthread_mutex_lock(&q->lock);
+    if (!q->busy) q->busy_since = now_seconds();
+    q->busy = 1;
+    dist_queue_layer(l);
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->lock);
+}
+
+// after the backward pass: the gradients' mean over the processes, all landed
+static inline void dist_gradients_finish(float* grads, size_t n) {
+    if (dist.size == 1) return;
+    DistBuckets* q = &buckets;
+    if (!q->armed) {  // DIST_BLOCKING=1: one reduction after the backward pass
+        dist_average_gradients(grads, n);
+        return;
+    }
+    double t0 = now_seconds();
+    pthread_mutex_lock(&q->lock);
+    if (q->busy) q->hidden += t0 - q->busy_since;  // what flies from now on is exposed
+    q->busy = 0;
+    dist_queue_layer(-1);
+    for (int l = 0; l < q->layers; l++)
+        if (!q->layer_queued[l]) dist_queue_layer(l);
+    pthread_cond_signal(&q->wake);
+    while (q->finished < q->queued) pthread_cond_wait(&q->landed, &q->lock);
+    dist.hidden_seconds += q->hidden;
+    q->hidden = 0.0;
+    q->queued = q->started = q->finished = q->micro = q->armed = 0;
+    memset(q->layer_queued, 0, (size_t)q->layers);
+    pthread_mutex_unlock(&q->lock);
+    dist.allreduce_seconds += now_seconds() - t0;
+    dist.allreduce_calls++;
+}
+
 // the weights of every process must be the same bits: compare a checksum of them
 static inline void dist_check_weights(const float* params, size_t n, int step) {
     if (dist.size == 1) return;
@@ -168,6 +372,12 @@ static inline void dist_setup_done(void) { dist.training = 1; }
 static inline float dist_mean(float x) { return x; }
 static inline int dist_any(int flag) { return flag; }
 static inline void dist_average_gradients(float* grads, size_t n) { (void)grads; (void)n; }
+static inline void dist_backward_begin(float* grads, const size_t* sizes, int tensors, const int* layered,
+                                       int layers, int micro_batches) {
+    (void)grads; (void)sizes; (void)tensors; (void)layered; (void)layers; (void)micro_batches;
+}
+static inline void dist_layer_done(int l) { (void)l; }
+static inline void dist_gradients_finish(float* grads, size_t n) { (void)grads; (void)n; }
 static inline void dist_check_weights(const float* params, size_t n, int step) {
     (void)params; (void)n; (void)step;
 }
