@@ -27,7 +27,12 @@ NA=llmc_a_$$ NB=llmc_b_$$ A=10.77.0.1 B=10.77.0.2
 cleanup() { ip netns del "$NA" 2> /dev/null; ip netns del "$NB" 2> /dev/null; }  # the veth pair goes with them
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-ip netns add "$NA" && ip netns add "$NB" || give_up "cannot create network namespaces (ip netns add; root?)"
+if ! ip netns add "$NA" || ! ip netns add "$NB"; then
+    # a container without CAP_SYS_ADMIN: the simulation cannot be built here, and that is a
+    # property of the machine, not of the program; the one-machine MPI stage still runs
+    echo "SKIP this machine does not allow network namespaces (ip netns add; root?): no two-host simulation"
+    echo "$pass passed, $fail failed"; exit 0
+fi
 ip link add va netns "$NA" type veth peer name vb netns "$NB" || give_up "cannot create a veth pair"
 ip -n "$NA" addr add $A/24 dev va && ip -n "$NB" addr add $B/24 dev vb || give_up "cannot address the veth pair"
 for ns in "$NA" "$NB"; do ip -n "$ns" link set lo up; done
