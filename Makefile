@@ -116,7 +116,7 @@ bench: train_gpt2 data/prepare
 # the pictures of doc/README.md, drawn by the program itself (SVG) from the default run
 PROMPT = "$$(printf 'ROMEO:\nBut soft, what light through yonder window breaks?')"
 pictures: train_gpt2 $(DATA)
-	rm -rf out/pictures
+	rm -rf out/pictures && mkdir -p out
 	./train_gpt2 -o out/pictures | tee out/pictures.log
 	mkdir -p doc/pictures
 	cp out/pictures/model_00002000.bin doc/pictures/model.bin

@@ -38,8 +38,26 @@ else
     bad "'$cmd' in a fresh clone: exit $rc: $(tail -n 3 "$TMP/first.err" "$TMP/first.log")"
 fi
 if grep -qi 'warning' "$TMP/first.err" "$TMP/first.log"; then
-    echo "note: the build printed warnings: $(grep -i -m 2 'warning' "$TMP/first.err" "$TMP/first.log")"
+    bad "the fresh build printed warnings: $(grep -i -m 2 'warning' "$TMP/first.err" "$TMP/first.log")"
+else
+    ok "the fresh build printed no warning"
 fi
+# item 5: the README's other compiler keeps the machine's instructions and OpenMP
+if command -v clang > /dev/null; then
+    line=$(make -n -B CC=clang CFLAGS=-O2 train_gpt2 2> /dev/null | grep -m 1 ' train_gpt2\.c')
+    if [[ " $line " == *" -march=native "* && " $line " == *" -O2 "* && " $line " == *"-fopenmp"* ]]; then
+        ok "make CC=clang CFLAGS=-O2 keeps -march=native and OpenMP"
+    else bad "make CC=clang CFLAGS=-O2: $line"; fi
+fi
+# item 1: the pictures with GPT-2's BPE splitting Chinese and emoji, and a run directory
+# with XML's special characters (checked as XML with every other SVG at the end)
+./train_gpt2 -tok data/gpt2_tokenizer.bin -pr "世界 🎉" -am "$TMP/cjk.svg" > "$TMP/cjk.log" 2>&1
+[ $? -eq 0 ] && [ -s "$TMP/cjk.svg" ] && ok "-am with a Chinese and emoji BPE prompt writes its map" \
+    || bad "-am with a Chinese and emoji BPE prompt: $(tail -n 1 "$TMP/cjk.log")"
+mkdir -p "$TMP/runs"
+./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -v 0 -g 0 -x 2 -o "$TMP/runs/a&b<c" > "$TMP/odd.log" 2>&1
+[ $? -eq 0 ] && [ -s "$TMP/runs/a&b<c/loss.svg" ] && ok "-o 'runs/a&b<c' writes its loss.svg" \
+    || bad "-o 'runs/a&b<c': $(tail -n 1 "$TMP/odd.log")"
 
 # ---- the cases of make test's section "a newcomer's first hour", here in the clone
 source tests/newcomer_tests.sh
