@@ -2,8 +2,9 @@
 tests/gen_bf16_checks.h: generation from bf16 weights (-prec bf16, fast/matvec_bf16.h),
 included by test_gpt2.c.
 - matvec_bf16 (the AVX-512 kernel where IC is a multiple of 16) against its plain twin, bit
-  for bit, and against matvec_forward on the same rounded weights, bit for bit in a build
-  with FMA (-march=native here): the only difference from float32 is the weights' rounding;
+  for bit, and against matvec_forward on the same rounded weights (bit for bit where the
+  compiler fused all of its sums, within matvec_forward's own tolerance in every build): the
+  only difference from float32 is the weights' rounding;
 - the KV cache from the bf16 copy against the float32 KV cache on the reference models:
   the logits within a measured tolerance, never equal (equal would mean the float32 weights
   were read), the same argmax at every position;
@@ -30,16 +31,17 @@ static void test_matvec_bf16(void) {
             matvec_bf16_rows_plain(plain, x, wb, b, IC, o0, OC - o0 < 4 ? OC - o0 : 4);
         matvec_forward(ref, x, w, b, IC, OC);
         int same_plain = memcmp(fast, plain, (OC + 1) * sizeof(float)) == 0;
-#if defined(__FMA__)  // matvec_forward's sums fused into FMAs too (-ffp-contract=fast): the same bits
-        int same_fp32 = memcmp(fast, ref, (OC + 1) * sizeof(float)) == 0;
-#else                 // its sums rounded twice per term: within matvec_forward's own tolerance
+        // against matvec_forward on the same rounded weights: the same bits where the compiler fused
+        // all its multiply-adds (-O3 -ffp-contract=fast does; -O1, as make asan, and -O2's tail loop
+        // do not), and in every build within the tolerance matvec_forward itself is held to (TOL_MATVEC_REL)
         int outside = 0;
-        int same_fp32 = view_error(fast, ref, OC + 1, 0, 1, OC, OC + 1, &outside) <= TOL_MATVEC_REL;
-        same_fp32 &= !outside;
-#endif
-        check(same_plain && same_fp32, "matvec_bf16 IC=%d OC=%d: the same bits as its plain twin (%s), as "
-              "matvec_forward on the rounded weights (%s), sentinel kept", IC, OC, same_plain ? "yes" : "NO",
-              same_fp32 ? "yes" : "NO");
+        float err = view_error(fast, ref, OC + 1, 0, 1, OC, OC + 1, &outside);
+        int bits = memcmp(fast, ref, (OC + 1) * sizeof(float)) == 0;
+        int same_fp32 = err <= TOL_MATVEC_REL && !outside;
+        check(same_plain && same_fp32, "matvec_bf16 IC=%d OC=%d: the same bits as its plain twin (%s); "
+              "against matvec_forward on the rounded weights %s (error %.1e, tolerance %.0e), sentinel %s",
+              IC, OC, same_plain ? "yes" : "NO", bits ? "the same bits" : "other roundings", err,
+              TOL_MATVEC_REL, outside ? "overwritten" : "kept");
         free(x); free(w); free(b); free(wb); free(fast); free(plain); free(ref);
     }
 }
