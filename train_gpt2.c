@@ -1272,6 +1272,7 @@ void gpt2_backward(GPT2* model) {
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
+    dist_head_done(model->grads.wte, Vp, C);  // N processes: wte's rows no batch reads are final
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
@@ -1283,6 +1284,7 @@ void gpt2_backward(GPT2* model) {
     // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
+    dist_embedding_begin();  // N processes: the batch's rows of wte back to this process's values
     encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C);
 }
 
@@ -1677,6 +1679,8 @@ static double train_step(const Options* o, Run* r, int step, double elapsed, dou
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
         save_checkpoint(o, r, step, &before);
     if (o->grad_accum == 1) gpt2_zero_grad(&r->model);
+    size_t last_rows = (size_t)(o->grad_accum - 1) * dist.size * o->B;  // every process's, this pass
+    dist_step_tokens(r->train.inputs + last_rows * o->T, (size_t)dist.size * o->B * o->T);
     gpt2_backward(&r->model);
     StepStats s = gpt2_update_step(&r->model, step, &r->adamw);
     stop_if_not_finite("gradient norm", s.norm, step, r);

@@ -186,12 +186,14 @@ static inline void dist_average_gradients(float* grads, size_t n) {
 // message's size (buckets are smaller messages than 2^30 floats), so the last bits may
 // differ from the blocking path's; all processes still get the same bits.
 // With -d (accumulation) only the last micro-batch's backward pass reduces.
+// wte goes early too ("wte's rows, early" below), so little is left for the end.
 // DIST_BLOCKING=1 in the environment forces the blocking path (the tests compare them).
 #define DIST_POLL_US 200
 
 typedef struct {
     float* at;  // a range of the gradient buffer, final on this process
     int count;  // at most DIST_BUCKET_BYTES / 4 floats
+    int wte;    // 1: a piece of wte queued after the output head (dist_head_done)
 } Bucket;
 
 typedef struct {
@@ -211,6 +213,14 @@ typedef struct {
     unsigned char* layer_queued;  // (layers) dist_layer_done(l) was called this step
     int busy;                     // buckets in flight during the backward pass, since busy_since
     double busy_since, hidden;    // time with buckets in flight during the backward pass
+    // wte's rows, early (dist_head_done): wte is tensor 0, at grads
+    const int* tokens;            // the tokens of every process's rows in this backward pass
+    size_t ntokens;               // (dist_step_tokens); NULL: wte waits for the end
+    int wte_early, wte_pending;   // wte's buckets were queued after the head; not landed yet
+    int wte_C, nrows, *rows;      // the rows the batch reads (embedding), ascending
+    unsigned char* seen;          // (rows of wte) scratch: a row is read by the batch
+    float* kept;                  // (nrows, C) this process's values of those rows
+    size_t kept_cap;
 } DistBuckets;
 static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
                               .landed = PTHREAD_COND_INITIALIZER};
@@ -237,18 +247,22 @@ static void* dist_progress(void* unused) {
             MPI_Iallreduce(MPI_IN_PLACE, flying[k].at, flying[k].count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                            &req[k]);
         active += n;
-        int done = 0, kept = 0;
+        int done = 0, kept = 0, wte_done = 0;
         MPI_Testsome(active, req, &done, which, MPI_STATUSES_IGNORE);
         if (done == MPI_UNDEFINED) done = 0;
-        for (int k = 0; k < done; k++)
+        for (int k = 0; k < done; k++) {
             for (int i = 0; i < flying[which[k]].count; i++)
                 flying[which[k]].at[i] *= scale;
+            wte_done += flying[which[k]].wte;
+        }
         for (int k = 0; k < active; k++)  // the requests still in flight, in order
             if (req[k] != MPI_REQUEST_NULL) { req[kept] = req[k]; flying[kept++] = flying[k]; }
         active = kept;
         if (active > 0) nanosleep(&(struct timespec){0, DIST_POLL_US * 1000}, NULL);
         pthread_mutex_lock(&q->lock);
         q->finished += done;
+        q->wte_pending -= wte_done;
+        if (wte_done > 0 && q->wte_pending == 0) pthread_cond_signal(&q->landed);
         if (done > 0 && q->finished == q->queued) {
             if (q->busy) q->hidden += now_seconds() - q->busy_since;
             q->busy = 0;
@@ -258,11 +272,13 @@ static void* dist_progress(void* unused) {
     return NULL;
 }
 
-// appends the buckets of n floats at `at` to the queue (the caller holds the lock)
-static void dist_queue(float* at, size_t n) {
+// appends the buckets of n floats at `at` to the queue (the caller holds the lock); their number
+static int dist_queue(float* at, size_t n) {
     const size_t most = DIST_BUCKET_BYTES / sizeof(float);
-    for (size_t done = 0; done < n; done += most)
-        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)(n - done < most ? n - done : most)};
+    int count = 0;
+    for (size_t done = 0; done < n; done += most, count++)
+        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)(n - done < most ? n - done : most), 0};
+    return count;
 }
 
 // the buckets of layer l (l < 0: of the tensors that are not per layer); the caller holds the lock
@@ -272,6 +288,7 @@ static void dist_queue_layer(int l) {
     for (int k = 0; k < q->tensors; offset += q->sizes[k++]) {
         int layered = k >= q->layered[0] && k < q->layered[1];
         size_t slice = layered ? q->sizes[k] / q->layers : q->sizes[k];
+        if (k == 0 && q->wte_early) continue;  // wte: queued after the head, its batch rows at the end
         if (layered == (l >= 0)) dist_queue(q->grads + offset + (layered ? l * slice : 0), slice);
     }
     if (l >= 0) q->layer_queued[l] = 1;
@@ -286,6 +303,7 @@ static void dist_buckets_build(void) {
         size_t slice = layered ? q->sizes[k] / q->layers : q->sizes[k];
         q->capacity += (int)((slice + most - 1) / most) * (layered ? q->layers : 1);
     }
+    q->capacity += (int)((q->sizes[0] + most - 1) / most);  // wte's batch rows, packed (at most all)
     q->queue = mallocCheck((size_t)q->capacity * sizeof *q->queue);
     q->layer_queued = calloc((size_t)q->layers, 1);
     if (!q->layer_queued || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
@@ -326,6 +344,79 @@ static inline void dist_layer_done(int l) {
     pthread_mutex_unlock(&q->lock);
 }
 
+// ---- wte's rows, early
+//
+// wte is written twice in a backward pass: first by the tied output head (every row), last
+// by encoder_backward (only the rows of the tokens in the batch). Waiting for the second
+// write would leave all of wte (154 MB of 498 MB at 124M) to the end, exposed. But a row
+// that no process's batch reads is final after the head. So:
+// - dist_head_done keeps this process's values of the rows any process's batch reads, then
+//   queues all of wte (its buckets go while the layers' backward runs);
+// - dist_embedding_begin waits for wte's buckets and puts the kept values back, so that
+//   encoder_backward adds to what it adds to without MPI;
+// - dist_gradients_finish sums those rows alone, packed (at most N·B·T rows).
+// Each element is still one sum of the N processes' final values (a row of the batch: the
+// head's part plus the embedding's, summed on each process first), so on 2 processes the
+// bits are the blocking reduction's. train_step names the tokens (dist_step_tokens): every
+// process holds the whole step's rows; without them wte waits for the end, as before.
+
+// the tokens of every process's rows in the step's last backward pass (n = N·B·T)
+static inline void dist_step_tokens(const int* tokens, size_t n) {
+    buckets.tokens = tokens;
+    buckets.ntokens = n;
+}
+
+// copies the batch's rows of wte into kept (to_kept) or back
+static void dist_wte_rows(int to_kept) {
+    DistBuckets* q = &buckets;
+    size_t bytes = (size_t)q->wte_C * sizeof(float);
+    for (int k = 0; k < q->nrows; k++) {
+        float *row = q->grads + (size_t)q->rows[k] * q->wte_C, *packed = q->kept + (size_t)k * q->wte_C;
+        if (to_kept) memcpy(packed, row, bytes);
+        else memcpy(row, packed, bytes);
+    }
+}
+
+// the output head's backward has written dwte (rows x C, the gradient buffer's tensor 0)
+static inline void dist_head_done(float* dwte, int rows, int C) {
+    DistBuckets* q = &buckets;
+    if (dist.size == 1 || !q->armed || !q->tokens) return;
+    if (dwte != q->grads) die("dist_head_done: wte must be the gradient buffer's first tensor");
+    if (!q->seen) q->seen = callocCheck((size_t)rows, 1);
+    if (!q->rows) q->rows = callocCheck((size_t)rows, sizeof(int));
+    for (size_t i = 0; i < q->ntokens; i++)
+        if (q->tokens[i] >= 0 && q->tokens[i] < rows) q->seen[q->tokens[i]] = 1;
+    q->nrows = 0;
+    for (int r = 0; r < rows; r++)
+        if (q->seen[r]) q->rows[q->nrows++] = r, q->seen[r] = 0;
+    size_t need = (size_t)q->nrows * C;
+    if (need > q->kept_cap) free(q->kept), q->kept = mallocCheck(need * sizeof(float)), q->kept_cap = need;
+    q->wte_C = C;
+    dist_wte_rows(1);
+    pthread_mutex_lock(&q->lock);
+    if (!q->busy) q->busy_since = now_seconds();
+    q->busy = 1;
+    int first = q->queued;
+    q->wte_pending = dist_queue(dwte, (size_t)rows * C);
+    for (int k = first; k < q->queued; k++) q->queue[k].wte = 1;
+    q->wte_early = 1;
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->lock);
+}
+
+// before encoder_backward: wte's buckets have landed; the batch's rows get this process's
+// values back (the time waited, if any, is exposed)
+static inline void dist_embedding_begin(void) {
+    DistBuckets* q = &buckets;
+    if (dist.size == 1 || !q->wte_early) return;
+    double t0 = now_seconds();
+    pthread_mutex_lock(&q->lock);
+    while (q->wte_pending > 0) pthread_cond_wait(&q->landed, &q->lock);
+    pthread_mutex_unlock(&q->lock);
+    dist.allreduce_seconds += now_seconds() - t0;
+    dist_wte_rows(0);
+}
+
 // after the backward pass: the gradients' mean over the processes, all landed
 static inline void dist_gradients_finish(float* grads, size_t n) {
     if (dist.size == 1) return;
@@ -338,13 +429,20 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
     pthread_mutex_lock(&q->lock);
     if (q->busy) q->hidden += t0 - q->busy_since;  // what flies from now on is exposed
     q->busy = 0;
+    if (q->wte_early) {  // wte's landed early but for the batch's rows: those now, packed
+        dist_wte_rows(1);
+        dist_queue(q->kept, (size_t)q->nrows * q->wte_C);
+    }
     dist_queue_layer(-1);
     for (int l = 0; l < q->layers; l++)
         if (!q->layer_queued[l]) dist_queue_layer(l);
     pthread_cond_signal(&q->wake);
     while (q->finished < q->queued) pthread_cond_wait(&q->landed, &q->lock);
+    if (q->wte_early) dist_wte_rows(0);
     dist.hidden_seconds += q->hidden;
     q->hidden = 0.0;
+    q->wte_early = q->wte_pending = 0;
+    q->tokens = NULL;
     q->queued = q->started = q->finished = q->micro = q->armed = 0;
     memset(q->layer_queued, 0, (size_t)q->layers);
     pthread_mutex_unlock(&q->lock);
@@ -377,6 +475,9 @@ static inline void dist_backward_begin(float* grads, const size_t* sizes, int te
     (void)grads; (void)sizes; (void)tensors; (void)layered; (void)layers; (void)micro_batches;
 }
 static inline void dist_layer_done(int l) { (void)l; }
+static inline void dist_step_tokens(const int* tokens, size_t n) { (void)tokens; (void)n; }
+static inline void dist_head_done(float* dwte, int rows, int C) { (void)dwte; (void)rows; (void)C; }
+static inline void dist_embedding_begin(void) {}
 static inline void dist_gradients_finish(float* grads, size_t n) { (void)grads; (void)n; }
 static inline void dist_check_weights(const float* params, size_t n, int step) {
     (void)params; (void)n; (void)step;
