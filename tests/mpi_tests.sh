@@ -194,7 +194,8 @@ done
 # are final after the output head and go early (util/dist.h, "wte's rows, early"); the batch's
 # rows are put back before the embedding's backward and summed at the end. The same bits as
 # the blocking sum (it fails if the rows are not put back: the head's sum would be added twice)
-./data/prepare -i data/tiny_shakespeare.txt -o "$TMP/ts_bpe" -m bpe -tok data/gpt2_tokenizer.bin > /dev/null 2>&1
+./data/prepare -i data/tiny_shakespeare.txt -o "$TMP/ts_bpe" -m bpe -tok data/gpt2_tokenizer.bin \
+    > /dev/null 2>&1
 BPE=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -j "" -u 5 -dr 0.1 -tok data/gpt2_tokenizer.bin -i "$TMP/ts_bpe_train.bin"
      -b 4 -x 20 -n 20)
 for accum in 0 512; do
