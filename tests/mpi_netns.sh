@@ -87,19 +87,24 @@ fi
 BIG=(-e d12 -tok data/gpt2_tokenizer.bin -i "$TMP/ts_gpt2_train.bin" -j "" -t 64 -g 0 -o "" -x "${NETNS_STEPS:-3}")
 printf '%-9s %-7s %-10s %-8s %10s %16s %12s\n' link B/proc "MB/step" bucket "step ms" "exposed ms (%)" "hidden ms"
 exposed_share=""
-measure() {  # rate, B per process: one row of the table; sets exposed_share
-    local log="$TMP/124m_$1g_b$2.log"
-    two_hosts ./train_gpt2 "${BIG[@]}" -b "$2" > "$log" 2>&1
+measure() {  # rate, B per process[, blocking]: one row of the table; sets exposed_share
+    local log="$TMP/124m_$1g_b$2${3:-}.log" how=() bucket
+    [ "${3:-}" = blocking ] && how=(-x DIST_BLOCKING=1)
+    two_hosts "${how[@]}" ./train_gpt2 "${BIG[@]}" -b "$2" > "$log" 2>&1
     local done_line; done_line=$(grep '^done:' "$log")
     exposed_share=$(echo "$done_line" | grep -oP 'exposed \(\K[0-9.]+(?=%\))')
     if [ -z "$exposed_share" ]; then bad "124M at $1 Gbit/s, B=$2: no result ($(tail -n 1 "$log"))"; return 1; fi
     local params; params=$(grep -oP '[0-9.]+(?=M parameters)' "$log")
+    bucket=$(echo "$done_line" | grep -oP 'buckets of \K[0-9]+')
+    [ -n "$bucket" ] && bucket="$bucket KiB" || bucket="${3:-?}"
     printf '%-9s %-7s %-10s %-8s %10s %16s %12s\n' "$1 Gbit/s" "$2" "$(awk -v p="$params" 'BEGIN { printf "%.0f", 4 * p }')" \
-        "$(echo "$done_line" | grep -oP 'buckets of \K[0-9]+') KiB" "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step \()')" \
+        "$bucket" "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step \()')" \
         "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step exposed)') ($exposed_share%)" \
         "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step hidden)')"
 }
 measure 10 4 && ok "124M at 10 Gbit/s, B=4 per process: exposed $exposed_share% of the step"
+# the same without the overlap (one blocking sum after the backward pass), for comparison
+measure 10 4 blocking || true
 limit 1 || give_up "tc cannot change the rate to 1 Gbit/s"
 measure 1 4 && ok "124M at 1 Gbit/s, B=4 per process: exposed $exposed_share% of the step"
 b=4; found=""
