@@ -183,13 +183,19 @@ same_run() {  # name, dir A, dir B: the same losses and the same checkpoint, bit
         bad "$1: the losses or the checkpoint differ ($(cmp "$2/model_00000020.bin" "$3/model_00000020.bin" 2>&1 | head -c 120))"
     fi
 }
-for accum in 0 512; do
-    extra=(); label="2 processes"
-    [ $accum -gt 0 ] && { extra=(-d $accum); label="2 processes, -d $accum (2 micro-batches)"; }
-    mpi 2 ./train_gpt2 "${BK[@]}" "${extra[@]}" -o "$TMP/bk$accum" > "$TMP/bk$accum.log" 2>&1
-    mpi 2 -x DIST_BLOCKING=1 ./train_gpt2 "${BK[@]}" "${extra[@]}" -o "$TMP/bl$accum" > "$TMP/bl$accum.log" 2>&1
-    same_run "$label, buckets vs the blocking reduction" "$TMP/bk$accum" "$TMP/bl$accum"
-done
+# buckets against the blocking sum, without and with -d (2 micro-batches): label, prefix of the
+# runs' names in $TMP (<prefix>bk0, <prefix>bl512, ...), train_gpt2's flags
+buckets_vs_blocking() {
+    local label=$1 prefix=$2 accum; shift 2
+    for accum in 0 512; do
+        local extra=() name=$label bk="$TMP/${prefix}bk$accum" bl="$TMP/${prefix}bl$accum"
+        [ $accum -gt 0 ] && { extra=(-d $accum); name="$label, -d $accum (2 micro-batches)"; }
+        mpi 2 ./train_gpt2 "$@" "${extra[@]}" -o "$bk" > "$bk.log" 2>&1
+        mpi 2 -x DIST_BLOCKING=1 ./train_gpt2 "$@" "${extra[@]}" -o "$bl" > "$bl.log" 2>&1
+        same_run "$name, buckets vs the blocking reduction" "$bk" "$bl"
+    done
+}
+buckets_vs_blocking "2 processes" "" "${BK[@]}"
 # GPT-2's vocabulary: of wte's 50,304 rows the 2 x 128 tokens read at most 256, the others
 # are final after the output head and go early (util/dist.h, "wte's rows, early"); the batch's
 # rows are put back before the embedding's backward and summed at the end. The same bits as
@@ -198,14 +204,7 @@ done
     > /dev/null 2>&1
 BPE=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -j "" -u 5 -dr 0.1 -tok data/gpt2_tokenizer.bin -i "$TMP/ts_bpe_train.bin"
      -b 4 -x 20 -n 20)
-for accum in 0 512; do
-    extra=(); label="2 processes, GPT-2's vocabulary (wte early)"
-    [ $accum -gt 0 ] && { extra=(-d $accum); label="$label, -d $accum (2 micro-batches)"; }
-    mpi 2 ./train_gpt2 "${BPE[@]}" "${extra[@]}" -o "$TMP/bpe_bk$accum" > "$TMP/bpe_bk$accum.log" 2>&1
-    mpi 2 -x DIST_BLOCKING=1 ./train_gpt2 "${BPE[@]}" "${extra[@]}" -o "$TMP/bpe_bl$accum" \
-        > "$TMP/bpe_bl$accum.log" 2>&1
-    same_run "$label, buckets vs the blocking reduction" "$TMP/bpe_bk$accum" "$TMP/bpe_bl$accum"
-done
+buckets_vs_blocking "2 processes, GPT-2's vocabulary (wte early)" bpe_ "${BPE[@]}"
 if [ -n "${BASE_BIN:-}" ]; then
     mpi 2 "$BASE_BIN" "${BK[@]}" -o "$TMP/base" > "$TMP/base.log" 2>&1
     same_run "2 processes, buckets vs $BASE_BIN" "$TMP/bk0" "$TMP/base"

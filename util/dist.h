@@ -272,6 +272,20 @@ static void* dist_progress(void* unused) {
     return NULL;
 }
 
+// tensor k's slice: a layer's part of a per-layer tensor (*layered = 1), else all of it
+static size_t dist_slice(int k, int* layered) {
+    DistBuckets* q = &buckets;
+    *layered = k >= q->layered[0] && k < q->layered[1];
+    return *layered ? q->sizes[k] / q->layers : q->sizes[k];
+}
+
+// buckets start flying during the backward pass: the hidden time runs from the first one
+// (the caller holds the lock)
+static void dist_overlap_begins(DistBuckets* q) {
+    if (!q->busy) q->busy_since = now_seconds();
+    q->busy = 1;
+}
+
 // appends the buckets of n floats at `at` to the queue (the caller holds the lock); their number
 static int dist_queue(float* at, size_t n) {
     const size_t most = DIST_BUCKET_BYTES / sizeof(float);
@@ -286,8 +300,8 @@ static void dist_queue_layer(int l) {
     DistBuckets* q = &buckets;
     size_t offset = 0;
     for (int k = 0; k < q->tensors; offset += q->sizes[k++]) {
-        int layered = k >= q->layered[0] && k < q->layered[1];
-        size_t slice = layered ? q->sizes[k] / q->layers : q->sizes[k];
+        int layered;
+        size_t slice = dist_slice(k, &layered);
         if (k == 0 && q->wte_early) continue;  // wte: queued after the head, its batch rows at the end
         if (layered == (l >= 0)) dist_queue(q->grads + offset + (layered ? l * slice : 0), slice);
     }
@@ -299,8 +313,8 @@ static void dist_buckets_build(void) {
     DistBuckets* q = &buckets;
     const size_t most = DIST_BUCKET_BYTES / sizeof(float);
     for (int k = 0; k < q->tensors; k++) {
-        int layered = k >= q->layered[0] && k < q->layered[1];
-        size_t slice = layered ? q->sizes[k] / q->layers : q->sizes[k];
+        int layered;
+        size_t slice = dist_slice(k, &layered);
         q->capacity += (int)((slice + most - 1) / most) * (layered ? q->layers : 1);
     }
     q->capacity += (int)((q->sizes[0] + most - 1) / most);  // wte's batch rows, packed (at most all)
@@ -337,8 +351,7 @@ static inline void dist_layer_done(int l) {
     if (dist.size == 1 || !buckets.armed) return;
     DistBuckets* q = &buckets;
     pthread_mutex_lock(&q->lock);
-    if (!q->busy) q->busy_since = now_seconds();
-    q->busy = 1;
+    dist_overlap_begins(q);
     dist_queue_layer(l);
     pthread_cond_signal(&q->wake);
     pthread_mutex_unlock(&q->lock);
@@ -394,8 +407,7 @@ static inline void dist_head_done(float* dwte, int rows, int C) {
     q->wte_C = C;
     dist_wte_rows(1);
     pthread_mutex_lock(&q->lock);
-    if (!q->busy) q->busy_since = now_seconds();
-    q->busy = 1;
+    dist_overlap_begins(q);
     int first = q->queued;
     q->wte_pending = dist_queue(dwte, (size_t)rows * C);
     for (int k = first; k < q->queued; k++) q->queue[k].wte = 1;
