@@ -1589,6 +1589,64 @@ static void test_determinism(const char* model_path) {
     gpt2_free(&plain);
 }
 
+// the one-pass gradients (grads_store, fast/buffers.h): after gpt2_zero_grad the backward's
+// first writers store, so a model that held other gradients (of a longer batch: wpe's rows
+// past T too) gets a fresh model's bits; without gpt2_zero_grad a second backward adds
+// (gradient accumulation); the squares summed during the backward give the norm of a
+// separate pass, up to summation order, and the same bits on one thread as on all
+static void test_one_pass_gradients(const char* model_path) {
+    printf("-- one-pass gradients: first writers store, accumulation adds, the norm (%s)\n", model_path);
+    int x[32], y[32];
+    for (int i = 0; i < 32; i++) {
+        x[i] = (i * 7) % 65;
+        y[i] = (i * 11 + 3) % 65;
+    }
+    GPT2 used, fresh;
+    gpt2_build_from_checkpoint(&used, model_path);
+    gpt2_build_from_checkpoint(&fresh, model_path);
+    gpt2_forward(&used, x, y, 2, 16, -1);  // the longer batch first: every gradient nonzero
+    gpt2_zero_grad(&used);
+    gpt2_backward(&used);
+    gpt2_forward(&used, y, x, 2, 8, -1);
+    gpt2_zero_grad(&used);
+    gpt2_backward(&used);
+    gpt2_forward(&fresh, y, x, 2, 8, -1);
+    gpt2_backward(&fresh);  // (no zero_grad needed before a model's first backward)
+    size_t n = used.num_parameters;
+    check(memcmp(used.grads_memory, fresh.grads_memory, n * sizeof(float)) == 0,
+          "gpt2_zero_grad + backward after a longer batch's gradients equals a fresh model's, bit for bit");
+    double squares = used.grad_squares, separate = sum_of_squares(used.grads_memory, n);
+    check(fabs(squares - separate) <= 1e-7 * separate, "the squares summed in the backward, %.12g, equal "
+          "a separate pass's %.12g up to the order of the float block sums (1e-7)", squares, separate);
+    int threads = use_threads(1);
+    gpt2_zero_grad(&used);
+    gpt2_backward(&used);
+    use_threads(threads);
+    check(used.grad_squares == squares, "the squares summed in the backward: the same bits on one thread");
+    // accumulation: a second backward without zero_grad adds the second batch's gradients
+    float* first = copy_floats(fresh.grads_memory, n);
+    gpt2_forward(&fresh, x, y, 2, 8, -1);
+    gpt2_zero_grad(&fresh);
+    gpt2_backward(&fresh);
+    float* second = copy_floats(fresh.grads_memory, n);
+    gpt2_forward(&fresh, y, x, 2, 8, -1);
+    gpt2_zero_grad(&fresh);
+    gpt2_backward(&fresh);
+    gpt2_forward(&fresh, x, y, 2, 8, -1);
+    gpt2_backward(&fresh);
+    double worst = 0.0, largest = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double sum = (double)first[i] + second[i], d = fabs(fresh.grads_memory[i] - sum);
+        worst = d > worst ? d : worst;
+        largest = fabs(sum) > largest ? fabs(sum) : largest;
+    }
+    check(worst <= 1e-6 * largest, "two backwards without zero_grad add up the two batches' gradients "
+          "(worst difference %.1e of the largest %.2e)", worst, largest);
+    free(first); free(second);
+    gpt2_free(&used);
+    gpt2_free(&fresh);
+}
+
 // ----------------------------------------------------------------------------
 // the worked example of the article on training vs inference (article 002): three
 // tokens with 2-d embeddings and given Wq, Wk, Wv, recomputed with this program's
@@ -2353,6 +2411,8 @@ int main(int argc, char** argv) {
         test_determinism(a);
         snprintf(a, sizeof a, "%s/ref_c_model.bin", dir);
         test_determinism(a);
+        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
+        test_one_pass_gradients(a);
         test_variant_gradients();
         test_variant_kv_cache();
         test_checkpoint_bytes(dir);

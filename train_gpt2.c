@@ -47,6 +47,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/cli.h"         // Options: the command line
 #include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "util/progress.h"    // elapsed time, ETA, the progress of a long validation
+#include "util/schedulers.h"  // learning_rate: llm.c's learning-rate schedules (-k)
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
 #include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
@@ -83,11 +84,11 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 
 // ----------------------------------------------------------------------------
 // the layers: each forward with its backward. Backward functions ADD (+=) into the
-// gradients of parameters (a weight used at every position sums its gradient over all
-// of them) and into the residual stream's gradient (layernorm_backward: the stream feeds
-// a layernorm and also passes on through the residual, and the two gradients add up).
-// The gradient of an activation that has one user is WRITTEN (=): no buffer has to be
-// zeroed before a layer's backward.
+// gradients of parameters (a weight used at every position sums its gradient over all of
+// them; a step's first writer stores, grads_store) and into the residual stream's gradient
+// (layernorm_backward: the stream feeds a layernorm and also passes on through the residual,
+// and the two gradients add up). The gradient of an activation that has one user is
+// WRITTEN (=): no buffer has to be zeroed before a layer's backward.
 
 // encoder: token embedding plus position embedding
 // out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C): learned (GPT-2),
@@ -117,9 +118,9 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
                 const float* dout_bt = dout + ((size_t)b * T + t) * C;
                 float* dwte_ix = dwte + (size_t)inp[b * T + t] * C;
                 float* dwpe_t = dwpe ? dwpe + (size_t)t * C : NULL;
-                for (int i = c0; i < c1; i++) {
+                for (int i = c0; i < c1; i++) {  // (grads_store: dwte's first writer is the output head)
                     dwte_ix[i] += dout_bt[i];
-                    if (dwpe_t) dwpe_t[i] += dout_bt[i];
+                    if (dwpe_t) dwpe_t[i] = (grads_store && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
                 }
             }
         }
@@ -199,9 +200,9 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                     dw[i] += dy[i] * (x[i] - m) * s;
                 }
             }
-            for (int i = 0; i < w; i++) {
-                dbias[c0 + i] += db[i];
-                dweight[c0 + i] += dw[i];
+            for (int i = 0; i < w; i++) {  // (0 + the sum under grads_store: the first writer)
+                dbias[c0 + i] = (grads_store ? 0.0f : dbias[c0 + i]) + db[i];
+                dweight[c0 + i] = (grads_store ? 0.0f : dweight[c0 + i]) + dw[i];
             }
         }
     }
@@ -833,6 +834,9 @@ typedef struct {
     float* grads_memory;
     float* m_memory;
     float* v_memory;
+    int grads_held;        // the gradients hold a sum (gpt2_backward ran since gpt2_zero_grad)
+    double grad_squares;   // the sum of their squares, added up by gpt2_backward as each is final
+    uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, rewritten by AdamW (fast/bf16.h)
     // the forward's cache and the backward's scratch, for B x T (allocated at the first forward)
     ActivationTensors acts;
     size_t act_sizes[NUM_ACTIVATION_TENSORS];
@@ -1006,6 +1010,7 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 void gpt2_free(GPT2* model) {
     free(model->params_memory); free(model->grads_memory); free(model->sinusoids); free(model->rope_angles);
     free(model->m_memory); free(model->v_memory);
+    bf16_weights_forget(model->params_memory, &model->params_bf16);
     free(model->acts_memory); free(model->scratch_memory);
     free(model->inputs); free(model->targets);
     memset(model, 0, sizeof *model);
@@ -1139,6 +1144,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
     if (targets) memcpy(model->targets, targets, (size_t)BT * sizeof(int));
     model->dropout_step = step;
+    gemm_bf16_weights(&model->params_bf16, model->params_memory, model->num_parameters);  // -prec bf16
     model->cur_B = B;
     model->cur_T = T;
 
@@ -1164,7 +1170,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
 }
 
 void gpt2_zero_grad(GPT2* model) {
-    if (model->grads_memory) zero_floats(model->grads_memory, model->num_parameters);
+    model->grads_held = 0;  // (no pass over them: the next backward's first writers store, not add)
 }
 
 // The branches' backward passes: dout is the gradient of the branch's output (fcproj or
@@ -1249,7 +1255,7 @@ static void block_backward(GPT2* model, int l, int B, int T) {
 }
 
 // gradients of the mean loss of the last forward (which must have had targets), added
-// into model->grads (call gpt2_zero_grad first for a fresh step)
+// into model->grads (after gpt2_zero_grad: stored); their squares summed as each is final
 void gpt2_backward(GPT2* model) {
     if (model->mean_loss < 0.0f) die("gpt2_backward needs a forward pass with targets first");
     GPT2Config c = model->config;
@@ -1271,30 +1277,43 @@ void gpt2_backward(GPT2* model) {
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
+    grads_store = !model->grads_held;
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
     dist_head_done(model->grads.wte, Vp, C);  // N processes: wte's rows no batch reads are final
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
-    for (int l = L - 1; l >= 0; l--) {
+    int own_norm = dist.size == 1;  // N processes: the norm is of the sum, taken after it lands
+    model->grad_squares = own_norm ? sum_of_squares(model->grads.lnfw, 2 * (size_t)C) : 0.0;  // lnfw, lnfb
+    for (int l = L - 1; l >= 0; l--) {  // (tensors 2-13 hold one slice per layer)
         block_backward(model, l, B, T);
         dist_layer_done(l);  // N processes: its gradients are final; their sum starts (util/dist.h)
+        if (own_norm)
+            model->grad_squares += sum_of_squares_layer(model->grads.ln1w, model->param_sizes + 2, 12, L, l);
     }
     // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
     dist_embedding_begin();  // N processes: the batch's rows of wte back to this process's values
     encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C);
+    if (grads_store && model->grads.wpe)  // the positions past T: none wrote them
+        memset(model->grads.wpe + (size_t)T * C, 0, (size_t)(c.max_seq_len - T) * C * sizeof(float));
+    if (own_norm)  // wte and wpe, the buffer's first two tensors
+        model->grad_squares += sum_of_squares(model->grads_memory,
+                                              model->param_sizes[0] + model->param_sizes[1]);
+    grads_store = 0, model->grads_held = 1;
 }
 
 // ----------------------------------------------------------------------------
 // AdamW, gradient clipping, learning-rate schedule
 
-// the global L2 norm of all gradients, sqrt(sum of g^2); the sum is in double, in an
-// order that does not depend on the number of threads (fast/buffers.h)
+// the global L2 norm of all gradients, sqrt(sum of g^2), in double, in an order that does
+// not depend on the number of threads (fast/buffers.h): summed by gpt2_backward as they were
+// written, or by a pass of its own over N processes' mean (the all-reduce writes it last)
 float gpt2_grad_norm(const GPT2* model) {
-    return (float)sqrt(sum_of_squares(model->grads_memory, model->num_parameters));
+    return (float)sqrt(dist.size > 1 ? sum_of_squares(model->grads_memory, model->num_parameters)
+                                     : model->grad_squares);
 }
 
 // the factor that brings the gradients' global norm down to max_norm (1 when it is already
@@ -1312,7 +1331,6 @@ void gpt2_allocate_moments(GPT2* model) {
 }
 
 // the optimiser's settings: AdamW, the learning-rate schedule, clipping
-enum { LR_COSINE, LR_LINEAR, LR_CONSTANT, LR_WSD };  // -k: llm.c's schedules (util/cli.h: LR_SCHEDULES)
 typedef struct {
     float lr;                   // peak learning rate
     int schedule;               // LR_COSINE (0, the default), LR_LINEAR, LR_CONSTANT, LR_WSD
@@ -1328,9 +1346,11 @@ typedef struct {
 // decay that acts on the weights directly rather than through the gradient.
 // n tensors of sizes[k] floats lie one after the other in params (and grads, m, v);
 // decays[k] says whether tensor k is decayed. grad_scale multiplies every gradient first
-// (clipping); t is the 1-based update number.
-void adamw_update(float* params, const float* grads, float* m_all, float* v_all, const size_t* sizes,
-                  const int* decays, int n, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+// (clipping); t is the 1-based update number. One pass: params_bf16, if not NULL, gets the
+// new weights rounded to bf16 (-prec bf16's copy) as they are written.
+void adamw_update(float* params, uint16_t* params_bf16, const float* grads, float* m_all, float* v_all,
+                  const size_t* sizes, const int* decays, int n, const AdamWConfig* opt, float lr,
+                  float grad_scale, int t) {
     float beta1 = opt->beta1, beta2 = opt->beta2, eps = opt->eps;
     float bc1 = (float)(1.0 - pow(beta1, t)), bc2 = (float)(1.0 - pow(beta2, t));
     #pragma omp parallel  // one team for all tensors; no barrier between them (nowait)
@@ -1349,6 +1369,7 @@ void adamw_update(float* params, const float* grads, float* m_all, float* v_all,
                 v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
                 float m_hat = m[i] / bc1, v_hat = v[i] / bc2;
                 p[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + wd * p[i]);
+                if (params_bf16) params_bf16[offset + i] = bf16_round_packed(p[i]);
             }
             offset += sizes[k];
         }
@@ -1357,25 +1378,9 @@ void adamw_update(float* params, const float* grads, float* m_all, float* v_all,
 
 void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
     gpt2_allocate_moments(model);
-    adamw_update(model->params_memory, model->grads_memory, model->m_memory, model->v_memory,
-                 model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
-}
-
-// llm.c's schedules (llmc/schedulers.h): linear warmup over `warmup` steps, then a decay to
-// final_frac * lr at max_steps along half a cosine (the default) or a line; or (wsd:
-// warmup-stable-decay) lr until 80% of max_steps, then down as 1 - sqrt(progress); or the
-// constant lr, without warmup
-float learning_rate(int schedule, int step, float lr, int warmup, int max_steps, float final_frac) {
-    if (schedule == LR_CONSTANT) return lr;
-    if (step < warmup) return lr * (step + 1) / warmup;
-    int start = schedule == LR_WSD ? (int)(0.8f * max_steps) : warmup;  // where the decay starts
-    if (max_steps <= start || step < start) return lr;
-    double ratio = (double)(step - start) / (max_steps - start);
-    if (ratio > 1.0) ratio = 1.0;
-    double coeff = schedule == LR_LINEAR ? 1.0 - ratio : schedule == LR_WSD ? 1.0 - sqrt(ratio)
-                 : 0.5 * (1.0 + cos(M_PI * ratio));
-    float lr_min = lr * final_frac;
-    return (float)(lr_min + coeff * (lr - lr_min));
+    adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
+                 model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
+                 grad_scale, t);
 }
 
 // ----------------------------------------------------------------------------

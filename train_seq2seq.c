@@ -674,8 +674,9 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
     st.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (!isfinite(st.norm)) return st;
     seq2seq_allocate_moments(m);
-    adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes, S2S_DECAYS,
-                 NUM_S2S_PARAMETERS, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip), step + 1);
+    adamw_update(m->params_memory, NULL, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes,
+                 S2S_DECAYS, NUM_S2S_PARAMETERS, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip),
+                 step + 1);
     return st;
 }
 

@@ -174,21 +174,25 @@ ab_against_base() {
     fi
     rm -rf "$src"
     echo "BASE $BASE = $(git rev-parse --short "$BASE"); this build: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/out' || echo ' + uncommitted changes')"
-    local rounds=${AB_ROUNDS:-3} steps=(--steps 20) shape which i
+    local rounds=${AB_ROUNDS:-3} steps=(--steps 20) run shape prec which i
     [ "${BENCH_QUICK:-0}" = 1 ] && { rounds=1; steps=(--warmup 1 --steps 2); }
-    for shape in default 124m; do
+    # issue 28's targets for base/this (today/new), printed, not enforced
+    local -A target=([default]=1.2 [124m]=1.12 [124m-bf16]=1.15)
+    for run in default 124m 124m-bf16; do
+        shape=${run%-bf16} prec=fp32
+        [ "$run" != "$shape" ] && prec=bf16
         [ "$shape" = 124m ] && [ "${BENCH_QUICK:-0}" != 1 ] && steps=(--steps 5)
-        : > "$OUT/ab_$shape.txt"
+        : > "$OUT/ab_$run.txt"
         for i in $(seq 1 "$rounds"); do
             for which in base this; do
                 local bin=$BIN; [ $which = base ] && bin=$OUT/bench_base
-                local ms; ms=$("$bin" --shape "$shape" "${steps[@]}" --kernel-ms 1 2>&1 | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
-                if [ -z "$ms" ]; then echo "!! $which $shape round $i did not report a time"; crashed=1; continue; fi
-                echo "$which $ms" >> "$OUT/ab_$shape.txt"
-                printf '  %-7s round %d  %-4s %9.2f ms/step (median of the run)\n' "$shape" "$i" "$which" "$ms"
+                local ms; ms=$("$bin" --shape "$shape" "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
+                if [ -z "$ms" ]; then echo "!! $which $run round $i did not report a time"; crashed=1; continue; fi
+                echo "$which $ms" >> "$OUT/ab_$run.txt"
+                printf '  %-9s round %d  %-4s %9.2f ms/step (median of the run)\n' "$run" "$i" "$which" "$ms"
             done
         done
-        awk -v shape="$shape" '
+        awk -v shape="$run" -v target="${target[$run]}" '
             { v[$1, ++n[$1]] = $2 }
             function sort(w,   i, j, t) { for (i = 1; i <= n[w]; i++) for (j = i + 1; j <= n[w]; j++)
                                               if (v[w, j] < v[w, i]) { t = v[w, i]; v[w, i] = v[w, j]; v[w, j] = t } }
@@ -196,9 +200,12 @@ ab_against_base() {
             END {
                 if (!n["base"] || !n["this"]) exit
                 sort("base"); sort("this")
-                printf "  %-7s base: median %.2f ms, min %.2f | this: median %.2f ms, min %.2f | this/base: median %.3f, min %.3f\n",
+                printf "  %-9s base: median %.2f ms, min %.2f | this: median %.2f ms, min %.2f | this/base: median %.3f, min %.3f\n",
                        shape, med("base"), v["base", 1], med("this"), v["this", 1], med("this") / med("base"), v["this", 1] / v["base", 1]
-            }' "$OUT/ab_$shape.txt"
+                r = med("base") / med("this")
+                printf "  %-9s base/this (today/new) %.3f, target >= %s (issue 28; printed, not enforced): %s\n",
+                       shape, r, target, r >= target ? "met" : "not met"
+            }' "$OUT/ab_$run.txt"
     done
 }
 

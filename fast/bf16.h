@@ -17,12 +17,20 @@ p, NR pairs (b[2p][j], b[2p+1][j]); an odd kc is padded with a zero.
 Plain twin: gemm_kernel_bf16_plain (and the plain packing loops), the same pairs and the
 same two rounded additions per pair in C; test_gpt2.c checks the instruction against it
 bit for bit, and it is what runs on a CPU without AVX512-BF16.
+
+The weights are rounded once per step, not in every product: the model keeps a bf16 copy
+of them (made at its first bf16 forward, then rewritten by AdamW as it writes the new
+float32 weights, as llm.c's GPU trainer keeps its bf16 parameters) and registers it here
+(bf16_weights_use); an operand that lies among the registered weights is packed from the
+copy, which reads half the bytes and rounds nothing. The same rounding of the same floats:
+the products are bit for bit those of rounding while packing (test_gpt2.c checks it).
 */
 #ifndef FAST_BF16_H
 #define FAST_BF16_H
 
 #include <stdint.h>
 #include <string.h>
+#include "alloc.h"
 
 // float32 -> bf16, rounding to nearest even (a NaN stays a NaN)
 static inline uint16_t bf16_round(float x) {
@@ -31,6 +39,17 @@ static inline uint16_t bf16_round(float x) {
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
     u += 0x7fffu + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
+}
+
+// bf16_round as the packing rounds: vcvtne2ps2bf16 also flushes a denormal to a signed 0
+// (where the instruction packs). The weights' bf16 copy is made with it.
+static inline uint16_t bf16_round_packed(float x) {
+#if defined(__AVX512BF16__)
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000);
+#endif
+    return bf16_round(x);
 }
 
 static inline float bf16_to_float(uint16_t h) {
@@ -43,6 +62,91 @@ static inline float bf16_to_float(uint16_t h) {
 // a pair of bf16 as one 32-bit word: the even k in the low half, as the instruction reads it
 static inline uint32_t bf16_pair(float even, float odd) {
     return (uint32_t)bf16_round(even) | (uint32_t)bf16_round(odd) << 16;
+}
+
+// The registered weights (float32, n of them) and their bf16 copy; NULL: none
+static const float* bf16_weights;
+static const uint16_t* bf16_weights_copy;
+static size_t bf16_weights_n;
+
+// the bf16 copy of the float32 operand src, if src lies among the registered weights
+static inline const uint16_t* bf16_copy_of(const float* src) {
+    uintptr_t at = (uintptr_t)src, lo = (uintptr_t)bf16_weights;
+    return bf16_weights && at >= lo && at < lo + bf16_weights_n * sizeof(float)
+        ? bf16_weights_copy + (at - lo) / sizeof(float) : NULL;
+}
+
+// Registers the n weights w and their bf16 copy *copy, making the copy first if there is
+// none. The owner keeps the copy equal to the rounded weights (AdamW rewrites it).
+static void bf16_weights_use(uint16_t** copy, const float* w, size_t n) {
+    if (!*copy) {
+        uint16_t* c = alignedMallocCheck(n * sizeof(uint16_t));
+        #pragma omp parallel for schedule(static) if (n >= 65536)
+        for (size_t i = 0; i < n; i++)
+            c[i] = bf16_round_packed(w[i]);
+        *copy = c;
+    }
+    bf16_weights = w;
+    bf16_weights_copy = *copy;
+    bf16_weights_n = n;
+}
+
+// frees the copy of the weights w (and forgets them if they are the registered ones)
+static void bf16_weights_forget(const float* w, uint16_t** copy) {
+    if (bf16_weights == w) bf16_weights = NULL;
+    free(*copy);
+    *copy = NULL;
+}
+
+// bf16_pack_rows and bf16_pack_cols (below) from the copy: pairs of bf16 already rounded
+static void bf16_pack_rows_copy(const uint16_t* src, int ld, int rows, int R, int kc, uint32_t* dst) {
+    int kc2 = (kc + 1) / 2;
+#if defined(__AVX512BF16__)
+    if (kc % 2 == 0) {
+        for (int r0 = 0; r0 < R; r0 += 16) {  // 16 rows x 16 pairs, transposed as 32-bit words
+            int nr = rows - r0, w = gemm_imin(16, R - r0);
+            for (int p0 = 0; p0 < kc2; p0 += 16) {
+                int np = gemm_imin(16, kc2 - p0);
+                __m512 v[16];
+                for (int i = 0; i < 16; i++) {
+                    const uint16_t* s = src + (size_t)(r0 + i) * ld + 2 * p0;
+                    v[i] = i >= nr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(gemm_lanes(np), s);
+                }
+                transpose16(v);
+                for (int p = 0; p < np; p++)
+                    _mm512_mask_storeu_ps((float*)(dst + (size_t)(p0 + p) * R + r0), gemm_lanes(w), v[p]);
+            }
+        }
+        return;
+    }
+#endif
+    for (int r = 0; r < R; r++) {
+        const uint16_t* s = src + (size_t)r * ld;
+        for (int p = 0; p < kc2; p++) {
+            int k = 2 * p;
+            uint32_t odd = k + 1 < kc ? s[k + 1] : 0;
+            dst[(size_t)p * R + r] = r >= rows ? 0 : (uint32_t)s[k] | odd << 16;
+        }
+    }
+}
+
+static void bf16_pack_cols_copy(const uint16_t* src, int ld, int cols, int R, int kc, uint32_t* dst) {
+    int kc2 = (kc + 1) / 2;
+    for (int p = 0; p < kc2; p++) {
+        const uint16_t* even = src + (size_t)(2 * p) * ld;
+        const uint16_t* odd = 2 * p + 1 < kc ? even + ld : NULL;
+        uint32_t* d = dst + (size_t)p * R;
+        int c = 0;
+#if defined(__AVX512BF16__)
+        for (; odd && c + 16 <= cols; c += 16) {  // 16 columns: widen both rows, the odd one to the top half
+            __m512i e = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(even + c)));
+            __m512i o = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(odd + c)));
+            _mm512_storeu_si512(d + c, _mm512_or_si512(e, _mm512_slli_epi32(o, 16)));
+        }
+#endif
+        for (; c < R; c++)
+            d[c] = c >= cols ? 0 : (uint32_t)even[c] | (uint32_t)(odd ? odd[c] : 0) << 16;
+    }
 }
 
 // dst[p*R + r] = pair (src[r*ld + 2p], src[r*ld + 2p+1]) for r < rows, 0 for rows <= r < R:

@@ -2,7 +2,7 @@
 fast/buffers.h: operations over a whole buffer of floats (all the gradients: megabytes),
 split over the threads. Part of the speed engine: a reader of the model may skip it.
 Plain twins: memset, and the one-accumulator loop  for (i) s += g[i] * g[i]  in double
-(test_gpt2.c checks sum_of_squares against it).
+(test_gpt2.c checks sum_of_squares and sum_of_squares_list against it).
 */
 #ifndef FAST_BUFFERS_H
 #define FAST_BUFFERS_H
@@ -18,15 +18,27 @@ static void zero_floats(float* p, size_t n) {
         memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
 }
 
-// g[0]^2 + ... + g[n-1]^2. The sum is split into a fixed number of chunks, each summed in
+// 1 while gpt2_backward computes a step's first gradients (after gpt2_zero_grad): the
+// first writer of each parameter's gradient stores (=) instead of adding (+=) into it, so
+// no pass has to zero them all first. The stored value is the same float as 0 + the sum.
+static int grads_store;
+
+// The squares of several buffers p[s] of n[s] floats (at most 16), all summed in one
+// parallel region. Each buffer is split into a fixed number of chunks, each summed in
 // double from float sums of short blocks (which vectorise), and the chunks are combined in
-// order: the result does not depend on the number of threads.
-static double sum_of_squares(const float* g, size_t n) {
-    enum { CHUNKS = 64, BLOCK = 1024 };
-    double partial[CHUNKS];
-    #pragma omp parallel for
-    for (int k = 0; k < CHUNKS; k++) {
-        size_t lo = n * k / CHUNKS, hi = n * (k + 1) / CHUNKS;
+// order (buffer 0's, then buffer 1's, ...): the result does not depend on the number of
+// threads.
+static double sum_of_squares_list(const float* const* p, const size_t* n, int count) {
+    enum { CHUNKS = 64, BLOCK = 1024, MAX_BUFFERS = 16 };
+    double partial[MAX_BUFFERS * CHUNKS];
+    if (count > MAX_BUFFERS) count = MAX_BUFFERS;
+    size_t all = 0;
+    for (int s = 0; s < count; s++)
+        all += n[s];
+    #pragma omp parallel for schedule(static) if (all >= 65536)
+    for (int j = 0; j < count * CHUNKS; j++) {
+        const float* g = p[j / CHUNKS];
+        size_t len = n[j / CHUNKS], lo = len * (j % CHUNKS) / CHUNKS, hi = len * (j % CHUNKS + 1) / CHUNKS;
         double s = 0.0;
         for (size_t b = lo; b < hi; b += BLOCK) {
             size_t e = b + BLOCK < hi ? b + BLOCK : hi;
@@ -36,12 +48,30 @@ static double sum_of_squares(const float* g, size_t n) {
                 block += g[i] * g[i];
             s += block;
         }
-        partial[k] = s;
+        partial[j] = s;
     }
     double total = 0.0;
-    for (int k = 0; k < CHUNKS; k++)
-        total += partial[k];
+    for (int j = 0; j < count * CHUNKS; j++)
+        total += partial[j];
     return total;
+}
+
+// The squares of layer l's slices of count tensors that lie one after the other from p,
+// tensor k of sizes[k] floats holding L slices of sizes[k] / L (the model's layer weights).
+// The model sums a layer's gradients so as soon as its backward is done, still in the cache.
+static double sum_of_squares_layer(const float* p, const size_t* sizes, int count, int L, int l) {
+    const float* slices[16];
+    size_t n[16];
+    for (int k = 0; k < count && k < 16; p += sizes[k], k++) {
+        n[k] = sizes[k] / L;
+        slices[k] = p + l * n[k];
+    }
+    return sum_of_squares_list(slices, n, count);
+}
+
+// g[0]^2 + ... + g[n-1]^2, as above
+static double sum_of_squares(const float* g, size_t n) {
+    return sum_of_squares_list(&g, &n, 1);
 }
 
 #endif

@@ -234,6 +234,12 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
 enum { GEMM_FP32 = 0, GEMM_BF16 = 1 };
 static int gemm_precision = GEMM_FP32;
 
+// -prec bf16: the model's weights w (n floats) are packed from their bf16 copy *copy, made
+// here the first time (bf16.h); under float32 nothing is done
+static void gemm_bf16_weights(uint16_t** copy, const float* w, size_t n) {
+    if (gemm_precision == GEMM_BF16) bf16_weights_use(copy, w, n);
+}
+
 // Per-thread packing buffers, allocated on first use and kept for the thread's lifetime
 // (OpenMP worker threads persist). _Thread_local also keeps callers in different
 // threads of an outer parallel region from sharing a buffer. Under bf16 the same buffers
@@ -246,7 +252,10 @@ static _Thread_local float* gemm_Bp;
 __attribute__((always_inline))
 static inline void gemm_pack(int bf16, int by_rows, const float* src, int ld, int n, int R, int kc,
                              float* dst) {
-    if (bf16 && by_rows) bf16_pack_rows(src, ld, n, R, kc, (uint32_t*)dst);
+    const uint16_t* copy = bf16 ? bf16_copy_of(src) : NULL;  // weights: their bf16 copy (bf16.h)
+    if (copy && by_rows) bf16_pack_rows_copy(copy, ld, n, R, kc, (uint32_t*)dst);
+    else if (copy)       bf16_pack_cols_copy(copy, ld, n, R, kc, (uint32_t*)dst);
+    else if (bf16 && by_rows) bf16_pack_rows(src, ld, n, R, kc, (uint32_t*)dst);
     else if (bf16)       bf16_pack_cols(src, ld, n, R, kc, (uint32_t*)dst);
     else if (by_rows)    gemm_pack_rows(src, ld, n, R, kc, dst);
     else                 gemm_pack_cols(src, ld, n, R, kc, dst);

@@ -8,7 +8,10 @@ tests/bf16_checks.h: the tests of -prec bf16 (fast/bf16.h), included by test_gpt
 - the gradients of the reference configurations against PyTorch's float64 ones, per
   tensor, relative to each tensor's largest value; the tolerances are from the measured
   errors (README, "Test tolerances");
-- determinism: the same bits twice, and on 1 thread as on all.
+- determinism: the same bits twice, and on 1 thread as on all;
+- the weights' bf16 copy: products packed from it equal those rounding while packing, bit
+  for bit (every transpose, odd sizes and strides), and AdamW keeps it equal to the rounded
+  weights.
 */
 #define TOL_BF16_LOSS_REL 5e-4  // measured up to 1.3e-4 (README)
 #define TOL_BF16_GRAD_REL 3e-2  // measured up to 1.1e-2 (README)
@@ -179,11 +182,59 @@ static void test_bf16_determinism(const char* model_path) {
           losses[0][5]);
 }
 
+// sgemm with an operand registered as weights (packed from its bf16 copy) against the same
+// sgemm rounding it while packing: the same bits, for A or B, every transpose, odd K
+// (a pair padded with 0), K over one KC block, odd leading dimensions
+static void test_bf16_weight_copy(void) {
+    uint64_t rng = 13;
+    int M = 37, N = 45, K = 301, same = 1;
+    gemm_precision = GEMM_BF16;
+    for (int which = 0; which < 2; which++)
+        for (int tA = 0; tA < 2; tA++)
+            for (int tB = 0; tB < 2; tB++) {
+                float* A = uniform_floats(&rng, (size_t)M * K);
+                float* B = uniform_floats(&rng, (size_t)K * N);
+                float *C1 = zeros((size_t)M * N), *C2 = zeros((size_t)M * N);
+                sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C1, N, 0);
+                uint16_t* copy = NULL;
+                bf16_weights_use(&copy, which ? B : A, (size_t)(which ? K * N : M * K));
+                sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C2, N, 0);
+                bf16_weights_forget(which ? B : A, &copy);
+                same &= memcmp(C1, C2, (size_t)M * N * sizeof(float)) == 0;
+                free(A); free(B); free(C1); free(C2);
+            }
+    gemm_precision = GEMM_FP32;
+    check(same, "bf16 products with an operand packed from its bf16 copy equal rounding while packing, "
+          "bit for bit (A or B, 4 transposes, 37x45x301)");
+}
+
+// after bf16 training steps, the copy AdamW rewrites equals the weights rounded
+static void test_bf16_copy_in_step(const char* model_path) {
+    GPT2 model;
+    gpt2_build_from_checkpoint(&model, model_path);
+    int x[16], y[16];
+    for (int i = 0; i < 16; i++) {
+        x[i] = (i * 3) % model.config.vocab_size;
+        y[i] = (i * 5 + 1) % model.config.vocab_size;
+    }
+    float losses[3];
+    gemm_precision = GEMM_BF16;
+    train_steps(&model, x, y, 2, 8, 3, losses);
+    gemm_precision = GEMM_FP32;
+    size_t stale = 0;
+    for (size_t i = 0; i < model.num_parameters; i++)
+        stale += !model.params_bf16 || model.params_bf16[i] != bf16_round_packed(model.params_memory[i]);
+    check(stale == 0, "-prec bf16: after 3 steps the weights' bf16 copy equals the rounded weights "
+          "(%zu of %zu differ)", stale, model.num_parameters);
+    gpt2_free(&model);
+}
+
 static void test_bf16(const char* dir) {
     printf("-- bf16 matmuls (-prec bf16, fast/bf16.h)\n");
     test_bf16_round();
     test_bf16_pack_kernel();
     test_bf16_sgemm();
+    test_bf16_weight_copy();
     const char* configs[] = {"a", "b", "c", "d"};
     char a[4096], b[4096];
     for (int i = 0; i < 4; i++) {
@@ -193,4 +244,5 @@ static void test_bf16(const char* dir) {
     }
     snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
     test_bf16_determinism(a);
+    test_bf16_copy_in_step(a);
 }
