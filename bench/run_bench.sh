@@ -204,7 +204,7 @@ ab_against_base() {
                        shape, med("base"), v["base", 1], med("this"), v["this", 1], med("this") / med("base"), v["this", 1] / v["base", 1]
                 r = med("base") / med("this")
                 printf "  %-9s base/this (today/new) %.3f, target >= %s (issue 28; printed, not enforced): %s\n",
-                       shape, r, target, r >= target ? "met" : "not met"
+                       shape, r, target, (r >= target ? "met" : "not met")
             }' "$OUT/ab_$run.txt"
     done
 }
