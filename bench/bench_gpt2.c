@@ -968,7 +968,8 @@ static void bench_summary(const char* path) {
     else printf("  [ ] bf16 generation >= 1.7x float32's tokens/s: not measured\n");
     double share = 100 * get("124m.optimizer_share");  // issue 28; its speed ratios: part 8 (BASE=REV)
     if (have("124m.optimizer_share"))
-        printf("  %s the optimizer's share of the 124M step < 5%%: %.1f%% (its kernels timed alone, part 2)\n",
+        printf("  %s the optimizer's share of the 124M step < 5%%: %.1f%% "
+               "(its kernels timed alone, part 2)\n",
                mark(share < 5), share);
     else printf("  [ ] the optimizer's share of the 124M step < 5%%: not measured\n");
 }
