@@ -124,7 +124,7 @@ static void bf16_pack_rows_copy(const uint16_t* src, int ld, int rows, int R, in
         const uint16_t* s = src + (size_t)r * ld;
         for (int p = 0; p < kc2; p++) {
             int k = 2 * p;
-            uint32_t odd = k + 1 < kc ? s[k + 1] : 0;
+            uint32_t odd = r < rows && k + 1 < kc ? s[k + 1] : 0;  // (rows past the matrix: not read)
             dst[(size_t)p * R + r] = r >= rows ? 0 : (uint32_t)s[k] | odd << 16;
         }
     }
