@@ -1558,7 +1558,8 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
              const int* prompt, int prompt_len, int n, int slide, FILE* out) {
     int maxT = model->config.max_seq_len, keep = maxT / 2 > 0 ? maxT / 2 : 1, slides = 0, generated = 0;
     kv->pos = 0;
-    weights_bf16_sync(&kv->bf16, model->params_memory, model->num_parameters);  // -prec bf16: the copy
+    // -prec bf16: the bf16 weights, the model's own copy if training made one
+    weights_bf16_sync(&kv->bf16, model->params_memory, model->num_parameters, model->params_bf16);
     for (int i = 0; i < prompt_len; i++)
         print_token(tk, prompt[i], out);
     for (int i = 0; i < prompt_len - 1; i++)

@@ -653,7 +653,7 @@ static void bench_gen_bf16(GPT2* model, const int* tokens, int n) {
     for (int p = 0; p < 2; p++) {
         kvcache_init(&kv[p], c);
         gemm_precision = p ? GEMM_BF16 : GEMM_FP32;
-        weights_bf16_sync(&kv[p].bf16, model->params_memory, model->num_parameters);
+        weights_bf16_sync(&kv[p].bf16, model->params_memory, model->num_parameters, model->params_bf16);
     }
     gemm_precision = GEMM_FP32;
     for (int round = 0; round < 3; round++)

@@ -5,10 +5,12 @@ bfloat16, with -prec bf16. Part of the speed engine: a reader of the model may s
 A token's matrix-vector products read every weight once (for GPT-2 124M, 497 MB in float32,
 the largest wte for the logits: 50257 x 768), so generation runs at the memory's speed, and
 half the bytes is nearly twice the tokens. WeightsBF16 is a copy of ALL the parameters,
-rounded once to bf16 (fast/bf16.h's bf16_round) at the same offsets as the float32 ones:
-a layer's float32 pointer finds its copy by its offset, so gpt2_forward_token keeps its
-calls and names. generate() refreshes the copy (training changes the weights between two
-samples).
+rounded once to bf16 (fast/bf16.h's bf16_round_packed, as the products' packing rounds) at
+the same offsets as the float32 ones: a layer's float32 pointer finds its copy by its
+offset, so gpt2_forward_token keeps its calls and names. When the model keeps a bf16 copy
+of its own (a -prec bf16 forward made it, and AdamW rewrites it at every update),
+generate() reads that one; otherwise it makes a copy, afresh for every call (training
+changes the weights between two samples).
 
 The product: each bf16 weight is widened back to float32 (exact: bf16 is the top half of
 a float32) and multiplied by the float32 input in an FMA, so the input is not rounded and
@@ -30,30 +32,36 @@ matvec_forward's own tolerance in any build (make asan's -O1 fuses none).
 #include <stdlib.h>
 
 typedef struct {
-    uint16_t* w;        // (n) bf16 copy of the parameters; NULL: generation reads the float32 ones
+    const uint16_t* w;  // (n) bf16 copy of the parameters; NULL: generation reads the float32 ones
+    uint16_t* own;      // the copy made here (w == own), or NULL when w is the model's own copy
     const float* base;  // the float32 parameters it copies (a weight's copy is at w + (weight - base))
     size_t n;
 } WeightsBF16;
 
-// (re)makes the copy of the n parameters at params, allocating it on first use
-static void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) {
-    if (c->w && c->n != n) free(c->w), c->w = NULL;
-    if (!c->w) c->w = alignedMallocCheck(n * sizeof(uint16_t));
-    c->base = params, c->n = n;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        c->w[i] = bf16_round(params[i]);
-}
-
 static void weights_bf16_free(WeightsBF16* c) {
-    free(c->w);
+    free(c->own);
     *c = (WeightsBF16){0};
 }
 
-// before generating: with -prec bf16 (gemm_precision, fast/gemm.h) a fresh copy, else none
-static void weights_bf16_sync(WeightsBF16* c, const float* params, size_t n) {
-    if (gemm_precision == GEMM_BF16) weights_bf16_refresh(c, params, n);
-    else weights_bf16_free(c);
+// (re)makes the copy of the n parameters at params, allocating it on first use
+static void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) {
+    if (!c->own || c->n != n) {
+        weights_bf16_free(c);
+        c->own = alignedMallocCheck(n * sizeof(uint16_t));
+    }
+    c->w = c->own, c->base = params, c->n = n;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        c->own[i] = bf16_round_packed(params[i]);
+}
+
+// before generating: with -prec bf16 (gemm_precision, fast/gemm.h) the model's own copy
+// `kept` if it has one (current: AdamW rewrites it), else a fresh copy; without, none
+static void weights_bf16_sync(WeightsBF16* c, const float* params, size_t n, const uint16_t* kept) {
+    if (gemm_precision != GEMM_BF16 || kept) weights_bf16_free(c);
+    if (gemm_precision != GEMM_BF16) return;
+    if (kept) c->w = kept, c->base = params, c->n = n;  // read, never freed, here
+    else weights_bf16_refresh(c, params, n);
 }
 
 // out[o] (o < OC) = sum over i < IC of bf16 weight[o*IC + i] * x[i], + bias[o]: rows o0..o0+3,

@@ -10,7 +10,9 @@ included by test_gpt2.c.
   were read), the same argmax at every position;
 - generate() with -prec bf16 makes the copy (and without it makes none), and greedy
   generation on a small model trained here on a periodic sequence gives the same tokens
-  as float32.
+  as float32;
+- after -prec bf16 training steps the KV cache reads the model's own copy (AdamW's) instead
+  of making one, and its logits are the bits a fresh copy gives.
 */
 #define TOL_GEN_BF16_REL 1.5e-2f  // bf16 vs fp32 logits, relative to the largest |logit|: measured 6.8e-3
 
@@ -56,7 +58,7 @@ static void test_gen_bf16_logits(const char* model_path) {
     kvcache_init(&fp32, c);
     kvcache_init(&bf16, c);
     gemm_precision = GEMM_BF16;
-    weights_bf16_sync(&bf16.bf16, model.params_memory, model.num_parameters);
+    weights_bf16_sync(&bf16.bf16, model.params_memory, model.num_parameters, NULL);
     gemm_precision = GEMM_FP32;
     uint64_t rng = 11;
     float worst = 0.0f, largest = 0.0f;
@@ -120,6 +122,40 @@ static void test_gen_bf16_greedy(const char* model_path) {
     gpt2_free(&model);
 }
 
+// -prec bf16 training keeps a bf16 copy of the weights (AdamW rewrites it): generation reads
+// it instead of rounding 124M weights into a second copy, with the same bits
+static void test_gen_bf16_kept_copy(const char* model_path) {
+    GPT2 model;
+    gpt2_build_from_checkpoint(&model, model_path);
+    model.config.mask = MASK_CAUSAL;
+    int V = model.config.vocab_size, x[16], y[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (i * 3) % V, y[i] = (i * 5 + 1) % V;
+    float losses[3];
+    KVCache kept, fresh;
+    kvcache_init(&kept, model.config);
+    kvcache_init(&fresh, model.config);
+    gemm_precision = GEMM_BF16;
+    train_steps(&model, x, y, 2, 8, 3, losses);
+    weights_bf16_sync(&kept.bf16, model.params_memory, model.num_parameters, model.params_bf16);
+    weights_bf16_sync(&fresh.bf16, model.params_memory, model.num_parameters, NULL);
+    gemm_precision = GEMM_FP32;
+    int borrowed = model.params_bf16 && kept.bf16.w == model.params_bf16 && !kept.bf16.own
+                   && fresh.bf16.w && fresh.bf16.w != model.params_bf16;
+    int differ = 0;
+    for (int t = 0; t < 8; t++) {
+        const float* a = gpt2_forward_token(&model, &kept, x[t]);
+        const float* b = gpt2_forward_token(&model, &fresh, x[t]);
+        differ += memcmp(a, b, (size_t)V * sizeof(float)) != 0;
+    }
+    check(borrowed && differ == 0, "after 3 -prec bf16 steps the KV cache reads the model's own bf16 copy "
+          "(%s, no second copy), and its logits equal a fresh copy's, bit for bit (%d of 8 positions differ)",
+          borrowed ? "yes" : "NO", differ);
+    kvcache_free(&kept);  // (must not free the model's copy: gpt2_free does, once)
+    kvcache_free(&fresh);
+    gpt2_free(&model);
+}
+
 static void test_gen_bf16(const char* dir) {
     printf("-- generation from bf16 weights (-prec bf16, fast/matvec_bf16.h)\n");
     test_matvec_bf16();
@@ -131,4 +167,5 @@ static void test_gen_bf16(const char* dir) {
     }
     snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
     test_gen_bf16_greedy(a);
+    test_gen_bf16_kept_copy(a);
 }
