@@ -1254,6 +1254,15 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     stream_backward(s->dres, s->dsum, s->dln, BTC);  // d x
 }
 
+// the sum of the squares of layer l's gradients: its slice of each per-layer tensor
+// (LAYER_TENSORS), in an order that does not depend on the thread count (fast/buffers.h)
+static double layer_grad_squares(const GPT2* model, int l) {
+    int first = LAYER_TENSORS[0], count = LAYER_TENSORS[1] - LAYER_TENSORS[0];
+    // tensor `first` is ln1w; the other per-layer tensors follow it in the buffer
+    return sum_of_squares_layer(model->grads.ln1w, model->param_sizes + first, count,
+                                model->config.num_layers, l);
+}
+
 // gradients of the mean loss of the last forward (which must have had targets), added
 // into model->grads (after gpt2_zero_grad: stored); their squares summed as each is final
 void gpt2_backward(GPT2* model) {
@@ -1286,11 +1295,10 @@ void gpt2_backward(GPT2* model) {
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
     int own_norm = dist.size == 1;  // N processes: the norm is of the sum, taken after it lands
     model->grad_squares = own_norm ? sum_of_squares(model->grads.lnfw, 2 * (size_t)C) : 0.0;  // lnfw, lnfb
-    for (int l = L - 1; l >= 0; l--) {  // (tensors 2-13 hold one slice per layer)
+    for (int l = L - 1; l >= 0; l--) {
         block_backward(model, l, B, T);
         dist_layer_done(l);  // N processes: its gradients are final; their sum starts (util/dist.h)
-        if (own_norm)
-            model->grad_squares += sum_of_squares_layer(model->grads.ln1w, model->param_sizes + 2, 12, L, l);
+        if (own_norm) model->grad_squares += layer_grad_squares(model, l);
     }
     // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);

@@ -458,7 +458,7 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 sink = (float)(sum_of_squares(m->grads.lnfw, 2 * (size_t)C)
                                + sum_of_squares(m->grads_memory, m->param_sizes[0] + m->param_sizes[1]));
                 for (int k = 0; k < L; k++)
-                    sink += (float)sum_of_squares_layer(m->grads.ln1w, m->param_sizes + 2, 12, L, k));
+                    sink += (float)layer_grad_squares(m, k));
     AdamWConfig adamw = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f};
     TIME_KERNEL("AdamW update (with the clipping scale)", "optimizer", 1, 0,
                 gpt2_update(m, &adamw, 1e-4f, 0.5f, 1000));
