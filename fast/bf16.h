@@ -64,6 +64,14 @@ static inline uint32_t bf16_pair(float even, float odd) {
     return (uint32_t)bf16_round(even) | (uint32_t)bf16_round(odd) << 16;
 }
 
+// dst[i] = bf16_round_packed(src[i]) for i < n, over the threads: a bf16 copy of weights
+// (the products' copy below, and generation's, fast/matvec_bf16.h)
+static void bf16_round_all(uint16_t* dst, const float* src, size_t n) {
+    #pragma omp parallel for schedule(static) if (n >= 65536)
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16_round_packed(src[i]);
+}
+
 // The registered weights (float32, n of them) and their bf16 copy; NULL: none
 static const float* bf16_weights;
 static const uint16_t* bf16_weights_copy;
@@ -80,11 +88,8 @@ static inline const uint16_t* bf16_copy_of(const float* src) {
 // none. The owner keeps the copy equal to the rounded weights (AdamW rewrites it).
 static void bf16_weights_use(uint16_t** copy, const float* w, size_t n) {
     if (!*copy) {
-        uint16_t* c = alignedMallocCheck(n * sizeof(uint16_t));
-        #pragma omp parallel for schedule(static) if (n >= 65536)
-        for (size_t i = 0; i < n; i++)
-            c[i] = bf16_round_packed(w[i]);
-        *copy = c;
+        *copy = alignedMallocCheck(n * sizeof(uint16_t));
+        bf16_round_all(*copy, w, n);
     }
     bf16_weights = w;
     bf16_weights_copy = *copy;

@@ -50,9 +50,7 @@ static void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) 
         c->own = alignedMallocCheck(n * sizeof(uint16_t));
     }
     c->w = c->own, c->base = params, c->n = n;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        c->own[i] = bf16_round_packed(params[i]);
+    bf16_round_all(c->own, params, n);
 }
 
 // before generating: with -prec bf16 (gemm_precision, fast/gemm.h) the model's own copy
