@@ -129,8 +129,11 @@ static void time_square_sgemm(const float* A, const float* Bm, float* Cm, int n,
 // A quick look at what the machine delivers right now: sgemm on 768^3 (0.9 GFLOP), best of
 // 3, on all threads. Printed before and after each timed part: this VM's speed moves (at
 // times its two vCPUs give barely more than one core), and a part measured in such a
-// period is slow for that reason. Returns GFLOP/s.
+// period is slow for that reason. Returns GFLOP/s. Always float32, also under --prec bf16:
+// the probe measures the machine, not the precision being timed.
 static double machine_probe(const char* when) {
+    int precision = gemm_precision;
+    gemm_precision = GEMM_FP32;
     int n = 768;
     size_t nn = (size_t)n * n;
     float* A = alignedMallocCheck(nn * sizeof(float));
@@ -142,6 +145,7 @@ static double machine_probe(const char* when) {
     double times[3];
     time_square_sgemm(A, Bm, Cm, n, 3, times);
     free(A); free(Bm); free(Cm);
+    gemm_precision = precision;
     double gf = 2.0 * n * n * n / vmin(times, 3) / 1e9;
     printf("machine probe %s: sgemm 768^3 on %d threads at %.1f GFLOP/s\n", when, num_threads(), gf);
     return gf;
