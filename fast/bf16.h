@@ -141,16 +141,18 @@ static void bf16_pack_cols_copy(const uint16_t* src, int ld, int cols, int R, in
         const uint16_t* even = src + (size_t)(2 * p) * ld;
         const uint16_t* odd = 2 * p + 1 < kc ? even + ld : NULL;
         uint32_t* d = dst + (size_t)p * R;
-        int c = 0;
 #if defined(__AVX512BF16__)
-        for (; odd && c + 16 <= cols; c += 16) {  // 16 columns: widen both rows, the odd one to the top half
-            __m512i e = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(even + c)));
-            __m512i o = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(odd + c)));
-            _mm512_storeu_si512(d + c, _mm512_or_si512(e, _mm512_slli_epi32(o, 16)));
+        for (int c = 0; c < R; c += 16) {  // 16 columns: widen both rows, the odd one to the top half
+            __mmask16 real = gemm_lanes(cols - c);  // (columns past the matrix: 0, not read)
+            __m512i e = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(real, even + c));
+            __m512i o = odd ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(real, odd + c))
+                            : _mm512_setzero_si512();
+            _mm512_mask_storeu_epi32(d + c, gemm_lanes(R - c), _mm512_or_si512(e, _mm512_slli_epi32(o, 16)));
         }
-#endif
-        for (; c < R; c++)
+#else
+        for (int c = 0; c < R; c++)
             d[c] = c >= cols ? 0 : (uint32_t)even[c] | (uint32_t)(odd ? odd[c] : 0) << 16;
+#endif
     }
 }
 
@@ -191,22 +193,28 @@ static void bf16_pack_rows(const float* src, int ld, int rows, int R, int kc, ui
 // rows of src contiguous in c
 static void bf16_pack_cols(const float* src, int ld, int cols, int R, int kc, uint32_t* dst) {
     int kc2 = (kc + 1) / 2;
+#if defined(__AVX512BF16__)
+    __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                     23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+#endif
     for (int p = 0; p < kc2; p++) {
         const float* even = src + (size_t)(2 * p) * ld;
         const float* odd = 2 * p + 1 < kc ? even + ld : NULL;
         uint32_t* d = dst + (size_t)p * R;
-        int c = 0;
 #if defined(__AVX512BF16__)
-        __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-        for (; c + 16 <= cols; c += 16) {  // 16 columns: round both rows, interleave them
-            __m512 e = _mm512_loadu_ps(even + c), o = odd ? _mm512_loadu_ps(odd + c) : _mm512_setzero_ps();
+        // 16 columns at a time, masked at the edge (an A sliver is GEMM_MR = 14 wide): round
+        // both rows, interleave them
+        for (int c = 0; c < R; c += 16) {
+            __mmask16 real = gemm_lanes(cols - c);  // (columns past the matrix: 0, not read)
+            __m512 e = _mm512_maskz_loadu_ps(real, even + c);
+            __m512 o = odd ? _mm512_maskz_loadu_ps(real, odd + c) : _mm512_setzero_ps();
             __m512i both = (__m512i)_mm512_cvtne2ps_pbh(o, e);  // e's 16 bf16, then o's
-            _mm512_storeu_si512(d + c, _mm512_permutexvar_epi16(order, both));
+            _mm512_mask_storeu_epi32(d + c, gemm_lanes(R - c), _mm512_permutexvar_epi16(order, both));
         }
-#endif
-        for (; c < R; c++)
+#else
+        for (int c = 0; c < R; c++)
             d[c] = c >= cols ? 0 : bf16_pair(even[c], odd ? odd[c] : 0.0f);
+#endif
     }
 }
 

@@ -75,6 +75,12 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 #ifndef GEMM_NC
 #define GEMM_NC 768
 #endif
+// -prec bf16: a block of KC pairs of k (2 * GEMM_KC values) is as many bytes as GEMM_KC
+// floats, so the same cache blocking holds twice the k, and each tile of C is loaded and
+// stored half as often per product
+#ifndef GEMM_KC_BF16
+#define GEMM_KC_BF16 (2 * GEMM_KC)
+#endif
 #define GEMM_MIN_PAR_FLOPS 2e6  // below this, one thread is faster than waking a second
 
 static int gemm_imin(int a, int b) { return a < b ? a : b; }
@@ -277,8 +283,9 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
     float *Ap = gemm_Ap, *Bp = gemm_Bp;
     for (int jc = 0; jc < n; jc += GEMM_NC) {
         int nc = gemm_imin(GEMM_NC, n - jc);
-        for (int pc = 0; pc < K; pc += GEMM_KC) {
-            int kc = gemm_imin(GEMM_KC, K - pc), ks = bf16 ? (kc + 1) / 2 : kc;
+        int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC;
+        for (int pc = 0; pc < K; pc += KC) {
+            int kc = gemm_imin(KC, K - pc), ks = bf16 ? (kc + 1) / 2 : kc;
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
                 if (tB) gemm_pack(bf16, 1, B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,

@@ -67,6 +67,17 @@ static void test_bf16_pack_kernel(void) {
                     float odd = i < rows && 2 * p + 1 < kc ? at[(size_t)i * kc + 2 * p + 1] : 0.0f;
                     worst_pack |= a[(size_t)p * GEMM_MR + i] != bf16_pair(even, odd);
                 }
+            // an A sliver from columns (op(A) = A^T: dW = dout^T inp), GEMM_MR wide: at read
+            // as a kc x GEMM_MR matrix of which rows columns are real
+            uint32_t* acols = aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
+            bf16_pack_cols(at, GEMM_MR, rows, GEMM_MR, kc, acols);
+            for (int p = 0; p < kc2; p++)
+                for (int i = 0; i < GEMM_MR; i++) {
+                    float even = i < rows ? at[(size_t)2 * p * GEMM_MR + i] : 0.0f;
+                    float odd = i < rows && 2 * p + 1 < kc ? at[(size_t)(2 * p + 1) * GEMM_MR + i] : 0.0f;
+                    worst_pack |= acols[(size_t)p * GEMM_MR + i] != bf16_pair(even, odd);
+                }
+            free(acols);
             float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR];
             for (int acc = 0; acc < 2; acc++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++)
@@ -78,8 +89,8 @@ static void test_bf16_pack_kernel(void) {
             free(src); free(packed); free(a); free(at);
         }
     }
-    check(!worst_pack, "bf16 packing of rows and of columns (vectorised) equals its definition: pairs of k, "
-          "zero-padded");
+    check(!worst_pack, "bf16 packing of rows and of columns (vectorised, GEMM_NR and GEMM_MR wide) equals its "
+          "definition: pairs of k, zero-padded");
 #if defined(__AVX512BF16__)
     check(!worst_kernel, "bf16 kernel (vdpbf16ps) equals its plain twin bit for bit, = and +=, kc 1..37");
 #else
@@ -91,7 +102,7 @@ static void test_bf16_pack_kernel(void) {
 // left is the float32 accumulation's, a few ulps of sum |a||b|
 static void test_bf16_sgemm(void) {
     uint64_t rng = 11;
-    int M = 37, N = 45, K = 300;  // K over one KC block, edges in every direction
+    int M = 37, N = 45, K = GEMM_KC_BF16 + 88;  // K over one KC block, edges in every direction
     float worst = 0.0f;
     gemm_precision = GEMM_BF16;
     for (int tA = 0; tA < 2; tA++)
@@ -116,8 +127,8 @@ static void test_bf16_sgemm(void) {
             free(A); free(B); free(C);
         }
     gemm_precision = GEMM_FP32;
-    check(worst <= 4e-7f, "sgemm with bf16 operands, 4 transposes, 37x45x300: error of the float32 sums "
-          "%.2e of sum |a||b| (tolerance 4e-7: 300 sums of a 2^-24 rounding, as for fp32)", worst);
+    check(worst <= 4e-7f, "sgemm with bf16 operands, 4 transposes, 37x45x%d: error of the float32 sums "
+          "%.2e of sum |a||b| (tolerance 4e-7, as for fp32: sums of a 2^-24 rounding)", K, worst);
 }
 
 // the reference configurations' loss and gradients with bf16 matmuls against PyTorch's
@@ -187,7 +198,7 @@ static void test_bf16_determinism(const char* model_path) {
 // (a pair padded with 0), K over one KC block, odd leading dimensions
 static void test_bf16_weight_copy(void) {
     uint64_t rng = 13;
-    int M = 37, N = 45, K = 301, same = 1;
+    int M = 37, N = 45, K = GEMM_KC_BF16 + 89, same = 1;
     gemm_precision = GEMM_BF16;
     for (int which = 0; which < 2; which++)
         for (int tA = 0; tA < 2; tA++)
@@ -205,7 +216,7 @@ static void test_bf16_weight_copy(void) {
             }
     gemm_precision = GEMM_FP32;
     check(same, "bf16 products with an operand packed from its bf16 copy equal rounding while packing, "
-          "bit for bit (A or B, 4 transposes, 37x45x301)");
+          "bit for bit (A or B, 4 transposes, 37x45x%d)", K);
 }
 
 // after bf16 training steps, the copy AdamW rewrites equals the weights rounded
