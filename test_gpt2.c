@@ -599,9 +599,12 @@ static void test_sgemm(void) {
 #endif
     // M, N, K: 1; 13, 14, 15 around MR; 31, 32, 33 around NR; 255, 256, 257 around KC;
     // M > MC = 168; N > NC = 768; K = 0 (the empty sum: C = bias)
-    // the last three on several threads (M N K >= 1e6: sgemm_threads)
+    // the last four on several threads (M N K >= 1e6: sgemm_threads); in the last, each
+    // thread's share of N spans two blocks of columns, so its op(A) (2 blocks of M, 2 of K)
+    // is packed once and read again (keep_A in fast/gemm.h)
     int shapes[][3] = {{1, 1, 1}, {13, 31, 255}, {14, 32, 256}, {15, 33, 257}, {1, 33, 14}, {15, 1, 31},
-                       {14, 33, 513}, {20, 769, 33}, {5, 7, 0}, {169, 24, 257}, {15, 800, 90}, {170, 800, 8}};
+                       {14, 33, 513}, {20, 769, 33}, {5, 7, 0}, {169, 24, 257}, {15, 800, 90}, {170, 800, 8},
+                       {170, 1540, 260}};
     uint64_t rng = 1234;
     int single = 0, multi = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

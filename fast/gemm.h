@@ -250,8 +250,14 @@ static void gemm_bf16_weights(uint16_t** copy, const float* w, size_t n) {
 // (OpenMP worker threads persist). _Thread_local also keeps callers in different
 // threads of an outer parallel region from sharing a buffer. Under bf16 the same buffers
 // hold the slivers as pairs of bf16 (one uint32_t, the size of a float, per pair of k).
+// gemm_Ap holds one MC x KC block of op(A), or all of a share's op(A) where it fits
+// (gemm_block_in): 1M floats, 4 MB (the LM head's 256 x 768 input at 124M is 0.2M).
 static _Thread_local float* gemm_Ap;
 static _Thread_local float* gemm_Bp;
+#define GEMM_AP_FLOATS ((size_t)1 << 20)
+#ifndef GEMM_KEEP_A
+#define GEMM_KEEP_A 1
+#endif
 
 // a sliver of R rows (GEMM_MR of A, GEMM_NR of B), kc deep, of which n are real: from a
 // matrix whose sliver lies in rows (by_rows) or in columns; float32, or pairs of bf16
@@ -276,16 +282,22 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
                                  const float* B, int ldb, float* C, int ldc, int accumulate,
                                  const float* bias) {
     if (!gemm_Ap) {
-        gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_MC * GEMM_KC);
+        gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_AP_FLOATS);
         gemm_Bp = aligned_alloc(64, sizeof(float) * GEMM_KC * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
         if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
     }
     float *Ap = gemm_Ap, *Bp = gemm_Bp;
+    int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC, KS = bf16 ? (KC + 1) / 2 : KC;  // (KS: a block's depth)
+    // op(A) is packed again for every block of columns, unless all of it fits gemm_Ap: then
+    // once, at jc = 0, each (pc, ic) block in a place of its own, and read again by the
+    // other blocks (a thread's share of the 124M LM head spans 33 blocks of columns)
+    size_t m_pad = (size_t)(m + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+    int keep_A = GEMM_KEEP_A && n > GEMM_NC && m_pad * KS * ((K + KC - 1) / KC) <= GEMM_AP_FLOATS;
     for (int jc = 0; jc < n; jc += GEMM_NC) {
         int nc = gemm_imin(GEMM_NC, n - jc);
-        int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC;
         for (int pc = 0; pc < K; pc += KC) {
             int kc = gemm_imin(KC, K - pc), ks = bf16 ? (kc + 1) / 2 : kc;
+            float* A_pc = keep_A ? Ap + m_pad * KS * (pc / KC) : Ap;  // this K block's op(A)
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
                 if (tB) gemm_pack(bf16, 1, B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
@@ -295,16 +307,17 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
             }
             for (int ic = 0; ic < m; ic += GEMM_MC) {
                 int mc = gemm_imin(GEMM_MC, m - ic);
-                for (int ir = 0; ir < mc; ir += GEMM_MR) {
+                float* A_ic = keep_A ? A_pc + (size_t)ic * ks : Ap;
+                for (int ir = 0; ir < mc && (!keep_A || jc == 0); ir += GEMM_MR) {
                     int h = gemm_imin(GEMM_MR, mc - ir);
                     if (tA) gemm_pack(bf16, 0, A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
-                                      Ap + (size_t)ir * ks);
+                                      A_ic + (size_t)ir * ks);
                     else    gemm_pack(bf16, 1, A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
-                                      Ap + (size_t)ir * ks);
+                                      A_ic + (size_t)ir * ks);
                 }
                 for (int jr = 0; jr < nc; jr += GEMM_NR)
                     for (int ir = 0; ir < mc; ir += GEMM_MR) {
-                        const float *a = Ap + (size_t)ir * ks, *b = Bp + (size_t)jr * ks;
+                        const float *a = A_ic + (size_t)ir * ks, *b = Bp + (size_t)jr * ks;
                         float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         int mr = gemm_imin(GEMM_MR, mc - ir), nr = gemm_imin(GEMM_NR, nc - jr);
                         int overwrite = !accumulate && pc == 0;

@@ -102,7 +102,9 @@ static void test_bf16_pack_kernel(void) {
 // left is the float32 accumulation's, a few ulps of sum |a||b|
 static void test_bf16_sgemm(void) {
     uint64_t rng = 11;
-    int M = 37, N = 45, K = GEMM_KC_BF16 + 88;  // K over one KC block, edges in every direction
+    // K over one KC block, edges in every direction; N wide enough that each thread's share
+    // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.h)
+    int M = 37, N = 2 * GEMM_NC + 45, K = GEMM_KC_BF16 + 88;
     float worst = 0.0f;
     gemm_precision = GEMM_BF16;
     for (int tA = 0; tA < 2; tA++)
@@ -127,8 +129,8 @@ static void test_bf16_sgemm(void) {
             free(A); free(B); free(C);
         }
     gemm_precision = GEMM_FP32;
-    check(worst <= 4e-7f, "sgemm with bf16 operands, 4 transposes, 37x45x%d: error of the float32 sums "
-          "%.2e of sum |a||b| (tolerance 4e-7, as for fp32: sums of a 2^-24 rounding)", K, worst);
+    check(worst <= 4e-7f, "sgemm with bf16 operands, 4 transposes, 37x%dx%d: error of the float32 sums "
+          "%.2e of sum |a||b| (tolerance 4e-7, as for fp32: sums of a 2^-24 rounding)", N, K, worst);
 }
 
 // the reference configurations' loss and gradients with bf16 matmuls against PyTorch's
