@@ -34,6 +34,10 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 //           for ir in MC, step MR   one MR x KC sliver of Ap (streamed from L2)
 //             micro-kernel: MR x NR block of C += Ap-sliver * Bp-sliver
 //
+// (When a thread's share of C spans several NC blocks of columns and all of its op(A) fits
+// the packing buffer, op(A) is packed at jc = 0 only, every (pc, ic) block in a place of its
+// own, and read again for the other jc: keep_A in gemm_block_in.)
+//
 // Packing copies each sliver into k-major order (for every k: MR floats of A,
 // resp. NR floats of B), zero-padded to full MR / NR, so the micro-kernel
 // reads both operands with unit stride and never needs an edge case inside
@@ -55,7 +59,7 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 //
 // Determinism: each element of C belongs to exactly one thread. Its value is
 // C (or 0) + sum over K blocks in increasing order, where each block sum is a
-// sequential FMA chain k = pc, pc+1, ... started from 0. KC is a constant and
+// sequential FMA chain k = pc, pc+1, ... started from 0. KC is a constant (per precision) and
 // edge tiles run the same kernel on zero-padded data, so the result does not
 // depend on the thread count or on where the thread boundaries fall.
 // Threads split C by whole MR-row or NR-column panels (whichever of M, N is

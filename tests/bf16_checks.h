@@ -89,8 +89,8 @@ static void test_bf16_pack_kernel(void) {
             free(src); free(packed); free(a); free(at);
         }
     }
-    check(!worst_pack, "bf16 packing of rows and of columns (vectorised, GEMM_NR and GEMM_MR wide) equals its "
-          "definition: pairs of k, zero-padded");
+    check(!worst_pack, "bf16 packing of rows and of columns (vectorised, GEMM_NR and GEMM_MR wide) equals "
+          "its definition: pairs of k, zero-padded");
 #if defined(__AVX512BF16__)
     check(!worst_kernel, "bf16 kernel (vdpbf16ps) equals its plain twin bit for bit, = and +=, kc 1..37");
 #else
