@@ -40,6 +40,20 @@ static void test_bf16_round(void) {
           sizeof cases / sizeof cases[0] + 1);
 }
 
+// bf16_pack_cols of the first cols columns of src (kc rows, ld apart) into an R-wide sliver
+// dst: 1 if a pair differs from its definition (pairs of k down a column, zero-padded)
+static int bf16_pack_cols_differs(const float* src, int ld, int cols, int R, int kc, uint32_t* dst) {
+    int differs = 0;
+    bf16_pack_cols(src, ld, cols, R, kc, dst);
+    for (int p = 0; p < (kc + 1) / 2; p++)
+        for (int c = 0; c < R; c++) {
+            float even = c < cols ? src[(size_t)2 * p * ld + c] : 0.0f;
+            float odd = c < cols && 2 * p + 1 < kc ? src[(size_t)(2 * p + 1) * ld + c] : 0.0f;
+            differs |= dst[(size_t)p * R + c] != bf16_pair(even, odd);
+        }
+    return differs;
+}
+
 // the packed pairs of a kc x cols block against their definition; and the kernel, fed the
 // same slivers, against its plain twin, bit for bit
 static void test_bf16_pack_kernel(void) {
@@ -50,13 +64,7 @@ static void test_bf16_pack_kernel(void) {
             int kc2 = (kc + 1) / 2, ld = 40;
             float* src = uniform_floats(&rng, (size_t)kc * ld);
             uint32_t* packed = aligned_alloc(64, (size_t)kc2 * GEMM_NR * 4);  // the kernel's aligned loads
-            bf16_pack_cols(src, ld, cols, GEMM_NR, kc, packed);
-            for (int p = 0; p < kc2; p++)
-                for (int c = 0; c < GEMM_NR; c++) {
-                    float even = c < cols ? src[(size_t)2 * p * ld + c] : 0.0f;
-                    float odd = c < cols && 2 * p + 1 < kc ? src[(size_t)(2 * p + 1) * ld + c] : 0.0f;
-                    worst_pack |= packed[(size_t)p * GEMM_NR + c] != bf16_pair(even, odd);
-                }
+            worst_pack |= bf16_pack_cols_differs(src, ld, cols, GEMM_NR, kc, packed);  // a B sliver
             uint32_t* a = aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
             float* at = uniform_floats(&rng, (size_t)GEMM_MR * kc);
             int rows = 1 + cols % GEMM_MR;  // rows below GEMM_MR are zero-padded
@@ -70,13 +78,7 @@ static void test_bf16_pack_kernel(void) {
             // an A sliver from columns (op(A) = A^T: dW = dout^T inp), GEMM_MR wide: at read
             // as a kc x GEMM_MR matrix of which rows columns are real
             uint32_t* acols = aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
-            bf16_pack_cols(at, GEMM_MR, rows, GEMM_MR, kc, acols);
-            for (int p = 0; p < kc2; p++)
-                for (int i = 0; i < GEMM_MR; i++) {
-                    float even = i < rows ? at[(size_t)2 * p * GEMM_MR + i] : 0.0f;
-                    float odd = i < rows && 2 * p + 1 < kc ? at[(size_t)(2 * p + 1) * GEMM_MR + i] : 0.0f;
-                    worst_pack |= acols[(size_t)p * GEMM_MR + i] != bf16_pair(even, odd);
-                }
+            worst_pack |= bf16_pack_cols_differs(at, GEMM_MR, rows, GEMM_MR, kc, acols);
             free(acols);
             float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR];
             for (int acc = 0; acc < 2; acc++) {
