@@ -681,6 +681,43 @@ static void test_gemm_products(void) {
     }
 }
 
+// The micro-kernels on an edge panel of m < GEMM_MR rows compute only those rows
+// (GEMM_EDGE_ROWS in fast/gemm.h); each element is its own chain of sums, so the m rows must
+// be bit for bit the full tile's first m rows: float32 and bf16, = (with a bias) and +=
+static void test_kernel_edge_rows(void) {
+    uint64_t rng = 99;
+    int kc = 37, differ = 0;
+    float* a = aligned_alloc(64, ((size_t)kc * GEMM_MR * 4 + 63) / 64 * 64);
+    float* b = aligned_alloc(64, (size_t)kc * GEMM_NR * 4);
+    float* ua = uniform_floats(&rng, (size_t)kc * GEMM_MR);
+    float* ub = uniform_floats(&rng, (size_t)kc * GEMM_NR);
+    float* bias = uniform_floats(&rng, GEMM_NR);
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (int overwrite = 0; overwrite < 2; overwrite++) {
+            for (int i = 0; i < kc * GEMM_MR; i++)  // floats, or pairs of bf16 (kc pairs deep)
+                if (bf16) ((uint32_t*)a)[i] = bf16_pair(ua[i], -ua[i]); else a[i] = ua[i];
+            for (int i = 0; i < kc * GEMM_NR; i++)
+                if (bf16) ((uint32_t*)b)[i] = bf16_pair(ub[i], 0.5f * ub[i]); else b[i] = ub[i];
+            float full[GEMM_MR * GEMM_NR], part[GEMM_MR * GEMM_NR];
+            for (int i = 0; i < GEMM_MR * GEMM_NR; i++) full[i] = 0.01f * (float)i;
+            if (bf16) gemm_kernel_bf16(kc, (const uint32_t*)a, (const uint32_t*)b, full, GEMM_NR, GEMM_MR,
+                                       GEMM_NR, overwrite, bias);
+            else gemm_kernel(kc, a, b, full, GEMM_NR, GEMM_MR, GEMM_NR, overwrite, bias);
+            for (int m = 1; m < GEMM_MR; m++) {
+                for (int i = 0; i < GEMM_MR * GEMM_NR; i++) part[i] = 0.01f * (float)i;
+                if (bf16) gemm_kernel_bf16(kc, (const uint32_t*)a, (const uint32_t*)b, part, GEMM_NR, m,
+                                           GEMM_NR, overwrite, bias);
+                else gemm_kernel(kc, a, b, part, GEMM_NR, m, GEMM_NR, overwrite, bias);
+                differ += memcmp(part, full, (size_t)m * GEMM_NR * 4) != 0;  // its m rows
+                for (int i = m * GEMM_NR; i < GEMM_MR * GEMM_NR; i++)       // rows past m untouched
+                    differ += part[i] != 0.01f * (float)i;
+            }
+        }
+    check(differ == 0, "micro-kernels on edge panels (m = 1..%d rows): the full tile's rows bit for bit, "
+          "float32 and bf16, = + bias and +=, and nothing written past row m", GEMM_MR - 1);
+    free(a); free(b); free(ua); free(ub); free(bias);
+}
+
 // determinism: sgemm_share's shares t = 0..T-1 of a team of T threads, called one after
 // another, give exactly the C of sgemm_share(0, 1, ...), and so does sgemm_bias on as many
 // threads as it likes: the result does not depend on the thread count
@@ -2397,6 +2434,7 @@ int main(int argc, char** argv) {
         test_fast_matmul();
         test_weighted_rows();
         test_sgemm();
+        test_kernel_edge_rows();
         test_gemm_products();
         test_sgemm_shares();
         test_exp_tanh();

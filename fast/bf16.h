@@ -236,10 +236,13 @@ static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint
 }
 
 #if defined(__AVX512BF16__)
-// the kernel with vdpbf16ps: per pair of k, 2 loads of B (2 x 16 columns of pairs), MR
-// broadcasts of A's pairs, 2 x MR instructions of 32 products each
-static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
-                             int ldc, int m, int n, int overwrite, const float* bias) {
+// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm.h's GEMM_EDGE_ROWS):
+// per pair of k, 2 loads of B (2 x 16 columns of pairs), rows broadcasts of A's pairs,
+// 2 x rows instructions of 32 products each
+__attribute__((always_inline))
+static inline void gemm_kernel_bf16_rows(const int rows, int kc2, const uint32_t* restrict a,
+                                         const uint32_t* restrict b, float* C, int ldc, int m, int n,
+                                         int overwrite, const float* bias) {
     __m512 acc[GEMM_MR][GEMM_NV];
     gemm_tile_start(acc, C, ldc, m, n);
     for (int p = 0; p < kc2; p++, a += GEMM_MR, b += GEMM_NR) {
@@ -248,7 +251,7 @@ static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t
         for (int j = 0; j < GEMM_NV; j++)
             bv[j] = (__m512bh)_mm512_load_si512(b + 16 * j);
 #pragma GCC unroll 16
-        for (int i = 0; i < GEMM_MR; i++) {
+        for (int i = 0; i < rows; i++) {
             __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i]);
 #pragma GCC unroll 4
             for (int j = 0; j < GEMM_NV; j++)
@@ -256,6 +259,12 @@ static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t
         }
     }
     gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+
+static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                             int ldc, int m, int n, int overwrite, const float* bias) {
+    GEMM_EDGE_ROWS(gemm_kernel_bf16_rows, kc2, a, b, C, ldc, m, n, overwrite, bias)
+    gemm_kernel_bf16_rows(GEMM_MR, kc2, a, b, C, ldc, m, n, overwrite, bias);
 }
 #else
 #define gemm_kernel_bf16 gemm_kernel_bf16_plain

@@ -204,12 +204,29 @@ static inline void gemm_tile_store_plain(float acc[GEMM_MR][GEMM_NR], float* C, 
                                                : C[(size_t)i * ldc + j] + acc[i][j];
 }
 
-// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
-// m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
-// if not NULL.
-static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
-                        int m, int n, int overwrite, const float* bias) {
+// An edge panel of C, whose rows stop before GEMM_MR (M = 256: 18 panels of 14, then 4 rows),
+// runs a kernel that computes only the rows it has: m is a constant in each of these calls
+// (the kernels take it as rows), so its loops unroll as the full kernel's do. Each element
+// of C is its own chain of sums, so fewer rows change no bits.
+#if defined(__AVX512F__) && GEMM_MR == 14
+#define GEMM_EDGE_ROWS(kernel, ...) \
+    switch (m) { \
+    case 1: kernel(1, __VA_ARGS__); return;   case 2: kernel(2, __VA_ARGS__); return; \
+    case 3: kernel(3, __VA_ARGS__); return;   case 4: kernel(4, __VA_ARGS__); return; \
+    case 5: kernel(5, __VA_ARGS__); return;   case 6: kernel(6, __VA_ARGS__); return; \
+    case 7: kernel(7, __VA_ARGS__); return;   case 8: kernel(8, __VA_ARGS__); return; \
+    case 9: kernel(9, __VA_ARGS__); return;   case 10: kernel(10, __VA_ARGS__); return; \
+    case 11: kernel(11, __VA_ARGS__); return; case 12: kernel(12, __VA_ARGS__); return; \
+    case 13: kernel(13, __VA_ARGS__); return; }
+#else
+#define GEMM_EDGE_ROWS(kernel, ...)  // (another GEMM_MR: every panel runs the full kernel)
+#endif
+
 #ifdef __AVX512F__
+// the first `rows` rows of the tile: C[m x n] (=, or +=) a-sliver * b-sliver, m <= rows
+__attribute__((always_inline))
+static inline void gemm_kernel_rows(const int rows, int kc, const float* restrict a, const float* restrict b,
+                                    float* C, int ldc, int m, int n, int overwrite, const float* bias) {
     __m512 acc[GEMM_MR][GEMM_NV];
     gemm_tile_start(acc, C, ldc, m, n);
     for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
@@ -218,7 +235,7 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
         for (int j = 0; j < GEMM_NV; j++)
             bv[j] = _mm512_load_ps(b + 16 * j);
 #pragma GCC unroll 16
-        for (int i = 0; i < GEMM_MR; i++) {
+        for (int i = 0; i < rows; i++) {
             __m512 av = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
             for (int j = 0; j < GEMM_NV; j++)
@@ -226,6 +243,17 @@ static void gemm_kernel(int kc, const float* restrict a, const float* restrict b
         }
     }
     gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+#endif
+
+// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
+// m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
+// if not NULL.
+static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
+                        int m, int n, int overwrite, const float* bias) {
+#ifdef __AVX512F__
+    GEMM_EDGE_ROWS(gemm_kernel_rows, kc, a, b, C, ldc, m, n, overwrite, bias)
+    gemm_kernel_rows(GEMM_MR, kc, a, b, C, ldc, m, n, overwrite, bias);
 #else
     float acc[GEMM_MR][GEMM_NR];
     memset(acc, 0, sizeof acc);
