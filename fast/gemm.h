@@ -47,7 +47,8 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 // accumulators (of 32 registers). Per k: 2 vector loads of B, 14 broadcasts
 // of A, 28 FMAs. Zen 5 has 2 FMA pipes with 4-cycle latency, so >= 8
 // independent chains are needed; 28 is plenty and the 16 loads per 28 FMAs
-// stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower.
+// stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower. An edge
+// panel of m < MR rows runs the same kernel for its m rows only (GEMM_EDGE_ROWS).
 //
 // Cache sizes (Zen 5: L1D 48 KB, L2 1 MB per core):
 //   B sliver  KC*NR*4 = 256*32*4 = 32 KB  -> fits L1 next to the A stream
