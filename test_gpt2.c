@@ -682,7 +682,7 @@ static void test_gemm_products(void) {
 }
 
 // The micro-kernels on an edge panel of m < GEMM_MR rows compute only those rows
-// (GEMM_EDGE_ROWS in fast/gemm.h); each element is its own chain of sums, so the m rows must
+// (GEMM_BY_ROWS in fast/gemm.h); each element is its own chain of sums, so the m rows must
 // be bit for bit the full tile's first m rows: float32 and bf16, = (with a bias) and +=
 static void test_kernel_edge_rows(void) {
     uint64_t rng = 99;

@@ -236,7 +236,7 @@ static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint
 }
 
 #if defined(__AVX512BF16__)
-// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm.h's GEMM_EDGE_ROWS):
+// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm.h's GEMM_BY_ROWS):
 // per pair of k, 2 loads of B (2 x 16 columns of pairs), rows broadcasts of A's pairs,
 // 2 x rows instructions of 32 products each
 __attribute__((always_inline))
@@ -263,8 +263,7 @@ static inline void gemm_kernel_bf16_rows(const int rows, int kc2, const uint32_t
 
 static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
                              int ldc, int m, int n, int overwrite, const float* bias) {
-    GEMM_EDGE_ROWS(gemm_kernel_bf16_rows, kc2, a, b, C, ldc, m, n, overwrite, bias)
-    gemm_kernel_bf16_rows(GEMM_MR, kc2, a, b, C, ldc, m, n, overwrite, bias);
+    GEMM_BY_ROWS(m, gemm_kernel_bf16_rows, kc2, a, b, C, ldc, m, n, overwrite, bias);
 }
 #else
 #define gemm_kernel_bf16 gemm_kernel_bf16_plain

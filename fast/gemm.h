@@ -48,7 +48,7 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 // of A, 28 FMAs. Zen 5 has 2 FMA pipes with 4-cycle latency, so >= 8
 // independent chains are needed; 28 is plenty and the 16 loads per 28 FMAs
 // stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower. An edge
-// panel of m < MR rows runs the same kernel for its m rows only (GEMM_EDGE_ROWS).
+// panel of m < MR rows runs the same kernel for its m rows only (GEMM_BY_ROWS).
 //
 // Cache sizes (Zen 5: L1D 48 KB, L2 1 MB per core):
 //   B sliver  KC*NR*4 = 256*32*4 = 32 KB  -> fits L1 next to the A stream
@@ -206,21 +206,21 @@ static inline void gemm_tile_store_plain(float acc[GEMM_MR][GEMM_NR], float* C, 
 }
 
 // An edge panel of C, whose rows stop before GEMM_MR (M = 256: 18 panels of 14, then 4 rows),
-// runs a kernel that computes only the rows it has: m is a constant in each of these calls
-// (the kernels take it as rows), so its loops unroll as the full kernel's do. Each element
-// of C is its own chain of sums, so fewer rows change no bits.
+// runs a kernel that computes only the rows it has: GEMM_BY_ROWS(m, kernel, args) calls
+// kernel(rows, args) with rows = m a constant in each case, so its loops unroll as the full
+// kernel's do. Each element of C is its own chain of sums, so fewer rows change no bits.
 #if defined(__AVX512F__) && GEMM_MR == 14
-#define GEMM_EDGE_ROWS(kernel, ...) \
+#define GEMM_BY_ROWS(m, kernel, ...) \
     switch (m) { \
-    case 1: kernel(1, __VA_ARGS__); return;   case 2: kernel(2, __VA_ARGS__); return; \
-    case 3: kernel(3, __VA_ARGS__); return;   case 4: kernel(4, __VA_ARGS__); return; \
-    case 5: kernel(5, __VA_ARGS__); return;   case 6: kernel(6, __VA_ARGS__); return; \
-    case 7: kernel(7, __VA_ARGS__); return;   case 8: kernel(8, __VA_ARGS__); return; \
-    case 9: kernel(9, __VA_ARGS__); return;   case 10: kernel(10, __VA_ARGS__); return; \
-    case 11: kernel(11, __VA_ARGS__); return; case 12: kernel(12, __VA_ARGS__); return; \
-    case 13: kernel(13, __VA_ARGS__); return; }
+    case 1: kernel(1, __VA_ARGS__); break;   case 2: kernel(2, __VA_ARGS__); break; \
+    case 3: kernel(3, __VA_ARGS__); break;   case 4: kernel(4, __VA_ARGS__); break; \
+    case 5: kernel(5, __VA_ARGS__); break;   case 6: kernel(6, __VA_ARGS__); break; \
+    case 7: kernel(7, __VA_ARGS__); break;   case 8: kernel(8, __VA_ARGS__); break; \
+    case 9: kernel(9, __VA_ARGS__); break;   case 10: kernel(10, __VA_ARGS__); break; \
+    case 11: kernel(11, __VA_ARGS__); break; case 12: kernel(12, __VA_ARGS__); break; \
+    case 13: kernel(13, __VA_ARGS__); break; default: kernel(GEMM_MR, __VA_ARGS__); }
 #else
-#define GEMM_EDGE_ROWS(kernel, ...)  // (another GEMM_MR: every panel runs the full kernel)
+#define GEMM_BY_ROWS(m, kernel, ...) kernel(GEMM_MR, __VA_ARGS__)  // (another GEMM_MR: the full kernel)
 #endif
 
 #ifdef __AVX512F__
@@ -253,8 +253,7 @@ static inline void gemm_kernel_rows(const int rows, int kc, const float* restric
 static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
                         int m, int n, int overwrite, const float* bias) {
 #ifdef __AVX512F__
-    GEMM_EDGE_ROWS(gemm_kernel_rows, kc, a, b, C, ldc, m, n, overwrite, bias)
-    gemm_kernel_rows(GEMM_MR, kc, a, b, C, ldc, m, n, overwrite, bias);
+    GEMM_BY_ROWS(m, gemm_kernel_rows, kc, a, b, C, ldc, m, n, overwrite, bias);
 #else
     float acc[GEMM_MR][GEMM_NR];
     memset(acc, 0, sizeof acc);
@@ -341,13 +340,14 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
             for (int ic = 0; ic < m; ic += GEMM_MC) {
                 int mc = gemm_imin(GEMM_MC, m - ic);
                 float* A_ic = keep_A ? A_pc + (size_t)ic * ks : Ap;
-                for (int ir = 0; ir < mc && (!keep_A || jc == 0); ir += GEMM_MR) {
-                    int h = gemm_imin(GEMM_MR, mc - ir);
-                    if (tA) gemm_pack(bf16, 0, A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
-                                      A_ic + (size_t)ir * ks);
-                    else    gemm_pack(bf16, 1, A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
-                                      A_ic + (size_t)ir * ks);
-                }
+                if (!keep_A || jc == 0)  // (kept: packed at jc = 0 already)
+                    for (int ir = 0; ir < mc; ir += GEMM_MR) {
+                        int h = gemm_imin(GEMM_MR, mc - ir);
+                        if (tA) gemm_pack(bf16, 0, A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
+                                          A_ic + (size_t)ir * ks);
+                        else    gemm_pack(bf16, 1, A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
+                                          A_ic + (size_t)ir * ks);
+                    }
                 for (int jr = 0; jr < nc; jr += GEMM_NR)
                     for (int ir = 0; ir < mc; ir += GEMM_MR) {
                         const float *a = A_ic + (size_t)ir * ks, *b = Bp + (size_t)jr * ks;
