@@ -18,9 +18,20 @@
 
 CC ?= cc
 CFLAGS ?= -O3
-# -march=native: fast/ is written for the host's vector units (AVX2, FMA, AVX-512 where
-# they are); without it the same code runs several times slower
-ARCH ?= -march=native
+# a C program on stdin, compiled with the flags $(1) (and linked if $(2) is -o): prints
+# $(1) if the compiler takes them. (The output goes to a temporary file: a Windows
+# compiler's linker cannot write /dev/null.)
+PROBE = $(shell t=$$(mktemp) && printf '$(3)' | $(CC) $(1) -x c - $(2) "$$t" > /dev/null 2>&1 \
+            && echo '$(1)'; rm -f "$$t" "$$t.exe")
+PROBE_MAIN = int main(void) { return 0; }\n
+# ARCH: the host's vector units. fast/ is written for them (AVX-512, AVX2 + FMA, NEON),
+# and without them the same code runs several times slower: -march=native where the
+# compiler takes it (gcc, clang), else -mcpu=native (clang for ARM64), else nothing (Apple
+# clang 14 for arm64 and cross compilers refuse both: then the compiler's default, which
+# on ARM64 has NEON). make ARCH= builds for any CPU of the architecture.
+ifeq ($(origin ARCH),undefined)
+ARCH := $(or $(call PROBE,-march=native,-S -o,$(PROBE_MAIN)),$(call PROBE,-mcpu=native,-S -o,$(PROBE_MAIN)))
+endif
 WARN = -Wall -Wextra -std=c11
 # -fno-trapping-math and -fno-math-errno let the compiler vectorise loops holding floor(),
 # sqrt() and comparisons (GELU's exp, AdamW); -ffp-contract=fast lets it fuse a*b+c into
@@ -29,15 +40,38 @@ WARN = -Wall -Wextra -std=c11
 FP = -fno-trapping-math -fno-math-errno -ffp-contract=fast
 LDLIBS = -lm
 PYTHON ?= /usr/bin/python3
+, := ,
 
-# OpenMP when the compiler has it; a serial build otherwise
-OMP_FLAGS := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
+# OpenMP when the compiler has it; a serial build otherwise. Apple's clang has the OpenMP
+# front end but no runtime and no -fopenmp: with Homebrew's libomp (brew install libomp;
+# LIBOMP= its folder, found by brew or at Homebrew's two usual places) it builds with
+# -Xclang -fopenmp, as llm.c does.
+OMP_MAIN = \#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n
+ifeq ($(origin OMP_FLAGS),undefined)
+OMP_FLAGS := $(call PROBE,-fopenmp,-o,$(OMP_MAIN))
 ifeq ($(OMP_FLAGS),)
-$(info notice: $(CC) has no OpenMP; building single-threaded)
+LIBOMP ?= $(firstword $(wildcard $(shell brew --prefix libomp 2> /dev/null) /opt/homebrew/opt/libomp \
+                                 /usr/local/opt/libomp))
+ifneq ($(LIBOMP),)
+OMP_FLAGS := $(call PROBE,-Xclang -fopenmp -I$(LIBOMP)/include -L$(LIBOMP)/lib -Wl$(,)-rpath$(,)$(LIBOMP)/lib \
+                          -lomp,-o,$(OMP_MAIN))
+endif
+endif
+endif
+ifeq ($(OMP_FLAGS),)
+$(info notice: $(CC) has no OpenMP; building single-threaded (macOS: brew install libomp))
 WARN += -Wno-unknown-pragmas
 endif
+# make BLAS=1: the float32 products through the system's cblas_sgemm (fast/blas.h):
+# OpenBLAS on Linux (Debian: libopenblas-dev), Accelerate on macOS
+BLAS ?= 0
+ifeq ($(BLAS),1)
+BLAS_LIB ?= $(if $(filter Darwin,$(shell uname -s)),-framework Accelerate,-lopenblas)
+LDLIBS += $(BLAS_LIB)
+BLAS_FLAGS = -DUSE_BLAS
+endif
 # every C compilation: the user's CFLAGS, then what the program needs
-ALL_CFLAGS = $(CFLAGS) $(ARCH) $(FP) $(WARN) $(OMP_FLAGS)
+ALL_CFLAGS = $(CFLAGS) $(ARCH) $(FP) $(WARN) $(OMP_FLAGS) $(BLAS_FLAGS)
 
 # Open MPI when mpicc is there (Debian: openmpi-bin, libopenmpi-dev): train_gpt2 is then
 # built with mpicc and -DUSE_MPI, so that `mpirun -np N ./train_gpt2` trains on N
@@ -50,14 +84,27 @@ else
 TRAIN_CC = $(CC)
 endif
 
+# The compiler and flags of the last build (.build-flags): when they change (make ARCH=...,
+# BLAS=1, MPI=0, CC=clang after a plain make), every program is rebuilt with them instead
+# of being left as it was. (make -n writes nothing: it shows the rebuild.)
+BUILD_ID = $(TRAIN_CC) | $(CC) $(ALL_CFLAGS) $(LDLIBS)
+ifneq ($(shell printf '%s\n' '$(BUILD_ID)' | cmp -s - .build-flags 2> /dev/null && echo same),same)
+ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+$(shell printf '%s\n' '$(BUILD_ID)' > .build-flags)
+else
+.PHONY: .build-flags
+endif
+endif
+.build-flags: ;
+
 # the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
-SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h)
+SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
 all: train_gpt2 test_gpt2 train_seq2seq test_seq2seq $(DATA) data/make_pairs $(REVERSE)
 
-train_gpt2: $(SRC) .mpi-$(MPI)
+train_gpt2: $(SRC)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
 test_gpt2: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h $(SRC)
@@ -74,19 +121,15 @@ test_seq2seq: test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.
 tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq.c $(SRC)
 	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-# which build train_gpt2 is (with MPI or not): switching rebuilds it
-.mpi-$(MPI):
-	rm -f .mpi-0 .mpi-1 && touch $@
-
 mpi:
 	$(MAKE) train_gpt2 MPI=1
 
 # any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c
-data/prepare: data/prepare.c util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h util/pairs.h
+data/prepare: data/prepare.c .build-flags util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h util/pairs.h
 	$(CC) $(CFLAGS) $(ARCH) $(WARN) $(OMP_FLAGS) -o $@ $<
 
 # synthetic source/target pairs for the encoder-decoder (reverse, copy, sort, add)
-data/make_pairs: data/make_pairs.c util/io.h util/random.h
+data/make_pairs: data/make_pairs.c .build-flags util/io.h util/random.h
 	$(CC) $(CFLAGS) $(ARCH) $(WARN) -o $@ $<
 
 $(DATA) &: data/prepare data/tiny_shakespeare.txt
@@ -152,7 +195,7 @@ tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicod
 	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .mpi-0 .mpi-1
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
 
 clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt

@@ -718,9 +718,46 @@ static void test_kernel_edge_rows(void) {
     free(a); free(b); free(ua); free(ub); free(bias);
 }
 
+#ifndef USE_BLAS
+// C (a team's product) is bit for bit one thread's (the other arguments: for make BLAS=1)
+static int same_product(const float* C, const float* one, size_t nc, const float* C0, int tA, int tB, int M,
+                        int N, int K, const float* A, int lda, const float* B, int ldb, int ldc,
+                        int accumulate, const float* bias, int team) {
+    (void)C0; (void)tA; (void)tB; (void)M; (void)N; (void)K; (void)A; (void)lda; (void)B; (void)ldb;
+    (void)ldc; (void)accumulate; (void)bias; (void)team;
+    return memcmp(C, one, nc * sizeof(float)) == 0;
+}
+#else
+// make BLAS=1 (fast/blas.h): the library's kernels order an element's sums by where the
+// element falls in the block it is given, so a team's product may differ from one thread's
+// in the last bits: it must be within float rounding of it (2^-20 of the sum of |terms|),
+// and the same team again (team 0: sgemm_bias) must give the same bits
+static int same_product(const float* C, const float* one, size_t nc, const float* C0, int tA, int tB, int M,
+                        int N, int K, const float* A, int lda, const float* B, int ldb, int ldc,
+                        int accumulate, const float* bias, int team) {
+    int ok = 1;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double size = accumulate ? fabs(C0[(size_t)i * ldc + j]) : fabs(bias[j]);
+            for (int k = 0; k < K; k++)
+                size += fabs((double)(tA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                             (tB ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]));
+            ok &= fabs((double)C[(size_t)i * ldc + j] - one[(size_t)i * ldc + j]) <= size * 0x1p-20;
+        }
+    float* again = copy_floats(C0, nc);
+    for (int t = 0; t < (team ? team : 1); t++)
+        if (team) sgemm_share(t, team, tA, tB, M, N, K, A, lda, B, ldb, again, ldc, accumulate, bias);
+        else sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, again, ldc, accumulate, bias);
+    ok &= memcmp(again, C, nc * sizeof(float)) == 0;
+    free(again);
+    return ok;
+}
+#endif
+
 // determinism: sgemm_share's shares t = 0..T-1 of a team of T threads, called one after
 // another, give exactly the C of sgemm_share(0, 1, ...), and so does sgemm_bias on as many
-// threads as it likes: the result does not depend on the thread count
+// threads as it likes: the result does not depend on the thread count. (make BLAS=1: within
+// rounding of it, and the same bits for the same team: same_product above.)
 static void test_sgemm_shares(void) {
     printf("-- sgemm_share: teams of 1, 2 and 3 give bit-identical products\n");
     // split by rows (M >= N) and by columns (N > M), shares of unequal size, a team larger than
@@ -747,19 +784,25 @@ static void test_sgemm_shares(void) {
                         float* C = copy_floats(C0, nc);
                         for (int t = 0; t < team; t++)
                             sgemm_share(t, team, tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-                        same &= memcmp(C, one, nc * sizeof(float)) == 0;
+                        same &= same_product(C, one, nc, C0, tA, tB, M, N, K, A, lda, B, ldb, ldc, accumulate,
+                                             bias, team);
                         free(C);
                     }
                     float* C = copy_floats(C0, nc);
                     sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-                    same &= memcmp(C, one, nc * sizeof(float)) == 0;
+                    same &= same_product(C, one, nc, C0, tA, tB, M, N, K, A, lda, B, ldb, ldc, accumulate,
+                                         bias, 0);
                     runs++;
                     free(C); free(A); free(B); free(bias); free(C0); free(one);
                 }
         int threads = sgemm_threads(M, N, K);
-        check(same, "sgemm_share M=%d N=%d K=%d: teams of 2 and 3 and sgemm_bias (%d thread%s) give the bits "
-              "of one thread, in all %d transpose/accumulate cases",
-              M, N, K, threads, threads > 1 ? "s" : "", runs);
+#ifndef USE_BLAS
+        const char* what = "the bits of one thread";
+#else
+        const char* what = "one thread's product within 2^-20 of its size, and their own bits again (BLAS=1)";
+#endif
+        check(same, "sgemm_share M=%d N=%d K=%d: teams of 2 and 3 and sgemm_bias (%d thread%s) give %s, "
+              "in all %d transpose/accumulate cases", M, N, K, threads, threads > 1 ? "s" : "", what, runs);
     }
 #ifdef _OPENMP
     omp_set_num_threads(saved_threads);

@@ -35,6 +35,7 @@ static double sum_of_squares_list(const float* const* p, const size_t* n, int co
     size_t all = 0;
     for (int s = 0; s < count; s++)
         all += n[s];
+    (void)all;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel for schedule(static) if (all >= 65536)
     for (int j = 0; j < count * CHUNKS; j++) {
         const float* g = p[j / CHUNKS];

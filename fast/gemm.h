@@ -17,6 +17,9 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 #include <immintrin.h>
 #endif
 #include "../util/io.h"
+#ifdef USE_BLAS
+#include "blas.h"
+#endif
 
 // sgemm: deterministic single-precision matrix multiply (OpenMP + AVX-512 intrinsics;
 // a plain-C fallback where AVX-512 is absent)
@@ -368,6 +371,12 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
 
 static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
                        float* C, int ldc, int accumulate, const float* bias, int precision) {
+#ifdef USE_BLAS
+    if (precision == GEMM_FP32) {  // make BLAS=1: the library's kernel (blas.h)
+        blas_block(tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        return;
+    }
+#endif
     if (precision == GEMM_BF16)
         gemm_block_in(1, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
     else

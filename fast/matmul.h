@@ -40,6 +40,7 @@ static void bias_grad_share(int t, int T, float* dbias, const float* dout, int B
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int BT, int C, int OC) {
     int nt = sgemm_threads(BT, C, OC);
+    (void)nt;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = team_thread(), T = team_size();
