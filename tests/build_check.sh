@@ -33,6 +33,7 @@ build() {  # build NAME MAKE-ARGUMENTS...: a fresh copy, `make all`, no warning
 
 build "gcc" CC=gcc MPI=0
 if command -v clang > /dev/null; then build "clang" CC=clang MPI=0; else bad "clang is not installed"; fi
+build "gcc without OpenMP (single-threaded)" CC=gcc MPI=0 OMP_FLAGS=
 # macOS's Apple clang, as a stand-in built from Linux's clang (tests/macos_standin.sh): it
 # refuses -march=native and -fopenmp, and OpenMP comes from a Homebrew-style libomp through
 # -Xclang -fopenmp. The build must find it, print no warning, and train on 2 threads.
