@@ -11,6 +11,11 @@ differs from what the article states or prints. The last check is of a claim tha
 right (article 003 on order without positions), with the caveat of the causal mask.
 */
 
+// the checks' maxima and minima in double, by comparison (as fmax/fmin: no accumulator holds a
+// NaN): gcc 12 for aarch64 stops with an internal error on fmax/fmin loops of floats into a double
+static double max_d(double a, double b) { return b > a ? b : a; }
+static double min_d(double a, double b) { return b < a ? b : a; }
+
 // the tiny GPT-2 of several checks, randomly initialised: 5 tokens, 4 positions, C = 8, 2 heads
 static void errata_tiny_model(GPT2* m, int num_layers, uint64_t seed) {
     GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = num_layers,
@@ -50,7 +55,7 @@ static void test_errata_articles(void) {
                         v[j][n][c] = (double)x[j * 2] * W[n][c] + (double)x[j * 2 + 1] * W[n][2 + c];
             for (int j = 0; j < 3; j++) {
                 s[j] = (v[0][0][0] * v[j][1][0] + v[0][0][1] * v[j][1][1]) / sqrt(2.0);
-                mx = fmax(mx, s[j]);
+                mx = max_d(mx, s[j]);
             }
             for (int j = 0; j < 3; j++)
                 sum += p[j] = exp(s[j] - mx);
@@ -163,11 +168,11 @@ static void test_errata_articles(void) {
                 double step = m.params_memory[i] - (double)p0[i];
                 // t = 1: m_hat = g, v_hat = g^2, so Adam's step is g / (|g| + eps)
                 double adam = -lr * (g[i] / (fabs(g[i]) + 1e-8) + wd * p0[i]);
-                e_adam = fmax(e_adam, fabs(step - adam));
-                e_sgd = fmax(e_sgd, fabs(step - (-lr * (double)g[i])));
+                e_adam = max_d(e_adam, fabs(step - adam));
+                e_sgd = max_d(e_sgd, fabs(step - (-lr * (double)g[i])));
                 if (!wd && fabs(g[i]) > 1e-5) {  // biases and layernorms: no decay term
-                    gmin = fmin(gmin, fabs(g[i])); gmax = fmax(gmax, fabs(g[i]));
-                    smin = fmin(smin, fabs(step) / lr); smax = fmax(smax, fabs(step) / lr);
+                    gmin = min_d(gmin, fabs(g[i])); gmax = max_d(gmax, fabs(g[i]));
+                    smin = min_d(smin, fabs(step) / lr); smax = max_d(smax, fabs(step) / lr);
                 }
             }
             off += m.param_sizes[k];
@@ -283,20 +288,20 @@ static void test_errata_articles(void) {
                 s[j] = 0.0;  // the raw score q_i . k_j, in double
                 for (int c = 0; c < C; c++)
                     s[j] += (double)x[i * 3 * C + c] * x[j * 3 * C + C + c];
-                smin = fmin(smin, s[j]);
+                smin = min_d(smin, s[j]);
                 rs += s[j];
                 s[j] /= sqrt((double)C);
-                e_sc = fmax(e_sc, fabs(sc[i * T + j] - s[j]));
-                mx = fmax(mx, s[j]);
+                e_sc = max_d(e_sc, fabs(sc[i * T + j] - s[j]));
+                mx = max_d(mx, s[j]);
             }
             for (int j = 0; j < T; j++)
                 sum += p[j] = exp(s[j] - mx);
             for (int j = 0; j < T; j++) {
-                e_pr = fmax(e_pr, fabs(pr[i * T + j] - p[j] / sum));
+                e_pr = max_d(e_pr, fabs(pr[i * T + j] - p[j] / sum));
                 ps += pr[i * T + j];
             }
-            rowsum_off = fmax(rowsum_off, fabs(rs - 1.0));
-            prow_off = fmax(prow_off, fabs(ps - 1.0));
+            rowsum_off = max_d(rowsum_off, fabs(rs - 1.0));
+            prow_off = max_d(prow_off, fabs(ps - 1.0));
         }
         check(e_sc < 1e-4 && e_pr < 1e-6 && prow_off < 1e-6 && smin < 0.0 && rowsum_off > 1.0,
               "E22 article 004 scores vs weights: Q K^T has entries down to %.1f and rows summing %.0f "
@@ -393,12 +398,12 @@ static void test_errata_articles(void) {
             double s[T], mx = -1e30, sum = 0.0;
             for (int j = 0; j < T; j++) {
                 s[j] = ((double)x[i * 6] * x[j * 6 + 2] + (double)x[i * 6 + 1] * x[j * 6 + 3]) / sqrt(2.0);
-                mx = fmax(mx, s[j]);
+                mx = max_d(mx, s[j]);
             }
             for (int j = 0; j < T; j++)
                 sum += s[j] = exp(s[j] - mx);
             for (int j = 0; j < T; j++)
-                e_p = fmax(e_p, fabs(pr[i * T + j] - s[j] / sum));
+                e_p = max_d(e_p, fabs(pr[i * T + j] - s[j] / sum));
         }
         double dets[2];  // det of the unmasked and the causal weights, by elimination in double
         for (int k = 0; k < 2; k++) {
@@ -501,7 +506,7 @@ static void test_errata_reread(void) {
         double a = exp(2.0) / (exp(2.0) + 2.0), b = 1.0 / (exp(2.0) + 2.0), e_p = 0.0;
         for (int i = 0; i < T; i++)
             for (int j = 0; j < T; j++)
-                e_p = fmax(e_p, fabs(pr[i * T + j] - (j == (i + 1) % T ? a : b)));
+                e_p = max_d(e_p, fabs(pr[i * T + j] - (j == (i + 1) % T ? a : b)));
         double P[T][T];  // the program's weights, in double
         for (int i = 0; i < T * T; i++)
             P[i / T][i % T] = pr[i];
@@ -543,14 +548,14 @@ static void test_errata_reread(void) {
                 z[v] = 0.0;
                 for (int c = 0; c < 8; c++)
                     z[v] += (double)a.lnf[t * 8 + c] * m.params.wte[v * 8 + c];
-                e_head = fmax(e_head, fabs(a.logits[t * 8 + v] - z[v]));
-                mx = fmax(mx, z[v]);
+                e_head = max_d(e_head, fabs(a.logits[t * 8 + v] - z[v]));
+                mx = max_d(mx, z[v]);
             }
             for (int v = 0; v < 5; v++)
                 sum += exp(z[v] - mx);
             for (int v = 0; v < 5; v++) {
-                e_soft = fmax(e_soft, fabs(a.probs[t * 8 + v] - exp(z[v] - mx) / sum));
-                pmax = fmax(pmax, a.probs[t * 8 + v]);
+                e_soft = max_d(e_soft, fabs(a.probs[t * 8 + v] - exp(z[v] - mx) / sum));
+                pmax = max_d(pmax, a.probs[t * 8 + v]);
             }
         }
         gpt2_free(&m);

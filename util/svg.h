@@ -496,14 +496,17 @@ static void loss_final_labels(FILE* f, const LossHistory* hist, int last, double
 void write_loss_svg(const LossHistory* hist, const char* path, const char* title) {
     int W = 760, H = 420, X0 = LOSS_X0, X1 = LOSS_X1, Y0 = LOSS_Y0, Y1 = LOSS_Y1, n = hist->steps;
     double lo = 1e30, hi = -1e30, lr_hi = 1e-30;
+    // comparisons, not fmin/fmax of floats into a double: gcc 12 for aarch64 ICEs on that loop
     for (int s = 0; s < n; s++) {
-        lo = fmin(lo, hist->loss[s]);
-        hi = fmax(hi, hist->loss[s]);
-        lr_hi = fmax(lr_hi, hist->lr[s]);
+        double loss = hist->loss[s], lr = hist->lr[s];
+        if (loss < lo) lo = loss;
+        if (loss > hi) hi = loss;
+        if (lr > lr_hi) lr_hi = lr;
     }
     for (int v = 0; v < hist->vals; v++) {
-        lo = fmin(lo, hist->val_loss[v]);
-        hi = fmax(hi, hist->val_loss[v]);
+        double loss = hist->val_loss[v];
+        if (loss < lo) lo = loss;
+        if (loss > hi) hi = loss;
     }
     if (!(hi > lo)) {
         lo = lo < 1e30 ? lo - 1 : 0;
