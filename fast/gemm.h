@@ -17,6 +17,7 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 #include <immintrin.h>
 #endif
 #include "../util/io.h"
+#include "vec.h"
 
 // sgemm: deterministic single-precision matrix multiply (OpenMP + AVX-512 intrinsics;
 // a kernel in vector extensions for AVX2, NEON and any other CPU: see below)
@@ -78,27 +79,22 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 // GEMM_KERNEL_NAME names the kernel built ("avx2+fma 6x16"); the run's header prints it.
 #if defined(__AVX512F__)
 #define GEMM_ISA "avx512"
-#define GEMM_VW 16
 #define GEMM_MR_DEFAULT 14
 #define GEMM_NR_DEFAULT 32
 #elif defined(__AVX__)
 #define GEMM_ISA_FMA "avx2+fma"  // (AVX without FMA: Sandy Bridge, Ivy Bridge)
-#define GEMM_VW 8
 #define GEMM_MR_DEFAULT 6
 #define GEMM_NR_DEFAULT 16
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define GEMM_ISA "neon"
-#define GEMM_VW 4
 #define GEMM_MR_DEFAULT 8
 #define GEMM_NR_DEFAULT 12
 #elif defined(__SSE2__)
 #define GEMM_ISA "sse2"
-#define GEMM_VW 4
 #define GEMM_MR_DEFAULT 6
 #define GEMM_NR_DEFAULT 8
 #else
 #define GEMM_ISA "generic"
-#define GEMM_VW 4
 #define GEMM_MR_DEFAULT 4
 #define GEMM_NR_DEFAULT 8
 #endif
@@ -109,6 +105,7 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 #define GEMM_ISA "avx"
 #endif
 #endif
+#define GEMM_VW VEC_W  // floats in a vector register (fast/vec.h)
 #ifndef GEMM_MR
 #define GEMM_MR GEMM_MR_DEFAULT
 #endif
@@ -311,10 +308,9 @@ static inline void gemm_kernel_rows(const int rows, int kc, const float* restric
 
 #ifndef __AVX512F__
 // The kernel of the other CPUs: the same loops as gemm_kernel_rows above, in vectors of
-// GEMM_VW floats (gemm_vf) that the compiler maps to the CPU's registers. gemm_vfu is the
-// same vector read or written at any float's address (C's rows, B's sliver in the tests).
-typedef float gemm_vf __attribute__((vector_size(4 * GEMM_VW)));
-typedef float gemm_vfu __attribute__((vector_size(4 * GEMM_VW), aligned(4), may_alias));
+// GEMM_VW floats (vec_f, fast/vec.h) that the compiler maps to the CPU's registers, with
+// one FMA instruction per multiply-add where the CPU has FMA (vec_fma)
+typedef vec_f gemm_vf;
 enum { GEMM_NV = GEMM_NR / GEMM_VW };  // vectors across a tile's row
 
 // the tile's end, as gemm_tile_store: C = acc (+ bias), or C += acc, for m x n of the tile
@@ -330,9 +326,9 @@ static inline void gemm_vtile_store(gemm_vf acc[GEMM_MR][GEMM_NV], float* C, int
             float* cj = c + GEMM_VW * j;
             if (n >= GEMM_VW * (j + 1)) {
                 gemm_vf v = acc[i][j];
-                if (!overwrite) v = *(gemm_vfu*)cj + v;
-                else if (bias) v = v + *(const gemm_vfu*)(bias + GEMM_VW * j);
-                *(gemm_vfu*)cj = v;
+                if (!overwrite) v = vec_load(cj) + v;
+                else if (bias) v = v + vec_load(bias + GEMM_VW * j);
+                vec_store(cj, v);
             } else {  // the last columns of an edge tile, one at a time
                 for (int l = 0; l < n - GEMM_VW * j; l++)
                     cj[l] = !overwrite ? cj[l] + acc[i][j][l] : bias ? acc[i][j][l] + bias[GEMM_VW * j + l]
@@ -359,14 +355,14 @@ static inline void gemm_kernel_rows(const int rows, int kc, const float* restric
         gemm_vf bv[GEMM_NV];
 #pragma GCC unroll 8
         for (int j = 0; j < GEMM_NV; j++)
-            bv[j] = *(const gemm_vfu*)(b + GEMM_VW * j);
+            bv[j] = vec_load(b + GEMM_VW * j);
 #pragma GCC unroll 16
         for (int i = 0; i < GEMM_MR; i++) {  // (a constant count: clang unrolls only such loops)
             if (i >= rows) break;
             float ai = a[i];
 #pragma GCC unroll 8
             for (int j = 0; j < GEMM_NV; j++)
-                acc[i][j] += ai * bv[j];  // one FMA where the CPU has it (-ffp-contract=fast)
+                acc[i][j] = vec_fma(acc[i][j], ai, bv[j]);
         }
     }
     gemm_vtile_store(acc, C, ldc, m, n, overwrite, bias);
