@@ -591,8 +591,8 @@ static float* uniform_floats(uint64_t* rng, size_t n) {
 #define TOL_SGEMM_REL 2e-6f     // measured worst 9.0e-7 (K = 513: float sums in two orders)
 #define TOL_PRODUCTS_REL 5e-7f  // measured worst 2.3e-7 (the head slices, K <= 64)
 static void test_sgemm(void) {
-    printf("-- sgemm_bias against sgemm_plain (blocking MR=%d NR=%d KC=%d MC=%d NC=%d)\n",
-           GEMM_MR, GEMM_NR, GEMM_KC, GEMM_MC, GEMM_NC);
+    printf("-- sgemm_bias against sgemm_plain (kernel %s; blocking MR=%d NR=%d KC=%d MC=%d NC=%d)\n",
+           GEMM_KERNEL_NAME, GEMM_MR, GEMM_NR, GEMM_KC, GEMM_MC, GEMM_NC);
 #ifdef _OPENMP
     int saved_threads = omp_get_max_threads();
     if (saved_threads < 2) omp_set_num_threads(2);  // the threaded path even on one core
@@ -679,6 +679,66 @@ static void test_gemm_products(void) {
               T, C, NH, hs, e_abt, e_ab, e_atb, TOL_PRODUCTS_REL, outside);
         free(qkv); free(P); free(dy); free(S); free(S_ref); free(O); free(O_ref); free(D); free(D_ref);
     }
+}
+
+// Plain twin of the float32 micro-kernel (fast/gemm.h's gemm_kernel): C[m x n] = sums
+// (+ bias), or C += sums, each sum a chain over k from 0: one fused multiply-add per k where
+// the build's kernel uses FMA instructions (VEC_FUSED, fast/vec.h), else a product, then a sum
+static void gemm_kernel_plain(int kc, const float* a, const float* b, float* C, int ldc, int m, int n,
+                              int overwrite, const float* bias) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int k = 0; k < kc; k++) {
+#if VEC_FUSED
+                acc = fmaf(a[(size_t)k * GEMM_MR + i], b[(size_t)k * GEMM_NR + j], acc);
+#else
+                float p = a[(size_t)k * GEMM_MR + i] * b[(size_t)k * GEMM_NR + j];
+                acc = acc + p;
+#endif
+            }
+            float* c = C + (size_t)i * ldc + j;
+            *c = !overwrite ? *c + acc : bias ? acc + bias[j] : acc;
+        }
+}
+
+// The build's micro-kernel (GEMM_KERNEL_NAME: AVX-512, AVX2, NEON, SSE2 or generic) against
+// its plain twin, bit for bit: every m = 1..GEMM_MR, n around the vector width and GEMM_NR,
+// kc = 1, 37 and GEMM_KC; =, = + bias, +=; in a C whose row stride is wider than the tile,
+// and nothing written outside the m x n corner
+static void test_kernel_plain(void) {
+    uint64_t rng = 77;
+    int kcs[] = {1, 37, GEMM_KC}, ns[] = {1, GEMM_VW - 1, GEMM_VW, GEMM_VW + 1, GEMM_NR - 1, GEMM_NR};
+    int ldc = GEMM_NR + 3, cases = 0, differ = 0;
+    size_t nc = (size_t)(GEMM_MR + 1) * ldc;
+    for (int t = 0; t < 3; t++) {
+        int kc = kcs[t];
+        float* a = aligned_alloc(64, ((size_t)kc * GEMM_MR * 4 + 63) / 64 * 64);
+        float* b = aligned_alloc(64, ((size_t)kc * GEMM_NR * 4 + 63) / 64 * 64);
+        float *ua = uniform_floats(&rng, (size_t)kc * GEMM_MR), *ub = uniform_floats(&rng, (size_t)kc * GEMM_NR);
+        memcpy(a, ua, (size_t)kc * GEMM_MR * 4);
+        memcpy(b, ub, (size_t)kc * GEMM_NR * 4);
+        float *bias = uniform_floats(&rng, GEMM_NR), *C0 = uniform_floats(&rng, nc);
+        float* C1 = mallocCheck(nc * 4);
+        float* C2 = mallocCheck(nc * 4);
+        for (int m = 1; m <= GEMM_MR; m++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (int mode = 0; mode < 3; mode++) {
+                    int n = ns[ni], overwrite = mode < 2;
+                    if (n < 1 || n > GEMM_NR) continue;
+                    const float* bi = mode == 1 ? bias : NULL;
+                    memcpy(C1, C0, nc * 4);
+                    memcpy(C2, C0, nc * 4);
+                    gemm_kernel(kc, a, b, C1, ldc, m, n, overwrite, bi);
+                    gemm_kernel_plain(kc, a, b, C2, ldc, m, n, overwrite, bi);
+                    differ += memcmp(C1, C2, nc * 4) != 0;
+                    cases++;
+                }
+        free(a); free(b); free(ua); free(ub); free(bias); free(C0); free(C1); free(C2);
+    }
+    check(differ == 0, "micro-kernel %s against its plain twin (%s): %d of %d tiles differ (m = 1..%d, "
+          "n = 1..%d, kc = 1, 37, %d; =, = + bias, +=), bit for bit", GEMM_KERNEL_NAME,
+          VEC_FUSED ? "fused multiply-adds" : "products, then sums", differ, cases, GEMM_MR, GEMM_NR, GEMM_KC);
 }
 
 // The micro-kernels on an edge panel of m < GEMM_MR rows compute only those rows
@@ -2478,6 +2538,7 @@ int main(int argc, char** argv) {
         test_weighted_rows();
         test_sgemm();
         test_kernel_edge_rows();
+        test_kernel_plain();
         test_gemm_products();
         test_sgemm_shares();
         test_exp_tanh();

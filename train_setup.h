@@ -101,9 +101,9 @@ void setup_model(const Options* o, Run* r) {
         read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
-    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s\n", c.num_layers,
-           c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
-           r->model.num_parameters / 1e6, o->precision);
+    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
+           c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
+           r->model.num_parameters / 1e6, o->precision, GEMM_PRODUCTS_NAME);
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
 

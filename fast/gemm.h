@@ -17,12 +17,13 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 #include <immintrin.h>
 #endif
 #include "../util/io.h"
+#include "vec.h"
 #ifdef USE_BLAS
 #include "blas.h"
 #endif
 
 // sgemm: deterministic single-precision matrix multiply (OpenMP + AVX-512 intrinsics;
-// a plain-C fallback where AVX-512 is absent)
+// a kernel in vector extensions for AVX2, NEON and any other CPU: see below)
 //
 //   C[M,N] (= or +=) op(A)[M,K] * op(B)[K,N]
 //
@@ -68,17 +69,66 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 // depend on the thread count or on where the thread boundaries fall.
 // Threads split C by whole MR-row or NR-column panels (whichever of M, N is
 // larger), and every thread packs its own operands: no barriers, no sharing.
+//
+// Other CPUs: one kernel written in GCC/Clang vector extensions (gemm_vf, GEMM_VW floats),
+// its tile shaped to the register file so that the accumulators, the vectors of B and a
+// broadcast of A stay in registers; chosen at compile time:
+//   AVX2 + FMA  6 x 16: 12 ymm accumulators + 2 of B + 1 broadcast = 15 of 16 registers
+//   NEON        8 x 12: 24 q accumulators + 3 of B + 1 of A = 28 of 32
+//   SSE2        6 x 8:  12 xmm accumulators + 2 + 1 = 15 of 16 (no FMA: a multiply, an add)
+//   any other   4 x 8   (the compiler lowers the vectors to whatever the CPU has)
+// An element's chain of sums does not depend on the tile's shape, so where the CPU has FMA
+// (-ffp-contract=fast fuses acc += a * b) the products are the AVX-512 build's bit for bit.
+// GEMM_KERNEL_NAME names the kernel built ("avx2+fma 6x16"); the run's header prints it.
+#if defined(__AVX512F__)
+#define GEMM_ISA "avx512"
+#define GEMM_MR_DEFAULT 14
+#define GEMM_NR_DEFAULT 32
+#elif defined(__AVX__)
+#define GEMM_ISA_FMA "avx2+fma"  // (AVX without FMA: Sandy Bridge, Ivy Bridge)
+#define GEMM_MR_DEFAULT 6
+#define GEMM_NR_DEFAULT 16
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define GEMM_ISA "neon"
+#define GEMM_MR_DEFAULT 8
+#define GEMM_NR_DEFAULT 12
+#elif defined(__SSE2__)
+#define GEMM_ISA "sse2"
+#define GEMM_MR_DEFAULT 6
+#define GEMM_NR_DEFAULT 8
+#else
+#define GEMM_ISA "generic"
+#define GEMM_MR_DEFAULT 4
+#define GEMM_NR_DEFAULT 8
+#endif
+#if defined(GEMM_ISA_FMA)
+#if defined(__AVX2__) && defined(__FMA__)
+#define GEMM_ISA GEMM_ISA_FMA
+#else
+#define GEMM_ISA "avx"
+#endif
+#endif
+#define GEMM_VW VEC_W  // floats in a vector register (fast/vec.h)
 #ifndef GEMM_MR
-#define GEMM_MR 14
+#define GEMM_MR GEMM_MR_DEFAULT
 #endif
 #ifndef GEMM_NR
-#define GEMM_NR 32
+#define GEMM_NR GEMM_NR_DEFAULT  // (a multiple of GEMM_VW)
+#endif
+#define GEMM_STR_(x) #x
+#define GEMM_STR(x) GEMM_STR_(x)
+#define GEMM_KERNEL_NAME GEMM_ISA " " GEMM_STR(GEMM_MR) "x" GEMM_STR(GEMM_NR)
+// what computes the model's float32 products: that kernel, or the library (make BLAS=1)
+#ifdef USE_BLAS
+#define GEMM_PRODUCTS_NAME GEMM_BLAS_NAME
+#else
+#define GEMM_PRODUCTS_NAME GEMM_KERNEL_NAME
 #endif
 #ifndef GEMM_KC
 #define GEMM_KC 256
 #endif
 #ifndef GEMM_MC
-#define GEMM_MC (12 * GEMM_MR)
+#define GEMM_MC ((168 + GEMM_MR - 1) / GEMM_MR * GEMM_MR)  // (AVX-512: 12 x 14; 168 KB of A)
 #endif
 #ifndef GEMM_NC
 #define GEMM_NC 768
@@ -212,16 +262,31 @@ static inline void gemm_tile_store_plain(float acc[GEMM_MR][GEMM_NR], float* C, 
 // runs a kernel that computes only the rows it has: GEMM_BY_ROWS(m, kernel, args) calls
 // kernel(rows, args) with rows = m a constant in each case, so its loops unroll as the full
 // kernel's do. Each element of C is its own chain of sums, so fewer rows change no bits.
-#if defined(__AVX512F__) && GEMM_MR == 14
+#define GEMM_ROWS_1(k, ...) case 1: k(1, __VA_ARGS__); break;
+#define GEMM_ROWS_2(k, ...) GEMM_ROWS_1(k, __VA_ARGS__) case 2: k(2, __VA_ARGS__); break;
+#define GEMM_ROWS_3(k, ...) GEMM_ROWS_2(k, __VA_ARGS__) case 3: k(3, __VA_ARGS__); break;
+#define GEMM_ROWS_4(k, ...) GEMM_ROWS_3(k, __VA_ARGS__) case 4: k(4, __VA_ARGS__); break;
+#define GEMM_ROWS_5(k, ...) GEMM_ROWS_4(k, __VA_ARGS__) case 5: k(5, __VA_ARGS__); break;
+#define GEMM_ROWS_6(k, ...) GEMM_ROWS_5(k, __VA_ARGS__) case 6: k(6, __VA_ARGS__); break;
+#define GEMM_ROWS_7(k, ...) GEMM_ROWS_6(k, __VA_ARGS__) case 7: k(7, __VA_ARGS__); break;
+#define GEMM_ROWS_8(k, ...) GEMM_ROWS_7(k, __VA_ARGS__) case 8: k(8, __VA_ARGS__); break;
+#define GEMM_ROWS_9(k, ...) GEMM_ROWS_8(k, __VA_ARGS__) case 9: k(9, __VA_ARGS__); break;
+#define GEMM_ROWS_10(k, ...) GEMM_ROWS_9(k, __VA_ARGS__) case 10: k(10, __VA_ARGS__); break;
+#define GEMM_ROWS_11(k, ...) GEMM_ROWS_10(k, __VA_ARGS__) case 11: k(11, __VA_ARGS__); break;
+#define GEMM_ROWS_12(k, ...) GEMM_ROWS_11(k, __VA_ARGS__) case 12: k(12, __VA_ARGS__); break;
+#define GEMM_ROWS_13(k, ...) GEMM_ROWS_12(k, __VA_ARGS__) case 13: k(13, __VA_ARGS__); break;
+#if GEMM_MR == 14
+#define GEMM_EDGE_ROWS GEMM_ROWS_13
+#elif GEMM_MR == 8
+#define GEMM_EDGE_ROWS GEMM_ROWS_7
+#elif GEMM_MR == 6
+#define GEMM_EDGE_ROWS GEMM_ROWS_5
+#elif GEMM_MR == 4
+#define GEMM_EDGE_ROWS GEMM_ROWS_3
+#endif
+#ifdef GEMM_EDGE_ROWS
 #define GEMM_BY_ROWS(m, kernel, ...) \
-    switch (m) { \
-    case 1: kernel(1, __VA_ARGS__); break;   case 2: kernel(2, __VA_ARGS__); break; \
-    case 3: kernel(3, __VA_ARGS__); break;   case 4: kernel(4, __VA_ARGS__); break; \
-    case 5: kernel(5, __VA_ARGS__); break;   case 6: kernel(6, __VA_ARGS__); break; \
-    case 7: kernel(7, __VA_ARGS__); break;   case 8: kernel(8, __VA_ARGS__); break; \
-    case 9: kernel(9, __VA_ARGS__); break;   case 10: kernel(10, __VA_ARGS__); break; \
-    case 11: kernel(11, __VA_ARGS__); break; case 12: kernel(12, __VA_ARGS__); break; \
-    case 13: kernel(13, __VA_ARGS__); break; default: kernel(GEMM_MR, __VA_ARGS__); }
+    switch (m) { GEMM_EDGE_ROWS(kernel, __VA_ARGS__) default: kernel(GEMM_MR, __VA_ARGS__); }
 #else
 #define GEMM_BY_ROWS(m, kernel, ...) kernel(GEMM_MR, __VA_ARGS__)  // (another GEMM_MR: the full kernel)
 #endif
@@ -250,22 +315,75 @@ static inline void gemm_kernel_rows(const int rows, int kc, const float* restric
 }
 #endif
 
+#ifndef __AVX512F__
+// The kernel of the other CPUs: the same loops as gemm_kernel_rows above, in vectors of
+// GEMM_VW floats (vec_f, fast/vec.h) that the compiler maps to the CPU's registers, with
+// one FMA instruction per multiply-add where the CPU has FMA (vec_fma)
+typedef vec_f gemm_vf;
+enum { GEMM_NV = GEMM_NR / GEMM_VW };  // vectors across a tile's row
+
+// the tile's end, as gemm_tile_store: C = acc (+ bias), or C += acc, for m x n of the tile
+__attribute__((always_inline))
+static inline void gemm_vtile_store(gemm_vf acc[GEMM_MR][GEMM_NV], float* C, int ldc, int m, int n,
+                                    int overwrite, const float* bias) {
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++) {
+        if (i >= m) break;
+        float* c = C + (size_t)i * ldc;
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++) {
+            float* cj = c + GEMM_VW * j;
+            if (n >= GEMM_VW * (j + 1)) {
+                gemm_vf v = acc[i][j];
+                if (!overwrite) v = vec_load(cj) + v;
+                else if (bias) v = v + vec_load(bias + GEMM_VW * j);
+                vec_store(cj, v);
+            } else {  // the last columns of an edge tile, one at a time
+                for (int l = 0; l < n - GEMM_VW * j; l++)
+                    cj[l] = !overwrite ? cj[l] + acc[i][j][l] : bias ? acc[i][j][l] + bias[GEMM_VW * j + l]
+                                                                    : acc[i][j][l];
+                break;
+            }
+        }
+    }
+}
+
+// the first `rows` rows of the tile: C[m x n] (=, or +=) a-sliver * b-sliver, m <= rows
+__attribute__((always_inline))
+static inline void gemm_kernel_rows(const int rows, int kc, const float* restrict a, const float* restrict b,
+                                    float* C, int ldc, int m, int n, int overwrite, const float* bias) {
+    gemm_vf acc[GEMM_MR][GEMM_NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            acc[i][j] = (gemm_vf){0};
+    for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
+        __builtin_prefetch(C + (size_t)i * ldc);
+    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
+        gemm_vf bv[GEMM_NV];
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            bv[j] = vec_load(b + GEMM_VW * j);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {  // (a constant count: clang unrolls only such loops)
+            if (i >= rows) break;
+            float ai = a[i];
+#pragma GCC unroll 8
+            for (int j = 0; j < GEMM_NV; j++)
+                acc[i][j] = vec_fma(acc[i][j], ai, bv[j]);
+        }
+    }
+    gemm_vtile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+#endif
+
 // C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
 // m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
 // if not NULL.
 static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
                         int m, int n, int overwrite, const float* bias) {
-#ifdef __AVX512F__
     GEMM_BY_ROWS(m, gemm_kernel_rows, kc, a, b, C, ldc, m, n, overwrite, bias);
-#else
-    float acc[GEMM_MR][GEMM_NR];
-    memset(acc, 0, sizeof acc);
-    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR)
-        for (int i = 0; i < GEMM_MR; i++)
-            for (int j = 0; j < GEMM_NR; j++)
-                acc[i][j] += a[i] * b[j];
-    gemm_tile_store_plain(acc, C, ldc, m, n, overwrite, bias);
-#endif
 }
 
 #include "bf16.h"

@@ -14,6 +14,7 @@ test_fast_attention); test_gpt2.c checks each against them.
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
+#include "vec.h"
 
 #if defined(__GNUC__)
 #define NOINLINE __attribute__((noinline))
@@ -45,7 +46,7 @@ static inline float row_max(const float* x, int n) {
 // chains hide the adder's latency. One body, instantiated below for the three widths
 // with NV a constant, because fixed-size accumulators are what stay in vector registers.
 // (Plain C arrays of this size were spilled to memory by GCC, so the AVX-512 build uses
-// intrinsics.)
+// intrinsics, and the other CPUs fast/vec.h's vectors.)
 static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float* w, size_t w_stride,
                                                const float* rows, size_t stride, int count, const int NV) {
 #ifdef __AVX512F__
@@ -80,15 +81,37 @@ static ALWAYS_INLINE void weighted_rows_kernel(float* restrict out, const float*
         _mm512_storeu_ps(out + 16 * j, _mm512_add_ps(_mm512_loadu_ps(out + 16 * j), sum));
     }
 #else
-    float acc[4][64] = {{0}};
-    for (int t2 = 0; t2 < count; t2++) {
-        const float* r = rows + t2 * stride;
-        float wt = w[t2 * w_stride];
-        for (int j = 0; j < 16 * NV; j++)
-            acc[t2 % 4][j] += wt * r[j];
+    // the same sums in fast/vec.h's vectors, 2 vectors of columns at a time (AVX2: 16 columns,
+    // 8 ymm accumulators; SSE2 and NEON: 8 columns): the 4 x NV vectors of AVX-512 would not
+    // stay in 16 registers. Each column's sum is its own, so the chunks change no bits.
+    for (int j0 = 0; j0 < 16 * NV; j0 += 2 * VEC_W) {
+        vec_f acc[4][2];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            acc[u][0] = acc[u][1] = (vec_f){0};
+        int t2 = 0;
+        for (; t2 + 4 <= count; t2 += 4)
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                float wt = w[(t2 + u) * w_stride];
+                const float* r = rows + (t2 + u) * stride + j0;
+                acc[u][0] = vec_fma(acc[u][0], wt, vec_load(r));
+                acc[u][1] = vec_fma(acc[u][1], wt, vec_load(r + VEC_W));
+            }
+#pragma GCC unroll 3
+        for (int u = 0; u < 3; u++) {  // the last count % 4 rows
+            if (t2 + u >= count) break;
+            float wt = w[(t2 + u) * w_stride];
+            const float* r = rows + (t2 + u) * stride + j0;
+            acc[u][0] = vec_fma(acc[u][0], wt, vec_load(r));
+            acc[u][1] = vec_fma(acc[u][1], wt, vec_load(r + VEC_W));
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            float* o = out + j0 + VEC_W * j;
+            vec_store(o, vec_load(o) + ((acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j])));
+        }
     }
-    for (int j = 0; j < 16 * NV; j++)
-        out[j] += (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
 #endif
 }
 #define ADD_WEIGHTED_ROWS_BLOCK(WIDTH)                                                              \
