@@ -7,7 +7,7 @@
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
 # make gpt2-tokenizer  rewrite GPT-2's tokenizer file, the Unicode tables and tiktoken's test ids (npm)
 # make asan       the tests under AddressSanitizer and UBSan
-# make mpi        the trainer with Open MPI (`make` does this too when it finds mpicc);
+# make mpi        the trainer with Open MPI (`make` does this too when mpicc works with CC);
 #                 make MPI=0 builds it without
 # make pictures   the default run, then doc/pictures/: its loss curve, its model, and the
 #                 attention maps of a prompt with where each head looks (doc/README.md)
@@ -15,6 +15,8 @@
 # only the optimisation (and whatever else you add: -g, sanitizers); what the program needs
 # is added to it always: ARCH (the host's vector instructions), C11 and the warnings, the
 # floating-point flags FP and OpenMP. make ARCH= builds for any CPU of the architecture.
+# A cross build names the target's CPU, as -march=native means the host's:
+# make CC=aarch64-linux-gnu-gcc ARCH=-march=armv8-a (64-bit ARM, tests/aarch64_check.sh).
 
 CC ?= cc
 CFLAGS ?= -O3
@@ -75,9 +77,14 @@ ALL_CFLAGS = $(CFLAGS) $(ARCH) $(FP) $(WARN) $(OMP_FLAGS) $(BLAS_FLAGS)
 
 # Open MPI when mpicc is there (Debian: openmpi-bin, libopenmpi-dev): train_gpt2 is then
 # built with mpicc and -DUSE_MPI, so that `mpirun -np N ./train_gpt2` trains on N
-# processes (util/dist.h); started without mpirun it is the one-process program
+# processes (util/dist.h); started without mpirun it is the one-process program. MPI is 1
+# when mpicc links an MPI program with CC: not so for a cross compiler and the host's library
 MPICC ?= mpicc
-MPI ?= $(shell command -v $(MPICC) > /dev/null 2>&1 && echo 1 || echo 0)
+ifndef MPI
+MPI := $(shell printf 'int main(int c, char** v) { MPI_Init(&c, &v); return MPI_Finalize(); }' \
+    | OMPI_CC="$(CC)" MPICH_CC="$(CC)" $(MPICC) -include mpi.h -x c - -o /dev/null > /dev/null 2>&1 \
+    && echo 1 || echo 0)
+endif
 ifeq ($(MPI),1)
 TRAIN_CC = OMPI_CC="$(CC)" MPICH_CC="$(CC)" $(MPICC) -DUSE_MPI
 else

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# CI: Linux on 64-bit ARM (issue 34), under qemu-user. In a fresh copy of the tracked files (the
+# checkout's x86 binaries stay), the Makefile cross-builds test_gpt2, test_seq2seq and train_gpt2
+# with $CROSS_CC for $ARM_ARCH (baseline ARMv8-A: AdvSIMD and FMA), with no warning; both test
+# programs run under qemu-aarch64 at once (one thread each: the two cores), and train_gpt2
+# trains $STEPS steps of the default run, which must give the host's build's losses (loss.tsv)
+# and model file bit for bit. Left out, for time (about 15 s per step under qemu): the default
+# run's 2000 steps and its full validation (-m 1: one batch). Needs gcc-aarch64-linux-gnu,
+# libgomp1-arm64-cross, qemu-user. The last line is "N passed, M failed": the checks here plus
+# every check of both test programs.
+set -u
+cd "$(dirname "$0")/.."
+CROSS_CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
+ARM_ARCH=${ARM_ARCH:--march=armv8-a}
+STEPS=${STEPS:-20}
+export QEMU_LD_PREFIX=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}  # the target's loader, libc, libgomp
+pass=0; fail=0
+ok()  { echo "PASS $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+finish() { rm -rf "$dir"; echo "($SECONDS s)"; echo "$pass passed, $fail failed"; [ $fail -eq 0 ]; exit; }
+dir=$(mktemp -d)
+
+for tool in "$CROSS_CC" qemu-aarch64; do
+    command -v "$tool" > /dev/null || { bad "$tool is missing (gcc-aarch64-linux-gnu, qemu-user)"; finish; }
+done
+# the host's data files (the same bytes on any machine) and its train_gpt2, the reference
+if ! make data train_gpt2 > "$dir/host.log" 2>&1; then
+    bad "the host's make data train_gpt2 fails:"; tail -n 20 "$dir/host.log"; finish
+fi
+
+# the cross build: the Makefile's flags, ARCH naming the target (-march=native is the host's)
+git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$dir"
+cp data/*.bin "$dir/data/"
+if (cd "$dir" && make -j2 CC="$CROSS_CC" ARCH="$ARM_ARCH" test_gpt2 test_seq2seq train_gpt2) \
+    > "$dir/build.log" 2>&1; then
+    if grep -qiE "warning|notice" "$dir/build.log"; then  # notice: no OpenMP
+        bad "the aarch64 build prints warnings or notices:"
+        grep -iE -A3 "warning|notice" "$dir/build.log" | head -n 40
+    else
+        ok "make CC=$CROSS_CC ARCH=$ARM_ARCH: test_gpt2 test_seq2seq train_gpt2, no warning"
+    fi
+    # a cross compiler cannot link the host's MPI library: the Makefile's probe says MPI=0
+    if [ -e "$dir/.mpi-0" ]; then ok "the cross build is without MPI"; else bad "the cross build has MPI"; fi
+else
+    bad "the aarch64 build fails:"; grep -iE -m 5 "error" "$dir/build.log"; tail -n 10 "$dir/build.log"
+    finish
+fi
+
+# both test programs at once, one thread each; their counts join this script's
+run() {
+    (cd "$dir" && OMP_NUM_THREADS=1 timeout 1800 qemu-aarch64 "./$1" > "$1.log" 2>&1; echo $? > "$1.rc")
+}
+run test_gpt2 & run test_seq2seq &
+wait
+for prog in test_gpt2 test_seq2seq; do
+    counts=$(tail -n 1 "$dir/$prog.log")
+    if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))
+        grep '^FAIL' "$dir/$prog.log"
+        rc=$(cat "$dir/$prog.rc")
+        [ "$rc" = 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || bad "$prog reports no failure but exits $rc"
+        echo "$prog under qemu-aarch64: $counts"
+    else
+        bad "$prog under qemu-aarch64 ends without its counts (exit $(cat "$dir/$prog.rc")):"
+        tail -n 5 "$dir/$prog.log"
+    fi
+done
+
+# the default run's first STEPS steps, on each machine: the same losses and model, bit for bit
+# (x86 on its threads, aarch64 on the two cores: the sums do not depend on the thread count)
+train=(-x "$STEPS" -m 1 -g 0 -o)
+./train_gpt2 "${train[@]}" "$dir/x86" > "$dir/x86.log" 2>&1 || bad "the host's train_gpt2 fails"
+(cd "$dir" && OMP_NUM_THREADS=2 timeout 1800 qemu-aarch64 ./train_gpt2 "${train[@]}" arm > arm.log 2>&1) \
+    || { bad "train_gpt2 under qemu-aarch64 fails:"; tail -n 5 "$dir/arm.log"; }
+model=$(printf 'model_%08d.bin' "$STEPS")
+if [ -s "$dir/x86/loss.tsv" ] && cmp -s "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" \
+    && cmp -s "$dir/x86/$model" "$dir/arm/$model"; then
+    ok "$STEPS steps of the default run: aarch64's losses and $model are x86's, bit for bit"
+    grep -E "^step +$STEPS" "$dir/arm.log"
+else
+    bad "$STEPS steps of the default run: aarch64 differs from x86:"
+    diff <(grep '^step' "$dir/x86.log" | sed 's/ | [0-9.]* ms.*//') \
+        <(grep '^step' "$dir/arm.log" | sed 's/ | [0-9.]* ms.*//') | head -n 10
+fi
+finish
