@@ -12,6 +12,9 @@
 #      all-reduce's time hidden behind the backward pass and exposed after it, and the sweep
 #      of all-reduce piece sizes that chose util/dist.h's bucket size (bench/allreduce_sweep.c)
 #  10. -prec bf16 against fp32, both shapes, alternating rounds in this run: ratios
+#  11. an AVX2 build (-march=x86-64-v3: the avx2+fma 6x16 kernel) beside this one, alternating:
+#      the training steps of both shapes, AVX2 / this; the AVX2 products against the AVX2 FMA
+#      peak; and PyTorch restricted to AVX2 (ATEN_CPU_CAPABILITY=avx2, OpenBLAS Haswell)
 # The report also goes to bench/out/report.txt. A benchmark does not fail the build: the
 # exit status is non-zero only if a part crashed. Takes 4-5 minutes on 2 cores. bench/README.md
 # describes each part, the machine and the results.
@@ -20,7 +23,8 @@
 # (BASE, this, BASE, this, ...), in this same run: the ratios compare builds, not runs of a
 # different day. AB_ROUNDS (default 3) rounds per shape.
 # Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
-# every part with a few steps only (to check the script, not to measure); BENCH_WAIT=S waits
+# every part with a few steps only (to check the script, not to measure); BENCH_PART=11 runs
+# part 11 alone; BENCH_WAIT=S waits
 # up to S seconds (default 60) for busy CPUs to become idle before starting.
 set -u
 cd "$(dirname "$0")/.."
@@ -118,7 +122,72 @@ bench() {
     [ -n "${BASE:-}" ] && ab_against_base
     mpi_scaling
     bf16_speed
+    isa_compare
     [ "$crashed" -eq 0 ]
+}
+
+# part 11: the AVX2 build of the benchmark (CC, this CFLAGS, ARCH=-march=x86-64-v3) beside
+# this one: --isa of each (the kernel, its FMA peak, the 124M products on one thread), the
+# training steps alternating (this, AVX2, ...; ISA_ROUNDS rounds, default 3) and their
+# medians; then PyTorch held to AVX2 on both shapes, for the AVX2 build to be compared with
+isa_compare() {
+    section "11. the AVX2 build (-march=x86-64-v3) beside this one, alternating in this run"
+    local flags=${BENCH_CFLAGS:--O3 -march=native -fopenmp}
+    flags=$(echo "$flags" | sed 's/-march=[^ ]*//g')
+    if ! ${CC:-cc} $flags -march=x86-64-v3 -o "$OUT/bench_avx2" bench/bench_gpt2.c -lm; then
+        echo "!! the AVX2 build of the benchmark does not build"; crashed=1; return
+    fi
+    echo "-- this build:"; run "$BIN" --isa
+    echo "-- the AVX2 build:"; "$OUT/bench_avx2" --isa 2>&1 | sed 's/^@ isa_/@ avx2.isa_/' \
+        | awk -v res="$RES" '/^@ /{ print substr($0, 3) >> res; next } { print }'
+    # the steps on ISA_THREADS threads (default 1, as issue 34 measured: a step on one thread
+    # is not slowed by a second thread waiting for a core that another process holds)
+    local rounds=${ISA_ROUNDS:-3} threads=${ISA_THREADS:-1} shape which i
+    [ "${BENCH_QUICK:-0}" = 1 ] && rounds=1
+    echo "training steps on $threads thread(s), alternating this build and the AVX2 build:"
+    for shape in default 124m; do
+        local steps=(--steps 10); [ $shape = 124m ] && steps=(--warmup 1 --steps 2)
+        [ "${BENCH_QUICK:-0}" = 1 ] && steps=(--warmup 1 --steps 2)
+        : > "$OUT/isa_$shape.txt"
+        for i in $(seq 1 "$rounds"); do
+            for which in this avx2; do
+                local bin=$BIN; [ $which = avx2 ] && bin=$OUT/bench_avx2
+                local ms; ms=$(OMP_NUM_THREADS=$threads "$bin" --shape $shape "${steps[@]}" --kernel-ms 1 2>&1 \
+                              | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
+                [ -z "$ms" ] && { echo "!! $which $shape round $i did not report a time"; crashed=1; continue; }
+                echo "$which $ms" >> "$OUT/isa_$shape.txt"
+                printf '  %-7s round %d  %-4s %9.2f ms/step\n' "$shape" "$i" "$which" "$ms"
+            done
+        done
+        sort -k2 -n "$OUT/isa_$shape.txt" | awk -v shape="$shape" '
+            { v[$1, ++n[$1]] = $2 }
+            function med(w) { return n[w] % 2 ? v[w, (n[w] + 1) / 2] : (v[w, n[w] / 2] + v[w, n[w] / 2 + 1]) / 2 }
+            END { if (!n["this"] || !n["avx2"]) exit
+                  r = med("avx2") / med("this")
+                  printf "  %-7s this: median %.2f ms, min %.2f | AVX2: median %.2f ms, min %.2f | AVX2/this: median %.3f, min %.3f (target <= 2.2: %s)\n",
+                         shape, med("this"), v["this", 1], med("avx2"), v["avx2", 1], r, v["avx2", 1] / v["this", 1],
+                         r <= 2.2 ? "met" : "not met"
+                  printf "@ avx2.%s.ms %s\n", shape, med("avx2") }' \
+            | awk -v res="$RES" '/^@ /{ print substr($0, 3) >> res; next } { print }'
+    done
+    if "$PY" -c 'import torch' 2>/dev/null; then
+        # the tuned settings, but with OpenBLAS's Haswell (AVX2) kernels and ATen's AVX2 code
+        local avx2_pt=(env OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0
+                       MALLOC_TRIM_THRESHOLD_=100000000000 MALLOC_TOP_PAD_=1073741824)
+        for shape in default 124m; do
+            local out pt this_ms
+            out=$("${avx2_pt[@]}" "$PY" bench/pytorch_step.py $shape --threads "$threads" "${PT_ARGS[@]}" 2>&1)
+            echo "$out" | grep -v '^@ ' | sed 's/^/  PyTorch (AVX2): /'
+            pt=$(echo "$out" | awk -v k="torch.$shape.ms" '$1 == "@" && $2 == k { print $3 }')
+            this_ms=$(awk -v k="avx2.$shape.ms" '$1 == k { print $2 }' "$RES" | tail -n 1)
+            [ -z "$pt" ] && { echo "!! PyTorch (AVX2) $shape did not report a time"; crashed=1; continue; }
+            [ -n "$this_ms" ] && awk -v a="$this_ms" -v p="$pt" -v s="$shape" 'BEGIN {
+                printf "  %-7s AVX2 build %.2f ms/step, PyTorch on AVX2 %.2f ms/step: PyTorch/ours %.2f (target > 1: %s)\n",
+                       s, a, p, p / a, p > a ? "met" : "not met" }'
+        done
+    else
+        echo "PyTorch: $PY cannot import torch; the AVX2 comparison with PyTorch is skipped"
+    fi
 }
 
 # part 7: our GPT-2 encoder (data/prepare -m bpe) on 1 and on all threads against tiktoken's
@@ -293,6 +362,9 @@ bf16_speed() {
     done
 }
 
+if [ "${BENCH_PART:-}" = 11 ]; then  # part 11 alone
+    isa_compare 2>&1 | tee "$OUT/report_11.txt"; exit "${PIPESTATUS[0]}"
+fi
 bench 2>&1 | tee "$REPORT"
 status=${PIPESTATUS[0]}
 echo "(report: $REPORT)"

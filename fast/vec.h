@@ -24,12 +24,19 @@ compiler contracting a * b + c (gcc -O1 does not); elsewhere a multiply, then an
 #else
 #define VEC_W 4
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+// NEON's own type, which takes + and * as the others do
+typedef float32x4_t vec_f;
+static inline vec_f vec_load(const float* p) { return vld1q_f32(p); }
+static inline void vec_store(float* p, vec_f v) { vst1q_f32(p, v); }
+#else
 typedef float vec_f __attribute__((vector_size(4 * VEC_W)));
 // the same vector at any float's address (rows of a matrix, a bias)
 typedef float vec_fu __attribute__((vector_size(4 * VEC_W), aligned(4), may_alias));
 
 static inline vec_f vec_load(const float* p) { return *(const vec_fu*)p; }
 static inline void vec_store(float* p, vec_f v) { *(vec_fu*)p = v; }
+#endif
 
 #if defined(__AVX512F__)
 #define VEC_FUSED 1
@@ -43,8 +50,11 @@ static inline vec_f vec_fma(vec_f acc, float a, vec_f b) {
 }
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define VEC_FUSED 1
+// (the instruction in asm, not vfmaq_n_f32: gcc 12's aarch64 builtins may read memory as far
+// as the optimiser knows, so the kernel's accumulators were stored to the stack at every k)
 static inline vec_f vec_fma(vec_f acc, float a, vec_f b) {
-    return (vec_f)vfmaq_n_f32((float32x4_t)acc, (float32x4_t)b, a);
+    __asm__("fmla %0.4s, %1.4s, %2.s[0]" : "+w"(acc) : "w"(b), "w"(a));
+    return acc;
 }
 #else
 #define VEC_FUSED 0  // (SSE2 has no FMA; another CPU: the compiler's -ffp-contract decides)
