@@ -44,6 +44,19 @@ LDLIBS = -lm
 PYTHON ?= /usr/bin/python3
 , := ,
 
+# Windows (MinGW-w64, e.g. make CC=x86_64-w64-mingw32-gcc, or make on Windows): programs end
+# in .exe and are linked statically (no libgomp-1.dll, libwinpthread-1.dll to ship beside
+# them), no MPI (the host's mpicc is not the target's); RUN runs the built data/prepare
+# when the host cannot (wine, from Linux): tests/windows_check.sh
+ifneq ($(findstring mingw,$(shell $(CC) -dumpmachine 2>/dev/null))$(filter Windows_NT,$(OS)),)
+EXE = .exe
+LDFLAGS += -static
+MPI ?= 0
+ifneq ($(OS),Windows_NT)
+RUN ?= wine
+endif
+endif
+
 # OpenMP when the compiler has it; a serial build otherwise. Apple's clang has the OpenMP
 # front end but no runtime and no -fopenmp: with Homebrew's libomp (brew install libomp;
 # LIBOMP= its folder, found by brew or at Homebrew's two usual places) it builds with
@@ -94,7 +107,7 @@ endif
 # The compiler and flags of the last build (.build-flags): when they change (make ARCH=...,
 # BLAS=1, MPI=0, CC=clang after a plain make), every program is rebuilt with them instead
 # of being left as it was. (make -n writes nothing: it shows the rebuild.)
-BUILD_ID = $(TRAIN_CC) | $(CC) $(ALL_CFLAGS) $(LDLIBS)
+BUILD_ID = $(TRAIN_CC) | $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS)
 ifneq ($(shell printf '%s\n' '$(BUILD_ID)' | cmp -s - .build-flags 2> /dev/null && echo same),same)
 ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
 $(shell printf '%s\n' '$(BUILD_ID)' > .build-flags)
@@ -109,20 +122,20 @@ SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
-all: train_gpt2 test_gpt2 train_seq2seq test_seq2seq $(DATA) data/make_pairs $(REVERSE)
+all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) $(REVERSE)
 
-train_gpt2: $(SRC)
-	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+train_gpt2$(EXE): $(SRC)
+	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
-test_gpt2: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h $(SRC)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 # the encoder-decoder (article 003), a second program built on train_gpt2.c's layers
-train_seq2seq: train_seq2seq.c $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+train_seq2seq$(EXE): train_seq2seq.c $(SRC)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
-test_seq2seq: test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+test_seq2seq$(EXE): test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 # an experiment, not built by default: -pe sin with its table scaled by $$PE_SCALE (doc/errata.md)
 tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq.c $(SRC)
@@ -132,20 +145,20 @@ mpi:
 	$(MAKE) train_gpt2 MPI=1
 
 # any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c
-data/prepare: data/prepare.c .build-flags util/io.h util/tokenizer.h util/bpe.h util/unicode_tables.h util/pairs.h
-	$(CC) $(CFLAGS) $(ARCH) $(WARN) $(OMP_FLAGS) -o $@ $<
+data/prepare$(EXE): data/prepare.c .build-flags util/io.h util/compat.h util/tokenizer.h util/bpe.h util/unicode_tables.h util/pairs.h
+	$(CC) $(CFLAGS) $(ARCH) $(WARN) $(OMP_FLAGS) -o $@ $< $(LDFLAGS)
 
 # synthetic source/target pairs for the encoder-decoder (reverse, copy, sort, add)
-data/make_pairs: data/make_pairs.c .build-flags util/io.h util/random.h
-	$(CC) $(CFLAGS) $(ARCH) $(WARN) -o $@ $<
+data/make_pairs$(EXE): data/make_pairs.c .build-flags util/io.h util/compat.h util/random.h
+	$(CC) $(CFLAGS) $(ARCH) $(WARN) -o $@ $< $(LDFLAGS)
 
-$(DATA) &: data/prepare data/tiny_shakespeare.txt
-	./data/prepare -i data/tiny_shakespeare.txt -o data/tiny_shakespeare
+$(DATA) &: data/prepare$(EXE) data/tiny_shakespeare.txt
+	$(RUN) ./data/prepare$(EXE) -i data/tiny_shakespeare.txt -o data/tiny_shakespeare
 
 # reversal of 1..16 lowercase letters: 19,000 training pairs and 1,000 held out (the last 5%)
-$(REVERSE) &: data/make_pairs data/prepare
-	./data/make_pairs -t reverse -n 20000 -l 16 -sd 1 -o data/reverse.txt
-	./data/prepare -i data/reverse.txt -o data/reverse -m pairs -v 0.05
+$(REVERSE) &: data/make_pairs$(EXE) data/prepare$(EXE)
+	$(RUN) ./data/make_pairs$(EXE) -t reverse -n 20000 -l 16 -sd 1 -o data/reverse.txt
+	$(RUN) ./data/prepare$(EXE) -i data/reverse.txt -o data/reverse -m pairs -v 0.05
 
 data: $(DATA) $(REVERSE)
 
@@ -203,6 +216,7 @@ tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicod
 
 clean-bin:
 	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
+	rm -f *.exe data/*.exe
 
 clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt

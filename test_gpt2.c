@@ -24,7 +24,6 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
 #define TESTING
 #include "train_gpt2.c"
-#include <sys/wait.h>
 
 // ----------------------------------------------------------------------------
 // tolerances, measured (see README.md, "Test tolerances"): float32 against float64
@@ -87,9 +86,9 @@ static void read_state(RefState* s, const char* path, const GPT2* model) {
     if (s->T > model->config.max_seq_len)
         die("'%s': T %d is larger than the model's maxT %d", path, s->T, model->config.max_seq_len);
     size_t BT = (size_t)s->B * s->T, V = model->config.vocab_size, P = model->num_parameters;
-    long expected = 1024L + (long)(4 * (2 * BT + BT * V + 1 + P));
+    long long expected = 1024LL + (long long)(4 * (2 * BT + BT * V + 1 + P));
     if (file_size(f) != expected)
-        die("'%s' has %ld bytes; a state for B=%d T=%d and this model needs %ld",
+        die("'%s' has %lld bytes; a state for B=%d T=%d and this model needs %lld",
             path, file_size(f), s->B, s->T, expected);
     s->x = mallocCheck(BT * sizeof(int)); s->y = mallocCheck(BT * sizeof(int));
     s->logits = mallocCheck(BT * V * sizeof(float)); s->grads = mallocCheck(P * sizeof(float));
@@ -747,8 +746,8 @@ static void test_kernel_plain(void) {
 static void test_kernel_edge_rows(void) {
     uint64_t rng = 99;
     int kc = 37, differ = 0;
-    float* a = aligned_alloc(64, ((size_t)kc * GEMM_MR * 4 + 63) / 64 * 64);
-    float* b = aligned_alloc(64, (size_t)kc * GEMM_NR * 4);
+    float* a = compat_aligned_alloc(64, ((size_t)kc * GEMM_MR * 4 + 63) / 64 * 64);
+    float* b = compat_aligned_alloc(64, (size_t)kc * GEMM_NR * 4);
     float* ua = uniform_floats(&rng, (size_t)kc * GEMM_MR);
     float* ub = uniform_floats(&rng, (size_t)kc * GEMM_NR);
     float* bias = uniform_floats(&rng, GEMM_NR);
@@ -775,7 +774,7 @@ static void test_kernel_edge_rows(void) {
         }
     check(differ == 0, "micro-kernels on edge panels (m = 1..%d rows): the full tile's rows bit for bit, "
           "float32 and bf16, = + bias and +=, and nothing written past row m", GEMM_MR - 1);
-    free(a); free(b); free(ua); free(ub); free(bias);
+    aligned_free(a); aligned_free(b); free(ua); free(ub); free(bias);
 }
 
 #ifndef USE_BLAS
@@ -968,7 +967,7 @@ static NOINLINE int malloc_aligned_dirty(size_t n, size_t align) {
     unsigned char* p = alignedMallocCheck(n);
     int ok = (uintptr_t)p % align == 0;
     memset(p, 0xAB, n);  // all of it usable
-    free(p);
+    aligned_free(p);
     return ok;
 }
 
@@ -986,7 +985,7 @@ static void test_aligned_alloc(void) {
         aligned &= (uintptr_t)z % align == 0;
         for (size_t i = 0; i < n; i++)
             zeroed &= z[i] == 0;
-        free(z);
+        aligned_free(z);
     }
     check(aligned, "alignedMallocCheck and alignedCallocCheck: 64-byte aligned below 2 MiB, 2 MiB aligned "
           "from 2 MiB (%zu sizes, 1 byte to 10 MiB)", sizeof sizes / sizeof sizes[0]);
@@ -1319,48 +1318,46 @@ static void test_attention_padding(void) {
     free(q); free(kv); free(dout); free(out); free(sc); free(pr); free(dq); free(dkv);
 }
 
-// an impossible attention shape dies with one line (in a child process, its stderr read here)
-static void attention_of_shape(const AttentionShape* sh, int backward) {
-    float x[256] = {0}, att[256] = {0};  // (never read: the shape dies first; gcc -O0 cannot tell)
-    if (backward) attention_backward(x, x, x, x, x, att, NULL, *sh, NULL);
-    else attention_forward(x, att, att, NULL, x, x, *sh, NULL);
-}
-static void check_attention_dies(const char* what, AttentionShape sh, int backward, const char* expect) {
-    int fds[2];
-    if (pipe(fds) != 0) die("test_gpt2: pipe failed");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        attention_of_shape(&sh, backward);
-        _exit(0);
-    }
-    close(fds[1]);
-    char line[512] = {0};
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof line - 1 && (r = read(fds[0], line + n, sizeof line - 1 - n)) > 0)
-        n += (size_t)r;
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    char* end = strchr(line, '\n');
-    int one_line = end && end[1] == 0;
-    if (end) *end = 0;
-    check(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_BAD_INPUT && one_line && strstr(line, expect),
-          "%s dies with one line: %s", what, line);
-}
-static void test_attention_shape_errors(void) {
-    int len0[2] = {3, 0}, len_long[2] = {3, 5};
+// An impossible attention shape dies with one line: each of these shapes runs in a child
+// process, this program again (test_gpt2 -die-shape K: compat_run, a portable fork), whose
+// stderr is read from a file.
+static const char* const SHAPE_DEATHS[][2] = {  // what, and what its line says
+    {"attention_forward with key_len[1] = 0", "key_len[1] = 0 is outside 1..Tk"},
+    {"attention_backward with key_len[1] = 5 > Tk = 4", "key_len[1] = 5 is outside 1..Tk"},
+    {"causal attention with Tk 4 != T 2", "causal mask needs Tk == T"},
+};
+static const char* self_path;  // this program, for compat_run (set by main)
+
+// the child: runs shape k, which must die before it returns
+static int run_shape_death(int k) {
+    static int len0[2] = {3, 0}, len_long[2] = {3, 5};
     AttentionShape sh = {.B = 2, .T = 2, .C = 4, .NH = 1, .NKV = 1, .Tk = 4, .q_row = 4, .kv_row = 8};
-    sh.key_len = len0;
-    check_attention_dies("attention_forward with key_len[1] = 0", sh, 0, "key_len[1] = 0 is outside 1..Tk");
-    sh.key_len = len_long;
-    check_attention_dies("attention_backward with key_len[1] = 5 > Tk = 4", sh, 1,
-                         "key_len[1] = 5 is outside 1..Tk");
-    sh.key_len = NULL; sh.causal = 1;
-    check_attention_dies("causal attention with Tk 4 != T 2", sh, 0, "causal mask needs Tk == T");
+    sh.key_len = k == 0 ? len0 : k == 1 ? len_long : NULL;
+    sh.causal = k == 2;
+    float x[256] = {0}, att[256] = {0};  // (never read: the shape dies first; gcc -O0 cannot tell)
+    if (k == 1) attention_backward(x, x, x, x, x, att, NULL, sh, NULL);
+    else attention_forward(x, att, att, NULL, x, x, sh, NULL);
+    return 0;
+}
+
+static void test_attention_shape_errors(void) {
+    char err_path[4096], args[32];
+    snprintf(err_path, sizeof err_path, "%s/test_gpt2_shape_%d.txt", compat_temp_dir(), (int)getpid());
+    for (int k = 0; k < 3; k++) {
+        snprintf(args, sizeof args, "-die-shape %d", k);
+        int status = compat_run(self_path, args, err_path);
+        char line[512] = {0};
+        FILE* f = fopen(err_path, "r");  // (text: Windows' "\r\n" read as "\n")
+        size_t n = f ? fread(line, 1, sizeof line - 1, f) : 0;
+        if (f) fclose(f);
+        remove(err_path);
+        line[n] = 0;
+        char* end = strchr(line, '\n');
+        int one_line = end && end[1] == 0;
+        if (end) *end = 0;
+        check(status == EXIT_BAD_INPUT && one_line && strstr(line, SHAPE_DEATHS[k][1]),
+              "%s dies with one line: %s", SHAPE_DEATHS[k][0], line);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -1503,7 +1500,7 @@ static void test_variant_kv_cache(void) {
         // position 0; the last logits must be the training forward's on that window
         Sampler greedy;
         sampler_init(&greedy, 11, 0.0f, 0, 1);
-        FILE* sink = fopen("/dev/null", "w");
+        FILE* sink = fopen(COMPAT_NULL_DEVICE, "w");
         int slid = generate(&m, &kv, &greedy, NULL, tokens, 3, 2 * maxT, 1, sink) == 2 * maxT;
         fclose(sink);
         float last[16];
@@ -1528,13 +1525,13 @@ static void test_checkpoint_bytes(const char* dir) {
     for (int i = 0; i < 3; i++) {
         char path[4096], out[4096];
         snprintf(path, sizeof path, "%s/ref_%s_model.bin", dir, names[i]);
-        const char* tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        const char* tmp = compat_temp_dir();
         snprintf(out, sizeof out, "%s/test_gpt2_roundtrip_%d.bin", tmp, (int)getpid());
         GPT2 m;
         gpt2_build_from_checkpoint(&m, path);
         gpt2_write_checkpoint(&m, out);
         FILE *f1 = fopenCheck(path, "rb"), *f2 = fopenCheck(out, "rb");
-        long n1 = file_size(f1), n2 = file_size(f2);
+        long long n1 = file_size(f1), n2 = file_size(f2);
         char *b1 = mallocCheck(n1), *b2 = mallocCheck(n2);
         fread_check(b1, 1, n1, f1, path, "checkpoint");
         fread_check(b2, 1, n2, f2, out, "checkpoint");
@@ -2190,13 +2187,29 @@ static int hex_digit(char c) {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
+// the next line of f into *line, grown as needed (*cap bytes); 0 at the end of f. POSIX's
+// getline, which MinGW lacks.
+static int read_line(FILE* f, char** line, size_t* cap) {
+    size_t n = 0;
+    if (!*line) *line = mallocCheck(*cap = 4096);
+    while (fgets(*line + n, (int)(*cap - n), f)) {
+        n += strlen(*line + n);
+        if ((*line)[n - 1] == '\n') return 1;
+        if (n + 1 == *cap) {
+            *line = realloc(*line, *cap *= 2);
+            if (!*line) die("out of memory reading a line of %zu bytes", n);
+        }
+    }
+    return n > 0;
+}
+
 // the cases: lines "text <hex of the UTF-8 bytes>", then "ids <id> <id> ..."; returns how many
 static int read_bpe_cases(const char* path, BPECase* cases, int max_cases) {
     FILE* f = fopenCheck(path, "r");
     char* line = NULL;
     size_t cap = 0;
     int n = 0;
-    while (getline(&line, &cap, f) > 0) {
+    while (read_line(f, &line, &cap)) {
         if (strncmp(line, "text ", 5) == 0 && n < max_cases) {
             BPECase* c = &cases[n];
             c->text = mallocCheck(strlen(line) / 2 + 1);
@@ -2406,9 +2419,9 @@ static void test_bpe(void) {
     int bpe_ok = !tk.char_level && n_prompt == 2 && prompt[0] == 15496 && prompt[1] == 995;
     const char* chars[] = {"\n", " ", "A", "\xe5\x9b\xa0", "\xe6\x9e\x9c", "\xe6\xb3\xa8", "\xe6\x84\x8f",
                            "\xe5\x8a\x9b"};  // then 因 果 注 意 力 (ids 3..7)
-    char tok_path[] = "/tmp/test_gpt2_tokenizer_XXXXXX";
-    int fd = mkstemp(tok_path);
-    FILE* f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    char tok_path[4096];
+    snprintf(tok_path, sizeof tok_path, "%s/test_gpt2_tokenizer_%d.bin", compat_temp_dir(), (int)getpid());
+    FILE* f = fopen(tok_path, "wb");
     if (!f) die("cannot create a temporary file '%s'", tok_path);
     int32_t header[256] = {20240328, 2, 8, 0};
     fwrite_check(header, sizeof(int32_t), 256, f, tok_path);
@@ -2427,15 +2440,18 @@ static void test_bpe(void) {
     n_prompt = tokenizer_encode(&zh, text, prompt, 16);
     int zh_ok = zh.char_level && n_prompt == 8 && memcmp(prompt, want_ids, sizeof want_ids) == 0
                 && decodes_to(&zh, prompt, 8, (const unsigned char*)text, strlen(text));
-    // print_token writes a token's bytes, a 0 byte included
-    char* printed = NULL;
-    size_t printed_size = 0;
-    FILE* mem = open_memstream(&printed, &printed_size);
-    print_token(&tk, bpe.byte_token[0], mem);
-    print_token(&tk, 15496, mem);
-    fclose(mem);
+    // print_token writes a token's bytes, a 0 byte included (into a file, read back: MinGW
+    // has no open_memstream)
+    char printed[16] = {0};
+    FILE* out = fopen(tok_path, "wb+");
+    if (!out) die("cannot create a temporary file '%s'", tok_path);
+    print_token(&tk, bpe.byte_token[0], out);
+    print_token(&tk, 15496, out);
+    rewind(out);
+    size_t printed_size = fread(printed, 1, sizeof printed, out);
+    fclose(out);
+    remove(tok_path);
     int print_ok = printed_size == 6 && memcmp(printed, "\0Hello", 6) == 0;
-    free(printed);
     check(bpe_ok && zh_ok && print_ok, "B7 tokenizer_encode: GPT-2's vocabulary by BPE (\"Hello world\" is "
           "15496 995), a character-level one by character (\"%s\": 8 ids, 3-byte characters included, "
           "decoding back); print_token prints a 0 byte", "\xe5\x9b\xa0\xe6\x9e\x9c A "
@@ -2505,6 +2521,10 @@ static void test_svg_escape(void) {
 int main(int argc, char** argv) {
     const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
     error_program = "test_gpt2";  // its errors name it, not the train_gpt2.c it includes
+    static char self[4096];
+    self_path = compat_exe_path(self, sizeof self) == 0 ? self : argv[0];
+    if (argc == 3 && strcmp(argv[1], "-die-shape") == 0)  // the child of test_attention_shape_errors
+        return run_shape_death(atoi(argv[2]));
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "-e") == 0) model_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) state_path = argv[++i];

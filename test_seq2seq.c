@@ -299,7 +299,7 @@ static int same_file(const char* a, const char* b) {
 
 static void test_checkpoint(void) {
     printf("-- checkpoints\n");
-    mkdir("tests/tmp", 0755);
+    compat_mkdir("tests/tmp");
     for (int k = 0; k < 2; k++) {
         Seq2Seq m, back;
         small_model(&m, &VARIANTS[k], 400 + k);

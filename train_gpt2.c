@@ -954,9 +954,10 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
     fill_in_parameter_sizes(sizes, c);
-    long n = (long)sum_sizes(sizes, NUM_PARAMETER_TENSORS), expected = 1024 + 4 * n, actual = file_size(f);
+    long long n = (long long)sum_sizes(sizes, NUM_PARAMETER_TENSORS), expected = 1024 + 4 * n;
+    long long actual = file_size(f);
     if (actual != expected)
-        die("'%s' is %s: its header describes %ld parameters (%ld bytes), the file has %ld bytes", path,
+        die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
     gpt2_allocate_parameters(model, c);
     fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path, "parameters");
@@ -990,7 +991,8 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
         if (B <= model->batch_size && T <= model->seq_len && (!dropout || model->acts.att_dropped)) return;
         B = B > model->batch_size ? B : model->batch_size;
         T = T > model->seq_len ? T : model->seq_len;
-        free(model->acts_memory); free(model->scratch_memory); free(model->inputs); free(model->targets);
+        aligned_free(model->acts_memory); aligned_free(model->scratch_memory);
+        free(model->inputs); free(model->targets);
     }
     model->batch_size = B;
     model->seq_len = T;
@@ -1008,10 +1010,11 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 }
 
 void gpt2_free(GPT2* model) {
-    free(model->params_memory); free(model->grads_memory); free(model->sinusoids); free(model->rope_angles);
-    free(model->m_memory); free(model->v_memory);
+    aligned_free(model->params_memory); aligned_free(model->grads_memory);
+    aligned_free(model->m_memory); aligned_free(model->v_memory);
+    free(model->sinusoids); free(model->rope_angles);
     bf16_weights_forget(model->params_memory, &model->params_bf16);
-    free(model->acts_memory); free(model->scratch_memory);
+    aligned_free(model->acts_memory); aligned_free(model->scratch_memory);
     free(model->inputs); free(model->targets);
     memset(model, 0, sizeof *model);
 }
@@ -1471,7 +1474,8 @@ void kvcache_init(KVCache* kv, GPT2Config c) {
 }
 
 void kvcache_free(KVCache* kv) {
-    free(kv->keys); free(kv->values); free(kv->buffers); free(kv->tokens); weights_bf16_free(&kv->bf16);
+    aligned_free(kv->keys); aligned_free(kv->values); aligned_free(kv->buffers);
+    free(kv->tokens); weights_bf16_free(&kv->bf16);
 }
 
 // attention of the newest position (pos) against the cached keys/values of layer l

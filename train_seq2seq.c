@@ -281,7 +281,7 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
     int dropout = m->dropout_p > 0.0f;
     if (m->acts_memory && B <= m->batch_size && (!dropout || m->acts.att_dropped)) return;
     if (m->acts_memory) B = B > m->batch_size ? B : m->batch_size;
-    free(m->acts_memory); free(m->scratch_memory);
+    aligned_free(m->acts_memory); aligned_free(m->scratch_memory);
     free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
     Seq2SeqConfig c = m->config;
     size_t sizes[NUM_S2S_ACTIVATIONS + 1], C = c.channels, BT = (size_t)B * c.max_seq_len;
@@ -300,8 +300,9 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
 }
 
 void seq2seq_free(Seq2Seq* m) {
-    free(m->params_memory); free(m->grads_memory); free(m->m_memory); free(m->v_memory);
-    free(m->sinusoids); free(m->acts_memory); free(m->scratch_memory);
+    aligned_free(m->params_memory); aligned_free(m->grads_memory);
+    aligned_free(m->m_memory); aligned_free(m->v_memory);
+    free(m->sinusoids); aligned_free(m->acts_memory); aligned_free(m->scratch_memory);
     free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
     memset(m, 0, sizeof *m);
 }
@@ -719,9 +720,10 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
             h[8], h[5], h[12]);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
-    long n = (long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n, actual = file_size(f);
+    long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
+    long long actual = file_size(f);
     if (actual != expected)
-        die("'%s' is %s: its header describes %ld parameters (%ld bytes), the file has %ld bytes", path,
+        die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
     s2s_allocate_parameters(m, c);
     fread_check(m->params_memory, sizeof(float), m->num_parameters, f, path, "parameters");
@@ -768,7 +770,7 @@ void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int B) {
     dc->capacity = B;
 }
 
-void decode_cache_free(DecodeCache* dc) { free(dc->buffers); free(dc->src_len); }
+void decode_cache_free(DecodeCache* dc) { aligned_free(dc->buffers); free(dc->src_len); }
 
 // after seq2seq_encode: every decoder layer's cross-attention K,V from the memory, once
 static void decode_cache_start(const Seq2Seq* m, DecodeCache* dc) {

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     error_program = "make_pairs";
     Args a = parse_args(argc, argv);
     struct stat sb;  // atomic_open renames over the path: never over a link, a device or a directory
-    if (lstat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode)) die("-o '%s' is not a regular file", a.out);
+    if (compat_lstat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode)) die("-o '%s' is not a regular file", a.out);
     char tmp[4112];
     FILE* f = atomic_open(a.out, tmp, sizeof tmp);
     uint64_t rng = splitmix64((uint64_t)a.seed);  // the counter starts far from other seeds' counters

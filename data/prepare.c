@@ -160,7 +160,7 @@ static unsigned char* read_text(const char* path, size_t* n) {
     FILE* f = fopenCheck(path, "rb");
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) die("'%s' is not a regular file", path);
-    long size = file_size(f);
+    long long size = file_size(f);
     if (size <= 0) die("'%s' is empty: there is no text to prepare", path);
     unsigned char* text = mallocCheck((size_t)size);
     fread_check(text, 1, (size_t)size, f, path, "text");
@@ -359,7 +359,7 @@ static void make_parent_directory(const char* prefix) {
     if ((size_t)(slash - prefix) >= sizeof dir) die("-o '%s' is too long", prefix);
     memcpy(dir, prefix, (size_t)(slash - prefix));
     dir[slash - prefix] = '\0';
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    if (compat_mkdir(dir) != 0 && errno != EEXIST)
         die("-o: cannot create directory '%s' (%s)", dir, strerror(errno));
 }
 

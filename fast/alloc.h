@@ -21,12 +21,12 @@ Plain twin: malloc (the model would compute the same numbers with it, only slowe
 // pages (madvise; with THP in "madvise" mode, as here, nothing else gets them): a step
 // streams through tens of megabytes, and 2 MiB pages mean 512x fewer TLB entries and
 // page faults (665 -> 634 ms; the first 124M step 6 s -> 2.4 s).
-// Zeroed if zero is set. Freed with free().
+// Zeroed if zero is set. Freed with aligned_free(), never free() (on Windows the two differ).
 static void* aligned_alloc_check(size_t size, int zero) {
     const size_t huge = (size_t)2 << 20;
     size_t align = size >= huge ? huge : 64;
     size_t rounded = size ? (size + align - 1) / align * align : align;
-    void* p = aligned_alloc(align, rounded);
+    void* p = compat_aligned_alloc(align, rounded);
     if (!p) die("out of memory allocating %zu bytes", size);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (align == huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only means small pages
@@ -36,6 +36,7 @@ static void* aligned_alloc_check(size_t size, int zero) {
 }
 #define alignedMallocCheck(size) aligned_alloc_check(size, 0)
 #define alignedCallocCheck(count, size) aligned_alloc_check((size_t)(count) * (size), 1)
+static inline void aligned_free(void* p) { compat_aligned_free(p); }
 
 // Per-thread scratch memory that grows on demand and is kept (OpenMP's threads live as
 // long as the program), so the layers allocate nothing once training runs.
@@ -43,7 +44,7 @@ static _Thread_local float* thread_scratch_memory;
 static _Thread_local size_t thread_scratch_floats;
 static float* thread_scratch(size_t n) {
     if (n > thread_scratch_floats) {
-        free(thread_scratch_memory);
+        aligned_free(thread_scratch_memory);
         thread_scratch_memory = alignedMallocCheck(n * sizeof(float));
         thread_scratch_floats = n;
     }

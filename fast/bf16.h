@@ -99,7 +99,7 @@ static void bf16_weights_use(uint16_t** copy, const float* w, size_t n) {
 // frees the copy of the weights w (and forgets them if they are the registered ones)
 static void bf16_weights_forget(const float* w, uint16_t** copy) {
     if (bf16_weights == w) bf16_weights = NULL;
-    free(*copy);
+    aligned_free(*copy);
     *copy = NULL;
 }
 

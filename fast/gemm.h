@@ -435,8 +435,9 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
                                  const float* B, int ldb, float* C, int ldc, int accumulate,
                                  const float* bias) {
     if (!gemm_Ap) {
-        gemm_Ap = aligned_alloc(64, sizeof(float) * GEMM_AP_FLOATS);
-        gemm_Bp = aligned_alloc(64, sizeof(float) * GEMM_KC * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
+        gemm_Ap = compat_aligned_alloc(64, sizeof(float) * GEMM_AP_FLOATS);
+        gemm_Bp = compat_aligned_alloc(64, sizeof(float) * GEMM_KC
+                                               * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
         if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
     }
     float *Ap = gemm_Ap, *Bp = gemm_Bp;

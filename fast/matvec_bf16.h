@@ -39,7 +39,7 @@ typedef struct {
 } WeightsBF16;
 
 static void weights_bf16_free(WeightsBF16* c) {
-    free(c->own);
+    aligned_free(c->own);
     *c = (WeightsBF16){0};
 }
 

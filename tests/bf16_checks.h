@@ -63,9 +63,10 @@ static void test_bf16_pack_kernel(void) {
         for (int cols = 1; cols <= GEMM_NR; cols += 5) {
             int kc2 = (kc + 1) / 2, ld = 40;
             float* src = uniform_floats(&rng, (size_t)kc * ld);
-            uint32_t* packed = aligned_alloc(64, (size_t)kc2 * GEMM_NR * 4);  // the kernel's aligned loads
+            // (aligned: the kernel's aligned loads)
+            uint32_t* packed = compat_aligned_alloc(64, (size_t)kc2 * GEMM_NR * 4);
             worst_pack |= bf16_pack_cols_differs(src, ld, cols, GEMM_NR, kc, packed);  // a B sliver
-            uint32_t* a = aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
+            uint32_t* a = compat_aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
             float* at = uniform_floats(&rng, (size_t)GEMM_MR * kc);
             int rows = 1 + cols % GEMM_MR;  // rows below GEMM_MR are zero-padded
             bf16_pack_rows(at, kc, rows, GEMM_MR, kc, a);
@@ -77,9 +78,9 @@ static void test_bf16_pack_kernel(void) {
                 }
             // an A sliver from columns (op(A) = A^T: dW = dout^T inp), GEMM_MR wide: at read
             // as a kc x GEMM_MR matrix of which rows columns are real
-            uint32_t* acols = aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
+            uint32_t* acols = compat_aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
             worst_pack |= bf16_pack_cols_differs(at, GEMM_MR, rows, GEMM_MR, kc, acols);
-            free(acols);
+            aligned_free(acols);
             float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR];
             for (int acc = 0; acc < 2; acc++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++)
@@ -88,7 +89,7 @@ static void test_bf16_pack_kernel(void) {
                 gemm_kernel_bf16_plain(kc2, a, packed, C2, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 worst_kernel |= memcmp(C1, C2, sizeof C1) != 0;
             }
-            free(src); free(packed); free(a); free(at);
+            free(src); aligned_free(packed); aligned_free(a); free(at);
         }
     }
     check(!worst_pack, "bf16 packing of rows and of columns (vectorised, GEMM_NR and GEMM_MR wide) equals "

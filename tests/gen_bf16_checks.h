@@ -102,7 +102,7 @@ static void test_gen_bf16_greedy(const char* model_path) {
         sampler_init(&greedy, c.vocab_size, 0.0f, 0, 1);
         KVCache kv;
         kvcache_init(&kv, c);
-        FILE* sink = fopen("/dev/null", "w");
+        FILE* sink = fopen(COMPAT_NULL_DEVICE, "w");
         gemm_precision = prec ? GEMM_BF16 : GEMM_FP32;
         generate(&model, &kv, &greedy, NULL, x, 3, N, 1, sink);
         gemm_precision = GEMM_FP32;

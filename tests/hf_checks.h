@@ -74,7 +74,7 @@ static void test_hf_missing_transpose(const char* model_path, const char* state_
 
 static int files_equal(const char* a, const char* b) {
     FILE *fa = fopenCheck(a, "rb"), *fb = fopenCheck(b, "rb");
-    long na = file_size(fa), nb = file_size(fb);
+    long long na = file_size(fa), nb = file_size(fb);
     char *ba = mallocCheck(na), *bb = mallocCheck(nb);
     fread_check(ba, 1, na, fa, a, "file");
     fread_check(bb, 1, nb, fb, b, "file");
@@ -87,7 +87,7 @@ static int files_equal(const char* a, const char* b) {
 static const char* hf_scratch(const char* name) {
     static char dir[2][1024];
     static int k;
-    const char* tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const char* tmp = compat_temp_dir();
     k = !k;
     snprintf(dir[k], sizeof dir[k], "%s/test_gpt2_%s_%d", tmp, name, (int)getpid());
     check_output_dir(dir[k], "scratch");

@@ -53,10 +53,10 @@ static void s2s_read_state(S2SRefState* s, const char* path, const Seq2Seq* m) {
     if (s->B <= 0 || s->B > 64 || s->Ts <= 0 || s->Ts > maxT || s->Tt <= 0 || s->Tt > maxT)
         die("'%s': B %d, Ts %d, Tt %d do not fit the model (maxT %d)", path, s->B, s->Ts, s->Tt, maxT);
     size_t BS = (size_t)s->B * s->Ts, BT = (size_t)s->B * s->Tt, V = m->config.vocab_size;
-    long expected = 1024L + (long)(4 * (BS + s->B + 2 * BT + BT * V + 1 + m->num_parameters));
+    long long expected = 1024LL + (long long)(4 * (BS + s->B + 2 * BT + BT * V + 1 + m->num_parameters));
     if (file_size(f) != expected)
-        die("'%s' has %ld bytes; a state for B=%d Ts=%d Tt=%d and this model needs %ld", path, file_size(f),
-            s->B, s->Ts, s->Tt, expected);
+        die("'%s' has %lld bytes; a state for B=%d Ts=%d Tt=%d and this model needs %lld", path,
+            file_size(f), s->B, s->Ts, s->Tt, expected);
     s->src = mallocCheck(BS * sizeof(int)); s->src_len = mallocCheck(s->B * sizeof(int));
     s->dec_in = mallocCheck(BT * sizeof(int)); s->dec_tgt = mallocCheck(BT * sizeof(int));
     s->tgt_len = mallocCheck(s->B * sizeof(int));

@@ -19,11 +19,11 @@ still covers the shard once. Validation is always sequential.
 #ifndef UTIL_DATALOADER_H
 #define UTIL_DATALOADER_H
 
-#include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "compat.h"  // glob (Windows has none)
 #include "io.h"
 #include "random.h"
 
@@ -58,12 +58,12 @@ static size_t read_token_header(FILE* f, const char* path) {
     if (h[1] != 1) die("'%s': token file version %d is not supported (expected 1)", path, h[1]);
     if (h[2] < 0) die("'%s': negative token count %d in the header", path, h[2]);
     size_t n = (size_t)h[2];
-    long expected = 1024L + 2L * (long)n, actual = file_size(f);
+    long long expected = 1024LL + 2LL * (long long)n, actual = file_size(f);
     if (actual < expected)
-        die("'%s' is truncated: its header promises %zu tokens (%ld bytes), the file has %ld bytes",
+        die("'%s' is truncated: its header promises %zu tokens (%lld bytes), the file has %lld bytes",
             path, n, expected, actual);
     if (actual > expected)
-        die("'%s' is longer than its header says (%ld bytes, expected %ld)", path, actual, expected);
+        die("'%s' is longer than its header says (%lld bytes, expected %lld)", path, actual, expected);
     return n;
 }
 

@@ -20,8 +20,7 @@ file or the new one, never half of one.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
+#include "compat.h"  // what POSIX and Windows do differently: rename, fsync, mkdir, clocks
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -141,12 +140,13 @@ static inline void* calloc_check(size_t count, size_t size) {
 }
 #define callocCheck(count, size) calloc_check(count, size)
 
-// the size of an open file, to check it against what its header promises
-static inline long file_size(FILE* f) {
-    long here = ftell(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, here, SEEK_SET);
+// the size of an open file, to check it against what its header promises (64 bits: long is
+// 32 on Windows, and checkpoints pass 2 GiB)
+static inline long long file_size(FILE* f) {
+    int64_t here = compat_ftell(f);
+    compat_fseek(f, 0, SEEK_END);
+    int64_t size = compat_ftell(f);
+    compat_fseek(f, here, SEEK_SET);
     return size;
 }
 
@@ -163,7 +163,7 @@ static inline void read_header(FILE* f, const char* path, int32_t header[256], i
 // leaves either the old file or the new one, never half of one
 // A file larger than the size limit (ulimit -f) is a failed write, not a SIGXFSZ that kills.
 static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
-    signal(SIGXFSZ, SIG_IGN);
+    compat_ignore_file_size_signal();
     struct stat sb;  // the rename would replace whatever is there: a device, a pipe, /dev/stdout
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         die("'%s' exists and is not a regular file (a %s): it is not replaced", path,
@@ -177,9 +177,9 @@ static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
 }
 
 static inline void atomic_commit(FILE* f, const char* tmp, const char* path) {
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
+    if (fflush(f) != 0 || compat_fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
-    if (rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
+    if (compat_rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
     atomic_pending[0] = 0;
     size_t n = strlen(path);
     if (atomic_group_size < 8 && n < sizeof atomic_group[0])
@@ -196,7 +196,7 @@ static inline void check_output_dir(const char* dir, const char* flag) {
     struct stat sb;
     char probe[4096];
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) die("%s: '%s' is not a directory", flag, dir);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    if (compat_mkdir(dir) != 0 && errno != EEXIST)
         die("%s: cannot create directory '%s' (%s)", flag, dir, strerror(errno));
     snprintf(probe, sizeof probe, "%s/.train_gpt2_write_test_%d", dir, (int)getpid());
     FILE* f = fopen(probe, "wb");
@@ -206,7 +206,7 @@ static inline void check_output_dir(const char* dir, const char* flag) {
 
 // A default path (data/..., relative to the repository) that is not in the working
 // directory: the same path under the repository the program was built in (the directory
-// of /proc/self/exe, levels_up above it: 1 for data/prepare), if it is there, so that
+// of the program's file, levels_up above it: 1 for data/prepare), if it is there, so that
 // `~/llm/train_gpt2` works from any directory. Returns path itself otherwise (whose error,
 // if it is needed, names the flag that sets it). The result lives until the program ends.
 static inline const char* find_default_path(const char* path, int levels_up) {
@@ -214,10 +214,8 @@ static inline const char* find_default_path(const char* path, int levels_up) {
     static int used;
     char exe[4096];
     struct stat sb;
-    if (path[0] == '/' || stat(path, &sb) == 0 || used == 4) return path;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return path;
-    exe[n] = 0;
+    if (compat_is_absolute(path) || stat(path, &sb) == 0 || used == 4) return path;
+    if (compat_exe_path(exe, sizeof exe) != 0) return path;
     for (int up = 0; up <= levels_up; up++) {  // the program's file name, then levels_up directories
         char* slash = strrchr(exe, '/');
         if (!slash) return path;
@@ -242,13 +240,7 @@ static inline void require_file(const char* path, const char* flag, int is_defau
 // loop can finish its step, save and stop (train_gpt2.c, stop_after)
 static volatile sig_atomic_t stop_signal = 0;
 static void on_stop_signal(int sig) { stop_signal = sig; }
-static inline void catch_stop_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
+static inline void catch_stop_signals(void) { compat_catch_stop_signals(on_stop_signal); }
 
 // the threads a parallel region gets (OMP_NUM_THREADS, or the number of cores; 1 without OpenMP)
 static inline int max_threads(void) {
@@ -259,10 +251,6 @@ static inline int max_threads(void) {
 #endif
 }
 
-static inline double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static inline double now_seconds(void) { return compat_seconds(); }
 
 #endif

@@ -83,10 +83,10 @@ void pairs_load(PairSet* ps, const char* path) {
     *ps = (PairSet){.num_pairs = h[2], .vocab_size = h[3], .max_src = h[4], .max_tgt = h[5],
                     .first_line = h[6]};
     // before allocating: the file must hold at least two lengths and two tokens per pair
-    long body = file_size(f) - 1024;
-    if (body < 8L * ps->num_pairs)
-        die("'%s' is truncated: %d pairs need at least %ld bytes after the header, it has %ld", path,
-            ps->num_pairs, 8L * ps->num_pairs, body);
+    long long body = file_size(f) - 1024;
+    if (body < 8LL * ps->num_pairs)
+        die("'%s' is truncated: %d pairs need at least %lld bytes after the header, it has %lld", path,
+            ps->num_pairs, 8LL * ps->num_pairs, body);
     if (body % 2) die("'%s' has an odd size: a pair file holds uint16 values after its header", path);
     size_t words = (size_t)body / 2, p = 0;
     ps->tokens = mallocCheck((size_t)body);

@@ -220,8 +220,8 @@ static const char* json_flat_string(Json* j, char** at, const char* end) {
 
 static JsonFlat* json_flat_read(const char* path) {
     FILE* f = fopenCheck(path, "rb");
-    long size = file_size(f);
-    if (size > (1 << 20)) die("'%s' is %ld bytes: a config.json has at most 1 MB", path, size);
+    long long size = file_size(f);
+    if (size > (1 << 20)) die("'%s' is %lld bytes: a config.json has at most 1 MB", path, size);
     char* text = mallocCheck(size + 1);
     fread_check(text, 1, size, f, path, "text");
     fclose(f);
@@ -477,7 +477,7 @@ static int st_readable(const SafeTensor* t) {
 static void safetensors_read(const SafeTensors* st, const SafeTensor* t, float* dst) {
     if (!st_readable(t))
         die("'%s': tensor '%s' has dtype %s: only F32, F16 and BF16 are read", st->path, t->name, t->dtype);
-    if (fseek(st->f, (long)(st->data_start + t->begin), SEEK_SET) != 0)
+    if (compat_fseek(st->f, (int64_t)(st->data_start + t->begin), SEEK_SET) != 0)
         die("'%s': cannot seek to tensor '%s'", st->path, t->name);
     if (!strcmp(t->dtype, "F32")) {
         fread_check(dst, sizeof(float), t->count, st->f, st->path, t->name);

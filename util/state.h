@@ -70,9 +70,9 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
     if (get_u64(h, 5) != n)
         die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
             (unsigned long long)get_u64(h, 5), n);
-    long expected = 1024L + 2L * (long)(n * sizeof(float));
+    long long expected = 1024LL + 2LL * (long long)(n * sizeof(float));
     if (file_size(f) != expected)
-        die("'%s' is truncated or too long: %ld bytes, expected %ld", path, file_size(f), expected);
+        die("'%s' is truncated or too long: %lld bytes, expected %lld", path, file_size(f), expected);
     st->step = h[2]; st->B = h[3]; st->T = h[4];
     st->epoch = (long)get_u64(h, 7);
     st->batch_index = (size_t)get_u64(h, 9);
