@@ -712,8 +712,8 @@ static void test_kernel_plain(void) {
     size_t nc = (size_t)(GEMM_MR + 1) * ldc;
     for (int t = 0; t < 3; t++) {
         int kc = kcs[t];
-        float* a = aligned_alloc(64, ((size_t)kc * GEMM_MR * 4 + 63) / 64 * 64);
-        float* b = aligned_alloc(64, ((size_t)kc * GEMM_NR * 4 + 63) / 64 * 64);
+        float* a = compat_aligned_alloc(64, ((size_t)kc * GEMM_MR * 4 + 63) / 64 * 64);
+        float* b = compat_aligned_alloc(64, ((size_t)kc * GEMM_NR * 4 + 63) / 64 * 64);
         float *ua = uniform_floats(&rng, (size_t)kc * GEMM_MR), *ub = uniform_floats(&rng, (size_t)kc * GEMM_NR);
         memcpy(a, ua, (size_t)kc * GEMM_MR * 4);
         memcpy(b, ub, (size_t)kc * GEMM_NR * 4);
@@ -733,7 +733,7 @@ static void test_kernel_plain(void) {
                     differ += memcmp(C1, C2, nc * 4) != 0;
                     cases++;
                 }
-        free(a); free(b); free(ua); free(ub); free(bias); free(C0); free(C1); free(C2);
+        aligned_free(a); aligned_free(b); free(ua); free(ub); free(bias); free(C0); free(C1); free(C2);
     }
     check(differ == 0, "micro-kernel %s against its plain twin (%s): %d of %d tiles differ (m = 1..%d, "
           "n = 1..%d, kc = 1, 37, %d; =, = + bias, +=), bit for bit", GEMM_KERNEL_NAME,
