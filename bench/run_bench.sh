@@ -24,6 +24,7 @@
 # up to S seconds (default 60) for busy CPUs to become idle before starting.
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture, cpu_count: GNU's and BSD's tools alike
 OUT=bench/out
 RES=$OUT/results.txt
 REPORT=$OUT/report.txt
@@ -50,10 +51,11 @@ run() {
     if [ "$rc" -ne 0 ]; then echo "!! '$*' failed (exit status $rc)"; crashed=1; fi
 }
 
-# percentage of all CPUs busy over one second, from /proc/stat
+# percentage of all CPUs busy over one second, from Linux's /proc/stat (0 elsewhere: not known)
 cpu_busy() {
     local a b
-    read -r -a a < /proc/stat; sleep 1; read -r -a b < /proc/stat
+    [ -r /proc/stat ] || { echo 0; return; }  # posix-check: allow
+    read -r -a a < /proc/stat; sleep 1; read -r -a b < /proc/stat  # posix-check: allow
     local tot=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
     for i in 1 2 3 4 5 6 7 8; do tot=$(( tot + b[i] - a[i] )); done
     echo $(( tot > 0 ? 100 * (tot - idle) / tot : 0 ))
@@ -61,8 +63,8 @@ cpu_busy() {
 
 bench() {
     echo "train_gpt2.c benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); train_gpt2.c md5 $(md5sum train_gpt2.c | cut -c1-12)"
-    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs;" \
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); train_gpt2.c cksum $(cksum < train_gpt2.c | cut -d' ' -f1)"
+    echo "cpu: $(cpu_model), $(cpu_count) CPUs;" \
          "compiler: $(cc --version | head -n 1); OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}"
     [ -n "${LD_LIBRARY_PATH:-}" ] && echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     local busy waited=0
@@ -71,10 +73,10 @@ bench() {
         [ "$waited" -eq 0 ] && echo "CPUs ${busy}% busy: waiting up to ${BENCH_WAIT:-60} s for them to be idle"
         sleep 4; waited=$((waited + 5)); busy=$(cpu_busy)
     done
-    echo "CPUs busy before the start: ${busy}% (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo "CPUs busy before the start: ${busy}% (load average $(uptime | sed 's/.*load averages*: *//'))"
     if [ "$busy" -ge 10 ]; then
         echo "!! another process is using the CPUs: every time below is slowed. Busiest processes:"
-        ps -eo pid,pcpu,args --sort=-pcpu | sed -n '2,4p' | cut -c1-100 | sed 's/^/     /'
+        ps -eo pid,pcpu,args | sed 1d | sort -k2 -rn | sed -n '1,3p' | cut -c1-100 | sed 's/^/     /'
     fi
 
     section "1. machine: clock, theoretical fp32 peak, best sgemm, memory bandwidth"
@@ -127,11 +129,11 @@ encoding_speed() {
     local text=$OUT/encode_text.txt reps=3 i threads mbs best
     for i in 1 2 3 4 5 6 7 8 9 10; do cat data/tiny_shakespeare.txt; done > "$text"
     [ "${BENCH_QUICK:-0}" = 1 ] && reps=1
-    for threads in 1 "${OMP_NUM_THREADS:-$(nproc)}"; do
+    for threads in 1 "${OMP_NUM_THREADS:-$(cpu_count)}"; do
         best=0
-        for i in $(seq 1 $reps); do
+        for ((i = 1; i <= reps; i++)); do
             mbs=$(OMP_NUM_THREADS=$threads ./data/prepare -i "$text" -o "$OUT/encode" -m bpe 2>&1 \
-                  | grep -oP 'encoded at \K[0-9.]+')
+                  | capture 'encoded at ([0-9.]+)')
             [ -n "$mbs" ] && best=$(awk -v a="$best" -v b="$mbs" 'BEGIN { print (b > a ? b : a) }')
         done
         printf 'ours, %s thread(s): %s MB/s\n' "$threads" "$best"
@@ -176,14 +178,16 @@ ab_against_base() {
     echo "BASE $BASE = $(git rev-parse --short "$BASE"); this build: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/out' || echo ' + uncommitted changes')"
     local rounds=${AB_ROUNDS:-3} steps=(--steps 20) run shape prec which i
     [ "${BENCH_QUICK:-0}" = 1 ] && { rounds=1; steps=(--warmup 1 --steps 2); }
-    # issue 28's targets for base/this (today/new), printed, not enforced
-    local -A target=([default]=1.2 [124m]=1.12 [124m-bf16]=1.15)
+    # issue 28's targets for base/this (today/new), printed, not enforced (a case, not an
+    # associative array: bash 3.2, macOS's, has none)
+    local target
     for run in default 124m 124m-bf16; do
         shape=${run%-bf16} prec=fp32
         [ "$run" != "$shape" ] && prec=bf16
         [ "$shape" = 124m ] && [ "${BENCH_QUICK:-0}" != 1 ] && steps=(--steps 5)
+        case $run in default) target=1.2;; 124m) target=1.12;; 124m-bf16) target=1.15;; esac
         : > "$OUT/ab_$run.txt"
-        for i in $(seq 1 "$rounds"); do
+        for ((i = 1; i <= rounds; i++)); do
             for which in base this; do
                 local bin=$BIN; [ $which = base ] && bin=$OUT/bench_base
                 local ms; ms=$("$bin" --shape "$shape" "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
@@ -192,7 +196,7 @@ ab_against_base() {
                 printf '  %-9s round %d  %-4s %9.2f ms/step (median of the run)\n' "$run" "$i" "$which" "$ms"
             done
         done
-        awk -v shape="$run" -v target="${target[$run]}" '
+        awk -v shape="$run" -v target="$target" '
             { v[$1, ++n[$1]] = $2 }
             function sort(w,   i, j, t) { for (i = 1; i <= n[w]; i++) for (j = i + 1; j <= n[w]; j++)
                                               if (v[w, j] < v[w, i]) { t = v[w, i]; v[w, i] = v[w, j]; v[w, j] = t } }
@@ -216,11 +220,11 @@ ab_against_base() {
 # 27) uses GPT-2's tokenizer (V = 50257), on Tiny Shakespeare encoded with it. Then the
 # sweep of piece sizes for the 124M gradient (bench/allreduce_sweep.c, 3 rounds).
 mpi_scaling() {
-    section "9. data parallelism over MPI: 1 process x $(nproc) threads vs $(nproc) processes x 1 thread"
-    if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 | grep -q libmpi; then
+    section "9. data parallelism over MPI: 1 process x $(cpu_count) threads vs $(cpu_count) processes x 1 thread"
+    if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 2> /dev/null | grep -q libmpi; then
         echo "train_gpt2 is not built with MPI here (Open MPI: openmpi-bin, libopenmpi-dev); skipped"; return
     fi
-    local n; n=$(nproc)
+    local n; n=$(cpu_count)
     local mpirun=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
                   mpirun -q --oversubscribe -np "$n")
     ./data/prepare -i data/tiny_shakespeare.txt -o "$OUT/ts_gpt2" -m bpe -tok data/gpt2_tokenizer.bin > /dev/null 2>&1 \
@@ -241,18 +245,18 @@ mpi_scaling() {
         echo "  1 process x $n threads:   ${one:-!! no result}"
         echo "  $n processes x 1 thread:  ${many:-!! no result}"
         local a b
-        a=$(echo "$one" | grep -oP '[0-9.]+(?= ms/step)'); b=$(echo "$many" | grep -oP '^done: [0-9]+ steps, \K[0-9.]+')
+        a=$(echo "$one" | capture '([0-9.]+) ms/step'); b=$(echo "$many" | capture '^done: [0-9]+ steps, ([0-9.]+)')
         [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v s="$shape" \
             'BEGIN { printf "  %s: step time, processes / threads: %.3f\n", s, b / a }'
         local e h
-        e=$(echo "$many" | grep -oP 'exposed \(\K[0-9.]+(?=%)'); h=$(echo "$many" | grep -oP '[0-9.]+(?= ms/step hidden)')
+        e=$(echo "$many" | capture 'exposed [(]([0-9.]+)%'); h=$(echo "$many" | capture '([0-9.]+) ms/step hidden')
         [ -n "$e" ] && echo "  $shape: all-reduce exposed $e% of the step, $h ms/step hidden behind the backward pass"
         [ -z "$one" ] || [ -z "$many" ] && crashed=1
     done
     rm -f "$OUT"/ts_gpt2_*.bin
     if mpicc -O2 -o bench/allreduce_sweep bench/allreduce_sweep.c 2> "$OUT/sweep_build.log"; then
-        echo "all-reduce of the 124M gradient by piece size ($n processes; util/dist.h's buckets: $(grep -oP \
-              'define DIST_BUCKET_BYTES \K.*' util/dist.h) bytes):"
+        echo "all-reduce of the 124M gradient by piece size ($n processes; util/dist.h's buckets: $(capture \
+              'define DIST_BUCKET_BYTES (.*)' util/dist.h) bytes):"
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q --oversubscribe -np "$n" \
             bench/allreduce_sweep $((quick ? 1048576 : 124475904)) $((quick ? 1 : 3)) | sed 's/^/  /' || crashed=1
     else
@@ -271,7 +275,7 @@ bf16_speed() {
         local steps=(--steps 20); [ $shape = 124m ] && steps=(--steps 5)
         [ "${BENCH_QUICK:-0}" = 1 ] && steps=(--warmup 1 --steps 2)
         : > "$OUT/prec_$shape.txt"
-        for i in $(seq 1 "$rounds"); do
+        for ((i = 1; i <= rounds; i++)); do
             for prec in fp32 bf16; do
                 local ms; ms=$("$BIN" --shape $shape "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 \
                               | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')

@@ -13,6 +13,7 @@
 # The last line is "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture, with_timeout
 TMP=tests/tmp/netns
 rm -rf "$TMP"; mkdir -p "$TMP"
 pass=0; fail=0
@@ -58,7 +59,7 @@ chmod +x "$TMP/agent"
 printf '%s slots=1\n%s slots=1\n' $A $B > "$TMP/hosts"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 two_hosts() {  # mpirun of 2 processes, one per namespace, over TCP on 10.77.0.0/24 only
-    timeout "${NETNS_TIMEOUT:-900}" ip netns exec "$NA" mpirun -q --hostfile "$TMP/hosts" -np 2 -x OMP_NUM_THREADS=1 \
+    with_timeout "${NETNS_TIMEOUT:-900}" ip netns exec "$NA" mpirun -q --hostfile "$TMP/hosts" -np 2 -x OMP_NUM_THREADS=1 \
         --mca plm_rsh_agent "$PWD/$TMP/agent" --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self \
         --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 "$@"
 }
@@ -73,7 +74,7 @@ fi
 SMALL=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1 -b 4 -x 20 -n 20)
 two_hosts ./train_gpt2 "${SMALL[@]}" -o "$TMP/bk" > "$TMP/bk.log" 2>&1
 two_hosts -x DIST_BLOCKING=1 ./train_gpt2 "${SMALL[@]}" -o "$TMP/bl" > "$TMP/bl.log" 2>&1
-losses() { grep -oP '^step +\K[0-9]+/[0-9]+ \| loss [0-9.]+' "$1"; }
+losses() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+)' "$1"; }
 if [ -n "$(losses "$TMP/bk.log")" ] && [ "$(losses "$TMP/bk.log")" == "$(losses "$TMP/bl.log")" ] \
       && cmp -s "$TMP/bk/model_00000020.bin" "$TMP/bl/model_00000020.bin"; then
     ok "over TCP between the namespaces, buckets vs blocking: the same losses and checkpoint, bit for bit"
@@ -90,17 +91,17 @@ exposed_share=""
 measure() {  # rate, B per process[, blocking]: one row of the table; sets exposed_share
     local log="$TMP/124m_$1g_b$2${3:-}.log" how=() bucket
     [ "${3:-}" = blocking ] && how=(-x DIST_BLOCKING=1)
-    two_hosts "${how[@]}" ./train_gpt2 "${BIG[@]}" -b "$2" > "$log" 2>&1
+    two_hosts ${how[@]+"${how[@]}"} ./train_gpt2 "${BIG[@]}" -b "$2" > "$log" 2>&1
     local done_line; done_line=$(grep '^done:' "$log")
-    exposed_share=$(echo "$done_line" | grep -oP 'exposed \(\K[0-9.]+(?=%\))')
+    exposed_share=$(echo "$done_line" | capture 'exposed [(]([0-9.]+)%[)]')
     if [ -z "$exposed_share" ]; then bad "124M at $1 Gbit/s, B=$2: no result ($(tail -n 1 "$log"))"; return 1; fi
-    local params; params=$(grep -oP '[0-9.]+(?=M parameters)' "$log")
-    bucket=$(echo "$done_line" | grep -oP 'buckets of \K[0-9]+')
+    local params; params=$(capture '([0-9.]+)M parameters' "$log")
+    bucket=$(echo "$done_line" | capture 'buckets of ([0-9]+)')
     [ -n "$bucket" ] && bucket="$bucket KiB" || bucket="${3:-?}"
     printf '%-9s %-7s %-10s %-8s %10s %16s %12s\n' "$1 Gbit/s" "$2" "$(awk -v p="$params" 'BEGIN { printf "%.0f", 4 * p }')" \
-        "$bucket" "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step \()')" \
-        "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step exposed)') ($exposed_share%)" \
-        "$(echo "$done_line" | grep -oP '[0-9.]+(?= ms/step hidden)')"
+        "$bucket" "$(echo "$done_line" | capture '([0-9.]+) ms/step [(]')" \
+        "$(echo "$done_line" | capture '([0-9.]+) ms/step exposed') ($exposed_share%)" \
+        "$(echo "$done_line" | capture '([0-9.]+) ms/step hidden')"
 }
 measure 10 4 && ok "124M at 10 Gbit/s, B=4 per process: exposed $exposed_share% of the step"
 # the same without the overlap (one blocking sum after the backward pass), for comparison

@@ -6,6 +6,7 @@
 # under mpirun, and the buckets overlapped with the backward pass against the blocking sum. The last line is "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture, now_ms, with_timeout: GNU's and BSD's tools alike
 TMP=tests/tmp/mpi
 rm -rf "$TMP"; mkdir -p "$TMP"
 pass=0; fail=0
@@ -18,12 +19,12 @@ fi
 make -s train_gpt2 MPI=1 || { echo "0 passed, 1 failed"; exit 1; }
 # as root (CI), Open MPI wants these two; -q: no banners of its own, only our error lines
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-mpi() { local n=$1; shift; timeout 120 mpirun -q --oversubscribe -np "$n" "$@"; }
+mpi() { local n=$1; shift; with_timeout 120 mpirun -q --oversubscribe -np "$n" "$@"; }
 SMALL=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1)
-losses() { grep -oP '^step +\K[0-9]+/[0-9]+ \| loss [0-9.]+' "$1"; }
+losses() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+)' "$1"; }
 # the largest relative difference between the losses (training and validation) of two logs
 max_rel() {
-    paste <(grep -oP 'loss \K[0-9.]+' "$1") <(grep -oP 'loss \K[0-9.]+' "$2") |
+    paste <(capture 'loss ([0-9.]+)' "$1") <(capture 'loss ([0-9.]+)' "$2") |
         awk 'NF != 2 { bad = 1 } { d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d }
              END { if (bad || NR == 0) print "mismatch"; else printf "%.2e\n", m }'
 }
@@ -46,9 +47,9 @@ if [ "$ok_files" == "loss.svg loss.tsv model_00000030.bin state_00000030.bin " ]
 else
     bad "2 processes wrote: $ok_files"
 fi
-if grep -q 'processes: 2, each B=4: a global batch of 8 rows' "$TMP/two.log" && grep -qP 'all-reduce [0-9.]+ ms/step' "$TMP/two.log" \
+if grep -q 'processes: 2, each B=4: a global batch of 8 rows' "$TMP/two.log" && grep -qE 'all-reduce [0-9.]+ ms/step' "$TMP/two.log" \
       && [ "$(grep -c '^step' "$TMP/two.log")" -eq "$(grep -c '^step' "$TMP/one.log")" ]; then
-    ok "2 processes: one process prints (one line per step), says the global batch and the all-reduce's time: $(grep -oP 'all-reduce [^,]+' "$TMP/two.log")"
+    ok "2 processes: one process prints (one line per step), says the global batch and the all-reduce's time: $(grep -oE 'all-reduce [^,]+' "$TMP/two.log")"
 else
     bad "2 processes: the output is not one process's"
 fi
@@ -65,7 +66,8 @@ fi
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
 mkdir -p "$TMP/diverge/util"
 cp -r train_gpt2.c train_setup.h fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
-sed -i 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' "$TMP/diverge/util/dist.h"
+sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
+    > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
       "$TMP/diverge/train_gpt2.c" -lm 2> "$TMP/diverge/build.log"; then
     mpi 2 "$TMP/diverge/train_gpt2" "${SMALL[@]}" -b 4 -x 30 -o "" > "$TMP/diverge.log" 2> "$TMP/diverge.err"; rc=$?
@@ -85,10 +87,10 @@ RUN=("${SMALL[@]}" -b 4 -x 120 -n 20)
 mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/full" > "$TMP/full.log" 2>&1
 mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/part" > "$TMP/part.log" 2>&1 &
 job=$!
-for _ in $(seq 1 2000); do [ -f "$TMP/part/state_00000040.bin" ] && break; sleep 0.01; done
+for ((try = 0; try < 2000; try++)); do [ -f "$TMP/part/state_00000040.bin" ] && break; sleep 0.01; done
 victim=$(pgrep -f "^\./train_gpt2 .*-o $TMP/part" | tail -n 1)  # a process, not mpirun
 kill -KILL "$victim" 2> /dev/null
-t0=$(date +%s.%N); wait $job; rc=$?; secs=$(echo "$(date +%s.%N) - $t0" | bc)
+t0=$(now_ms); wait $job; rc=$?; secs=$(awk -v a="$t0" -v b="$(now_ms)" 'BEGIN { print (b - a) / 1000 }')
 last=$(ls "$TMP/part"/model_*.bin 2> /dev/null | tail -n 1)
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$last" ] && ./train_gpt2 -e "$last" -x 0 -g 0 -b 4 -t 32 > /dev/null 2>&1; then
     ok "a process killed with SIGKILL: the job ended in $(printf %.1f "$secs") s with exit $rc, the last checkpoint $(basename "$last") loads"
@@ -113,12 +115,12 @@ for target in process mpirun; do
     rm -rf "$TMP/sig"
     mpi 2 ./train_gpt2 "${RUN[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
     job=$!
-    for _ in $(seq 1 2000); do [ "$(grep -c '^step' "$TMP/sig.log" 2> /dev/null)" -ge 30 ] && break; sleep 0.01; done
+    for ((try = 0; try < 2000; try++)); do [ "$(grep -c '^step' "$TMP/sig.log" 2> /dev/null)" -ge 30 ] && break; sleep 0.01; done
     if [ $target == process ]; then pid=$(pgrep -f "^\./train_gpt2 .*-o $TMP/sig" | tail -n 1)
     else pid=$(pgrep -f "^mpirun .*-o $TMP/sig"); fi
     kill -TERM $pid
     wait $job; rc=$?
-    at=$(grep -oP 'stopped by signal 15 after \K\d+(?= steps; saved)' "$TMP/sig.err")
+    at=$(capture 'stopped by signal 15 after ([0-9]+) steps; saved' "$TMP/sig.err")
     mpi 2 ./train_gpt2 "${RUN[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
     if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$(wc -l < "$TMP/sig.err")" -eq 1 ] \
           && [ "$(after "$TMP/sig_resumed.log" "$at" | wc -l)" -eq $((120 - at)) ] \
@@ -152,7 +154,7 @@ fi
 # ---- 7. bad input under mpirun: one line, from process 0, non-zero exit
 expect_mpi_error() {  # name, expected text, then the mpirun arguments
     local name="$1" want="$2"; shift 2
-    timeout 120 mpirun -q --oversubscribe "$@" > "$TMP/bad.log" 2> "$TMP/bad.err"; local rc=$?
+    with_timeout 120 mpirun -q --oversubscribe "$@" > "$TMP/bad.log" 2> "$TMP/bad.err"; local rc=$?
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c 'error' "$TMP/bad.err")" -eq 1 ] && grep -qF -- "$want" "$TMP/bad.err"; then
         ok "mpirun, $name: exit $rc, one line: $(head -n 1 "$TMP/bad.err")"
     else
@@ -190,8 +192,9 @@ buckets_vs_blocking() {
     for accum in 0 512; do
         local extra=() name=$label bk="$TMP/${prefix}bk$accum" bl="$TMP/${prefix}bl$accum"
         [ $accum -gt 0 ] && { extra=(-d $accum); name="$label, -d $accum (2 micro-batches)"; }
-        mpi 2 ./train_gpt2 "$@" "${extra[@]}" -o "$bk" > "$bk.log" 2>&1
-        mpi 2 -x DIST_BLOCKING=1 ./train_gpt2 "$@" "${extra[@]}" -o "$bl" > "$bl.log" 2>&1
+        # (${extra[@]+...}: bash before 4.4 calls an empty array unset under set -u)
+        mpi 2 ./train_gpt2 "$@" ${extra[@]+"${extra[@]}"} -o "$bk" > "$bk.log" 2>&1
+        mpi 2 -x DIST_BLOCKING=1 ./train_gpt2 "$@" ${extra[@]+"${extra[@]}"} -o "$bl" > "$bl.log" 2>&1
         same_run "$name, buckets vs the blocking reduction" "$bk" "$bl"
     done
 }
@@ -210,8 +213,8 @@ if [ -n "${BASE_BIN:-}" ]; then
     same_run "2 processes, buckets vs $BASE_BIN" "$TMP/bk0" "$TMP/base"
 fi
 split='all-reduce [0-9.]+ ms/step exposed \([0-9.]+%\) \+ [0-9.]+ ms/step hidden behind the backward pass \(buckets of [0-9]+ KiB\)'
-if grep -qP "$split" "$TMP/bk0.log" && grep -qP 'all-reduce [0-9.]+ ms/step exposed .*blocking \(DIST_BLOCKING=1\)' "$TMP/bl0.log"; then
-    ok "the summary splits the all-reduce: $(grep -oP "$split" "$TMP/bk0.log")"
+if grep -qE "$split" "$TMP/bk0.log" && grep -qE 'all-reduce [0-9.]+ ms/step exposed .*blocking [(]DIST_BLOCKING=1[)]' "$TMP/bl0.log"; then
+    ok "the summary splits the all-reduce: $(grep -oE "$split" "$TMP/bk0.log")"
 else
     bad "the summary does not split the all-reduce: $(grep '^done' "$TMP/bk0.log")"
 fi

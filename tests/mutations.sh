@@ -22,6 +22,7 @@
 # and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # with_timeout
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -80,7 +81,7 @@ try_mutant() {  # try_mutant FILE LINE MUTATED: the test program built with that
     what="$file:$n: $(echo "$mutated" | sed 's/^ *//')"
     if ! $CC $CFLAGS -o "$work/$test" "$work/$test.c" -lm 2> "$work/cc.log"; then
         echo "FAIL $what does not compile when mutated"; fail=$((fail + 1))
-    elif (cd "$root" && timeout 120 "$work/$test" > "$work/out.log" 2>&1); then
+    elif (cd "$root" && with_timeout 120 "$work/$test" > "$work/out.log" 2>&1); then
         echo "FAIL $what: mutant not caught"; fail=$((fail + 1))
     else
         echo "PASS $what caught ($(grep -c '^FAIL' "$work/out.log") checks fail)"; pass=$((pass + 1))

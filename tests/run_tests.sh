@@ -4,6 +4,7 @@
 # The last line is "N passed, M failed"; the exit status is non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture, now_ms, file_size, readonly_dir: GNU's and BSD's tools alike
 TMP=tests/tmp
 rm -rf "$TMP"; mkdir -p "$TMP"
 pass=0; fail=0
@@ -62,8 +63,8 @@ SMALL=(-nl 2 -nh 2 -nc 32 -b 4 -t 32 -v 0 -g 0)
 
 # ---- 2. a short training run: the loss must fall
 ./train_gpt2 "${SMALL[@]}" -x 80 -l 3e-3 -u 10 -o "" > "$TMP/train.log" 2>&1
-first=$(grep -m1 -oP 'step +1/80 \| loss \K[0-9.]+' "$TMP/train.log")
-last=$(grep -oP 'step +80/80 \| loss \K[0-9.]+' "$TMP/train.log")
+first=$(capture 'step +1/80 [|] loss ([0-9.]+)' "$TMP/train.log" | head -n 1)
+last=$(capture 'step +80/80 [|] loss ([0-9.]+)' "$TMP/train.log")
 if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }'; then
     ok "short training: loss falls from $first to $last in 80 steps"
 else
@@ -92,7 +93,7 @@ RES=(-nl 1 -nh 2 -nc 16 -b 2 -t 16 -v 0 -g 0 -x 600 -n 50 -sh 1 -dr 0.1)
 ./train_gpt2 "${RES[@]}" -o "$TMP/full" > "$TMP/full.log" 2>&1
 ./train_gpt2 "${RES[@]}" -o "$TMP/part" > "$TMP/part.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 4000); do
+for ((try = 0; try < 4000; try++)); do
     [ -f "$TMP/part/state_00000100.bin" ] && break
     sleep 0.002
 done
@@ -103,8 +104,8 @@ for f in "$TMP"/part/*_00000[1-6][0-9][0-9].bin; do
     [ $step -gt 100 ] && rm -f "$f"
 done
 ./train_gpt2 "${RES[@]}" -o "$TMP/part" -y 1 > "$TMP/resumed.log" 2>&1
-from=$(grep -oP 'resuming from .* at step \K[0-9]+' "$TMP/resumed.log")
-losses() { grep -oP 'step +\K[0-9]+/600 \| loss [0-9.]+' "$1" | awk -F/ -v s="$2" '$1 > s'; }
+from=$(capture 'resuming from .* at step ([0-9]+)' "$TMP/resumed.log")
+losses() { capture 'step +([0-9]+/600 [|] loss [0-9.]+)' "$1" | awk -F/ -v s="$2" '$1 > s'; }
 if [ -n "$from" ] && [ "$from" -ge 50 ] && [ "$(losses "$TMP/resumed.log" "$from")" == "$(losses "$TMP/full.log" "$from")" ] \
       && [ "$(losses "$TMP/resumed.log" "$from" | wc -l)" -eq $((600 - from)) ]; then
     ok "killed after the checkpoint at step $from and resumed with -y 1: the $((600 - from)) remaining losses equal the uninterrupted run's, bit for bit"
@@ -118,12 +119,12 @@ for sig in TERM INT; do
     rm -rf "$TMP/sig"
     ./train_gpt2 "${RES[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
     pid=$!
-    for _ in $(seq 1 4000); do
+    for ((try = 0; try < 4000; try++)); do
         [ "$(grep -c '^step' "$TMP/sig.log" 2> /dev/null)" -ge 30 ] && break
         sleep 0.005
     done
     kill -$sig $pid 2> /dev/null; wait $pid; rc=$?
-    at=$(grep -oP 'stopped by signal \d+ after \K\d+(?= steps; saved)' "$TMP/sig.err")
+    at=$(capture 'stopped by signal [0-9]+ after ([0-9]+) steps; saved' "$TMP/sig.err")
     ls "$TMP/sig"/*.tmp > /dev/null 2>&1 && at="$at (a .tmp file was left)"
     ./train_gpt2 "${RES[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
     if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$at" -lt 600 ] && [ -f "$TMP/sig/model_$(printf %08d "$at").bin" ] \
@@ -159,8 +160,8 @@ VAR=(-nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -kv 2 -pe rope -ln pos
 ./train_gpt2 "${VAR[@]}" -o "$TMP/var" > "$TMP/var.log" 2>&1
 rm -f "$TMP/var/model_00000040.bin" "$TMP/var/state_00000040.bin"
 ./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -o "$TMP/var" -y 1 > "$TMP/var_resumed.log" 2>&1
-header=$(od -An -t d4 -N 52 "$TMP/var/model_00000040.bin" 2> /dev/null | tr -s ' \n' ' ')
-vlosses() { grep -oP 'step +\K[0-9]+/40 \| loss [0-9.]+' "$1" | awk -F/ '$1 > 20'; }
+header=" $(echo $(od -An -t d4 -N 52 "$TMP/var/model_00000040.bin" 2> /dev/null)) "  # BSD's od pads otherwise
+vlosses() { capture 'step +([0-9]+/40 [|] loss [0-9.]+)' "$1" | awk -F/ '$1 > 20'; }
 if grep -q '^block: 2 key/value heads, positions rope, post-LN, relu, causal attention' "$TMP/var_resumed.log" \
       && [ "$header" == " 20240326 103 32 65 2 4 32 128 2 1 1 1 0 " ] \
       && [ -n "$(vlosses "$TMP/var.log")" ] && [ "$(vlosses "$TMP/var.log")" == "$(vlosses "$TMP/var_resumed.log")" ]; then
@@ -170,7 +171,7 @@ else
 fi
 ./train_gpt2 "${SMALL[@]}" -x 2 -causal 0 -o "$TMP/nomask" > "$TMP/nomask.log" 2>&1
 ./train_gpt2 -e "$TMP/nomask/model_00000002.bin" -x 0 -g 0 -m 2 -b 4 -t 32 -causal 1 > "$TMP/nomask_eval.log" 2>&1
-if grep -q '^warning: -causal 0: without the mask' "$TMP/nomask.log" && grep -qP '^val loss [0-9.]+' "$TMP/nomask_eval.log" \
+if grep -q '^warning: -causal 0: without the mask' "$TMP/nomask.log" && grep -qE '^val loss [0-9.]+' "$TMP/nomask_eval.log" \
       && ! grep -q 'warning: -causal 0' "$TMP/nomask_eval.log"; then
     ok "-causal 0 trains with a warning line; -causal 1 evaluates that model with the mask"
 else
@@ -197,8 +198,8 @@ expect_usage "-prec fp16" "flag -prec: unknown value 'fp16' (fp32, bf16)" ./trai
 # ---- -prec bf16: a short training falls, is deterministic, and a float32 run resumes in bf16
 ./train_gpt2 "${SMALL[@]}" -x 40 -o "$TMP/prec" -n 20 -prec bf16 > "$TMP/bf16_a.log" 2>&1
 ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_b.log" 2>&1
-first=$(grep -oP '^step +1/40 \| loss \K[0-9.]+' "$TMP/bf16_a.log"); last=$(grep -oP '^step +40/40 \| loss \K[0-9.]+' "$TMP/bf16_a.log")
-same=$(diff <(grep -oP '^step +\d+/40 \| loss [0-9.]+' "$TMP/bf16_a.log") <(grep -oP '^step +\d+/40 \| loss [0-9.]+' "$TMP/bf16_b.log") > /dev/null && echo 1)
+first=$(capture '^step +1/40 [|] loss ([0-9.]+)' "$TMP/bf16_a.log"); last=$(capture '^step +40/40 [|] loss ([0-9.]+)' "$TMP/bf16_a.log")
+same=$(diff <(grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$TMP/bf16_a.log") <(grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$TMP/bf16_b.log") > /dev/null && echo 1)
 if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.3) }' && [ "$same" == 1 ]; then
     ok "-prec bf16: the loss falls from $first to $last in 40 steps, and a second run gives the same losses bit for bit"
 else
@@ -239,7 +240,7 @@ svg_check() {
 }
 ./train_gpt2 -e data/ref/ref_a_model.bin -x 0 -g 0 -pr "$(printf 'ROMEO:\nBut soft')" -am "$TMP/att.svg" > "$TMP/am.log" 2>&1
 if res=$(svg_check "$TMP/att.svg" 2 2 15 1) && grep -q '>R<' "$TMP/att.svg" && grep -q '>↵<' "$TMP/att.svg" \
-      && grep -q '>␣<' "$TMP/att.svg" && [ "$(grep -cP '^ +[01] +[01] ' "$TMP/am.log")" -eq 4 ]; then
+      && grep -q '>␣<' "$TMP/att.svg" && [ "$(grep -cE '^ +[01] +[01] ' "$TMP/am.log")" -eq 4 ]; then
     ok "-am FILE.svg: $res; the prompt's characters label the axes (↵ newline, ␣ space); where each head looks, 4 lines"
 else
     bad "-am FILE.svg: $res"
@@ -253,11 +254,11 @@ else bad "-am of a -causal 0 model: $res"; fi
 rm -f "$TMP/curve/model_00000030.bin" "$TMP/curve/state_00000030.bin"
 ./train_gpt2 "${SMALL[@]}" -x 30 -v 10 -n 20 -o "$TMP/curve" -y 1 > /dev/null 2>&1
 svg="$TMP/curve/loss.svg"
-points=$(grep -oP '<polyline class="train" [^>]*points="\K[^"]*' "$svg" 2> /dev/null | wc -w)
+points=$(capture '<polyline class="train" [^>]*points="([^"]*)' "$svg" 2> /dev/null | wc -w)
 vals=$(grep -o '<circle class="val"' "$svg" 2> /dev/null | wc -l)
 if grep -q 'data-steps="30" data-vals="4"' "$svg" && [ "$points" -eq 30 ] && [ "$vals" -eq 4 ] \
       && grep -q '<polyline class="lr"' "$svg" && [ "$(grep -c '^val ' "$TMP/curve/loss.tsv")" -eq 4 ] \
-      && [ "$(grep -cP '^\d+ ' "$TMP/curve/loss.tsv")" -eq 30 ] && grep -q "train_gpt2 -o $TMP/curve" "$svg"; then
+      && [ "$(grep -cE '^[0-9]+ ' "$TMP/curve/loss.tsv")" -eq 30 ] && grep -q "train_gpt2 -o $TMP/curve" "$svg"; then
     ok "-o DIR writes DIR/loss.svg: 30 steps (the first 20 from before the resume), 4 validation markers, the learning rate, the run in its title"
 else
     bad "loss curve: $points points, $vals validation markers"
@@ -299,11 +300,11 @@ expect_error() {
 }
 # crafted files: patch int32 slot N of a copy (little-endian)
 patch_int() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($3 & 255)) $((($3 >> 8) & 255)) $((($3 >> 16) & 255)) $((($3 >> 24) & 255)))" \
-                | dd of="$1" bs=1 seek=$((4 * $2)) conv=notrunc status=none; }
+                | dd of="$1" bs=1 seek=$((4 * $2)) conv=notrunc 2> /dev/null; }
 cp data/ref/ref_a_model.bin "$TMP/v4.bin"; patch_int "$TMP/v4.bin" 1 4
 head -c 50000 data/ref/ref_a_model.bin > "$TMP/trunc_model.bin"
 head -c 3000 data/tiny_shakespeare_val.bin > "$TMP/trunc_tokens.bin"
-cp data/tiny_shakespeare_val.bin "$TMP/bad_token.bin"; printf '\xc8\x00' | dd of="$TMP/bad_token.bin" bs=1 seek=1044 conv=notrunc status=none
+cp data/tiny_shakespeare_val.bin "$TMP/bad_token.bin"; printf '\xc8\x00' | dd of="$TMP/bad_token.bin" bs=1 seek=1044 conv=notrunc 2> /dev/null
 head -c 1224 data/tiny_shakespeare_val.bin > "$TMP/short.bin"; patch_int "$TMP/short.bin" 2 100
 cp data/tiny_shakespeare_tokenizer.bin "$TMP/tok_magic.bin"; patch_int "$TMP/tok_magic.bin" 0 12345
 
@@ -338,13 +339,15 @@ cp data/ref/ref_c_model.bin "$TMP/pe7.bin"; patch_int "$TMP/pe7.bin" 9 7
 cp data/ref/ref_c_model.bin "$TMP/kv3.bin"; patch_int "$TMP/kv3.bin" 8 3
 expect_error "checkpoint with an unknown variant setting" "unknown variant setting (positions 7" ./train_gpt2 -e "$TMP/pe7.bin"
 expect_error "checkpoint whose K/V heads do not divide its heads" "key/value heads 3 must divide the heads 4" ./train_gpt2 -e "$TMP/kv3.bin"
-expect_error "unwritable output directory" "cannot" ./train_gpt2 "${SMALL[@]}" -x 1 -o /proc/no/such/dir
+# a path that no one can create, root included: a directory inside a regular file
+echo "a file, not a directory" > "$TMP/a_file"
+expect_error "unwritable output directory" "cannot" ./train_gpt2 "${SMALL[@]}" -x 1 -o "$TMP/a_file/no/such/dir"
 # -o is checked before training starts: a file, a missing parent, a directory that cannot be written
 # (the run would take 1000 steps: failing within 3 seconds means it was checked first)
-for out in /etc/passwd "$TMP/no/such/parent" /proc/sys; do
-    start=$(date +%s%N)
+for out in "$TMP/a_file" "$TMP/no/such/parent" "$(readonly_dir "$TMP/readonly")"; do
+    start=$(now_ms)
     ./train_gpt2 "${SMALL[@]}" -x 1000 -o "$out" > "$TMP/out" 2> "$TMP/err"; rc=$?
-    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    took=$(( $(now_ms) - start ))
     if [ $rc -ne 0 ] && grep -q "^train_gpt2: error: -o: " "$TMP/err" && [ $took -lt 3000 ] \
           && ! grep -q '^step' "$TMP/out"; then
         ok "-o $out is refused before training ($took ms): $(head -n 1 "$TMP/err")"
@@ -371,6 +374,7 @@ cp data/ref/ref_a_model.bin "$TMP/big_c.bin"; patch_int "$TMP/big_c.bin" 6 16384
 expect_error "checkpoint claiming C = 2^28" "model shape out of range" ./train_gpt2 -e "$TMP/huge_c.bin"
 limit_memory="ulimit -v 400000;"  # 400 MB of address space: allocating first would fail otherwise
 [ -n "${ASAN_OPTIONS:-}" ] && limit_memory=""  # (AddressSanitizer reserves terabytes of address space)
+(ulimit -v 400000) 2> /dev/null || limit_memory=""  # (macOS has no address-space limit to lower)
 expect_error "checkpoint claiming 6.4 billion parameters" "header describes 6445268992 parameters" \
     bash -c "$limit_memory ./train_gpt2 -e $TMP/big_c.bin"
 expect_error "a directory as a checkpoint" "'/tmp' is a directory, not a file" ./train_gpt2 -e /tmp
@@ -389,7 +393,7 @@ done
 expect_error "loss becomes nan/inf" "at step" ./train_gpt2 "${SMALL[@]}" -x 50 -n 1 -y 1 -l 1e30 -gc 0 -u 0 -o "$TMP/nan"
 good=$(ls "$TMP/nan"/model_*.bin 2> /dev/null | tail -n 1)
 if [ "$good" == "$TMP/nan/model_00000003.bin" ] && ./train_gpt2 -e "$good" -x 0 -g 0 -m 2 -b 4 -t 32 > "$TMP/nan_eval.log" 2>&1 \
-      && grep -qP 'val loss [0-9]' "$TMP/nan_eval.log" && ! ls "$TMP/nan"/*.tmp > /dev/null 2>&1; then
+      && grep -qE 'val loss [0-9]' "$TMP/nan_eval.log" && ! ls "$TMP/nan"/*.tmp > /dev/null 2>&1; then
     ok "after the nan the newest checkpoint is the last good one ($good): it loads and evaluates to a finite loss"
 else
     bad "last good checkpoint after nan: '$good'"; tail -n 3 "$TMP/nan_eval.log" 2> /dev/null
@@ -400,7 +404,7 @@ echo "-- Hugging Face's GPT-2 checkpoints"
 HF=data/ref/hf_gpt2_f32
 HFT=(-b 4 -t 16 -m 5 -g 0)
 if ./train_gpt2 -e $HF/model.safetensors -x 0 "${HFT[@]}" > "$TMP/hf_eval.log" 2>&1 \
-      && grep -qP '^val loss [0-9.]+ \(5 batches of 4x16\)' "$TMP/hf_eval.log"; then
+      && grep -qE '^val loss [0-9.]+ [(]5 batches of 4x16[)]' "$TMP/hf_eval.log"; then
     ok "-e $HF/model.safetensors -x 0 evaluates: $(grep '^val loss' "$TMP/hf_eval.log")"
 else
     bad "-e $HF/model.safetensors -x 0"; tail -n 3 "$TMP/hf_eval.log"
@@ -409,9 +413,9 @@ fi
 rm -rf "$TMP/hf_export"
 ./train_gpt2 -e data/ref/hf_gpt2_prefix_f16/model.safetensors "${HFT[@]}" -x 5 -v 0 -o "" -hf "$TMP/hf_export" \
     > "$TMP/hf_train.log" 2>&1
-trained=$(grep -oP '^step +5 \| val loss \K[0-9.]+' "$TMP/hf_train.log")
+trained=$(capture '^step +5 [|] val loss ([0-9.]+)' "$TMP/hf_train.log")
 ./train_gpt2 -e "$TMP/hf_export/model.safetensors" -x 0 "${HFT[@]}" > "$TMP/hf_reload.log" 2>&1
-reloaded=$(grep -oP '^val loss \K[0-9.]+' "$TMP/hf_reload.log")
+reloaded=$(capture '^val loss ([0-9.]+)' "$TMP/hf_reload.log")
 if [ -n "$trained" ] && [ "$trained" == "$reloaded" ] && grep -q '"n_layer": 2' "$TMP/hf_export/config.json"; then
     ok "fine-tuned from F16 safetensors, exported with -hf, loaded again: val loss $trained both times"
 else
@@ -435,8 +439,8 @@ fi
 expect_error "-hf with a block variant (-kv)" "-hf: Hugging Face's GPT-2 cannot hold this model (1 key/value head of 2" \
     ./train_gpt2 -nl 1 -nh 2 -nc 32 -kv 1 -x 1000 -hf "$TMP/hf_no"
 expect_error "-hf with -causal 0" "unmasked attention)" ./train_gpt2 -e $HF/model.safetensors -causal 0 -x 0 -hf "$TMP/hf_no"
-expect_error "-hf into an unwritable directory" "-hf: cannot create directory '/proc/no/such'" \
-    ./train_gpt2 -e $HF/model.safetensors -x 1000 -hf /proc/no/such
+expect_error "-hf into an unwritable directory" "-hf: cannot create directory '$TMP/a_file/no/such'" \
+    ./train_gpt2 -e $HF/model.safetensors -x 1000 -hf "$TMP/a_file/no/such"
 
 # bad files: one line naming the file and the tensor, a non-zero exit, no huge allocation
 # st_edit IN OUT 'PERL': a copy whose JSON header is rewritten by PERL (on $_); the length is recomputed
@@ -449,7 +453,7 @@ st_edit() {
 mkdir -p "$TMP/hfbad" && cp $HF/config.json "$TMP/hfbad/"
 B="$TMP/hfbad"
 cp $HF/model.safetensors "$B/length.safetensors"
-printf '\x00\x00\x00\x00\x00\x01\x00\x00' | dd of="$B/length.safetensors" bs=1 conv=notrunc status=none
+printf '\x00\x00\x00\x00\x00\x01\x00\x00' | dd of="$B/length.safetensors" bs=1 conv=notrunc 2> /dev/null
 st_edit $HF/model.safetensors "$B/json.safetensors" 's/"dtype":"F32","shape":\[65/"dtype":"F32" "shape":[65/'
 st_edit $HF/model.safetensors "$B/range.safetensors" 's/("wte.weight":\{[^}]*"data_offsets":\[\d+),\d+/$1,99999999999/'
 st_edit $HF/model.safetensors "$B/overlap.safetensors" \
@@ -463,7 +467,7 @@ mkdir -p "$B/wide" && cp $HF/model.safetensors "$B/wide/" && sed 's/"n_embd": 32
 mkdir -p "$B/relu" && cp $HF/model.safetensors "$B/relu/" && sed 's/"gelu_new"/"relu"/' $HF/config.json > "$B/relu/config.json"
 mkdir -p "$B/untied" && cp data/ref/hf_gpt2_prefix_f16/* "$B/untied/"
 printf '\x77' | dd of="$B/untied/model.safetensors" bs=1 seek=$(( 8 + $(od -An -tu8 -N8 "$B/untied/model.safetensors") + 100 )) \
-    conv=notrunc status=none   # a byte of lm_head.weight, the first tensor
+    conv=notrunc 2> /dev/null  # a byte of lm_head.weight, the first tensor
 st_bad() {  # st_bad NAME FILE EXPECTED: run under a 400 MB address-space limit
     expect_error "safetensors: $1" "$3" bash -c "$limit_memory ./train_gpt2 -e $2 -x 0 -g 0"
 }
@@ -496,7 +500,7 @@ for refused in "-h 1" "-sl 3" "-sg 3" "-w 0" "-ge 2" "-z 1" "-r 1" "-lg 10" "-pn
 done
 ./train_gpt2 "${SMALL[@]}" -h 0 -k cosine -sl 0 -sg 0.0 -a 0 -f 1 -w 1 -ge 0 -z 0 -r 0 -lg -1 -pn 1 -x 0 -m 1 \
     > "$TMP/llmc_off.log" 2>&1; rc=$?
-if [ $rc -eq 0 ] && grep -qP '^val loss [0-9.]+ \(1 batch of' "$TMP/llmc_off.log"; then
+if [ $rc -eq 0 ] && grep -qE '^val loss [0-9.]+ [(]1 batch of' "$TMP/llmc_off.log"; then
     ok "llm.c's -h 0 -k cosine -sl 0 -sg 0.0 -a 0 -f 1 -w 1 -ge 0 -z 0 -r 0 -lg -1 -pn 1 are accepted (nothing to do here)"
 else
     bad "llm.c's no-op flags: exit $rc: $(head -n 2 "$TMP/llmc_off.log")"
@@ -507,14 +511,14 @@ for k in "cosine 5.00e-04 1.00e-03 1.00e-03 9.66e-04 8.68e-04 7.22e-04 5.50e-04 
          "constant 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03" \
          "wsd 5.00e-04 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 1.00e-03 3.64e-04"; do
     lrs=$(./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -j "" -o "" -x 10 -u 2 -q 0.1 -k ${k%% *} 2>&1 |
-          grep -oP '^step .*\| lr \K[0-9.e+-]+' | tr '\n' ' ')
+          capture '^step .*[|] lr ([0-9.e+-]+)' | tr '\n' ' ')
     if [ "$lrs" == "${k#* } " ]; then ok "-k ${k%% *}: learning rates ${k#* }"; else bad "-k ${k%% *}: $lrs"; fi
 done
 # -a 1 (llm.c: overfit a single batch): with -l 0 every step's loss is the same; with -l 3e-3 it falls fast
 ./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -m 1 -o "" -x 5 -a 1 -l 0 > "$TMP/a0.log" 2>&1
 ./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -m 1 -o "" -x 60 -a 1 -l 3e-3 -u 0 > "$TMP/a1.log" 2>&1
-distinct=$(grep -oP '^step .*\| loss \K[0-9.]+' "$TMP/a0.log" | sort -u | wc -l)
-first=$(grep -oP '^step +1/60 \| loss \K[0-9.]+' "$TMP/a1.log"); last=$(grep -oP '^step +60/60 \| loss \K[0-9.]+' "$TMP/a1.log")
+distinct=$(capture '^step .*[|] loss ([0-9.]+)' "$TMP/a0.log" | sort -u | wc -l)
+first=$(capture '^step +1/60 [|] loss ([0-9.]+)' "$TMP/a1.log"); last=$(capture '^step +60/60 [|] loss ([0-9.]+)' "$TMP/a1.log")
 if [ "$distinct" -eq 1 ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }'; then
     ok "-a 1: one batch every step (5 equal losses at -l 0); overfit from $first to $last in 60 steps"
 else
@@ -534,7 +538,7 @@ expect_usage "-d not a multiple of B*T" "-d 1000 must be a multiple of B*T = 128
 ACC=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1 -x 20 -o "")
 ./train_gpt2 "${ACC[@]}" -b 4 -d 256 -m 4 > "$TMP/acc2.log" 2>&1
 ./train_gpt2 "${ACC[@]}" -b 8 -m 2 > "$TMP/acc1.log" 2>&1
-rel=$(paste <(grep -oP 'loss \K[0-9.]+' "$TMP/acc2.log") <(grep -oP 'loss \K[0-9.]+' "$TMP/acc1.log") |
+rel=$(paste <(capture 'loss ([0-9.]+)' "$TMP/acc2.log") <(capture 'loss ([0-9.]+)' "$TMP/acc1.log") |
       awk 'NF != 2 { bad = 1 } { d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d }
            END { if (bad || NR < 23) print "mismatch"; else printf "%.2e\n", m }')
 if [ "$rel" != mismatch ] && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-6) }' \
@@ -544,8 +548,8 @@ else
     bad "-b 4 -d 256 vs -b 8: largest relative difference $rel"
 fi
 ./train_gpt2 "${ACC[@]}" -b 8 -d 256 -m 2 > "$TMP/acc_one.log" 2>&1
-if grep -q '^step    20/20' "$TMP/acc1.log" && diff <(grep -oP 'loss [0-9.]+' "$TMP/acc1.log") \
-      <(grep -oP 'loss [0-9.]+' "$TMP/acc_one.log") > /dev/null; then
+if grep -q '^step    20/20' "$TMP/acc1.log" && diff <(grep -oE 'loss [0-9.]+' "$TMP/acc1.log") \
+      <(grep -oE 'loss [0-9.]+' "$TMP/acc_one.log") > /dev/null; then
     ok "-b 8 -d 256 (one micro-batch) gives -b 8's losses bit for bit"
 else
     bad "-b 8 -d 256 differs from -b 8"
@@ -554,7 +558,7 @@ fi
 ./train_gpt2 "${ACC[@]}" -x 20 -b 4 -d 256 -m 2 -v 0 -n 10 -o "$TMP/acc_res" > "$TMP/acc_full.log" 2>&1
 rm "$TMP/acc_res/model_00000020.bin" "$TMP/acc_res/state_00000020.bin"
 ./train_gpt2 "${ACC[@]}" -x 20 -b 4 -d 256 -m 2 -v 0 -n 10 -o "$TMP/acc_res" -y 1 > "$TMP/acc_resumed.log" 2>&1
-alosses() { grep -oP 'step +\K[0-9]+/20 \| loss [0-9.]+' "$1" | awk -F/ '$1 > 10'; }
+alosses() { capture 'step +([0-9]+/20 [|] loss [0-9.]+)' "$1" | awk -F/ '$1 > 10'; }
 if [ "$(alosses "$TMP/acc_resumed.log" | wc -l)" -eq 10 ] && [ "$(alosses "$TMP/acc_full.log")" == "$(alosses "$TMP/acc_resumed.log")" ]; then
     ok "-d 256 -b 4 resumed at step 10 with -y 1: steps 11-20 equal the uninterrupted run's bit for bit"
 else
@@ -611,7 +615,7 @@ SH=(-nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -j "" -l 0 -u 0 -sh 0 -o "")
 # sequential batches of 2x16+1 tokens: 31, 24 and 46 per shard
 for s in 000 001 002; do ./train_gpt2 "${SH[@]}" -i "$TMP/shards/part_$s.bin" -x 46 > "$TMP/shard_$s.log" 2>&1; done
 ./train_gpt2 "${SH[@]}" -i "$TMP/shards/part_*.bin" -x 102 > "$TMP/shard_all.log" 2>&1
-sl() { grep -oP '^step +\d+/\d+ \| loss \K[0-9.]+' "$1" | head -n "$2"; }
+sl() { capture '^step +[0-9]+/[0-9]+ [|] loss ([0-9.]+)' "$1" | head -n "$2"; }
 if [ "$(sl "$TMP/shard_all.log" 102)" == "$(sl "$TMP/shard_000.log" 31; sl "$TMP/shard_001.log" 24; sl "$TMP/shard_002.log" 46; sl "$TMP/shard_000.log" 1)" ] \
       && grep -q "(3300 tokens in 3 shards)" "$TMP/shard_all.log"; then
     ok "-i 'part_*.bin': 3 shards walked in sorted order (31, 24, 46 batches), then the first again"
@@ -632,7 +636,7 @@ for sh in 1 0; do
     ./train_gpt2 "${SR[@]}" -o "$TMP/shard_res" > "$TMP/sr_full.log" 2>&1
     rm "$TMP/shard_res/model_00000060.bin" "$TMP/shard_res/state_00000060.bin"
     ./train_gpt2 "${SR[@]}" -o "$TMP/shard_res" -y 1 > "$TMP/sr_resumed.log" 2>&1
-    slosses() { grep -oP 'step +\K[0-9]+/60 \| loss [0-9.]+' "$1" | awk -F/ '$1 > 30'; }
+    slosses() { capture 'step +([0-9]+/60 [|] loss [0-9.]+)' "$1" | awk -F/ '$1 > 30'; }
     if [ "$(slosses "$TMP/sr_resumed.log" | wc -l)" -eq 30 ] && [ "$(slosses "$TMP/sr_full.log")" == "$(slosses "$TMP/sr_resumed.log")" ]; then
         ok "3 shards, -sh $sh: resumed at step 30, steps 31-60 equal the uninterrupted run's bit for bit"
     else
@@ -659,7 +663,7 @@ fi
 # lines show elapsed time and an ETA; the header the precision
 ./train_gpt2 -nl 1 -nh 2 -nc 16 -b 4 -t 32 -g 0 -j data/tiny_shakespeare_train.bin -x 1 -v 0 -o "" > "$TMP/bound.log" 2>&1
 if grep -q "data/tiny_shakespeare_train.bin (1003854 tokens, 1024 validation batches, -m 0: at most 131072 tokens" "$TMP/bound.log" \
-      && grep -qP '^step +1/1 \| loss .* \| [0-9.]+s, ETA [0-9.]+s$' "$TMP/bound.log" && grep -q ' -prec fp32' "$TMP/bound.log"; then
+      && grep -qE '^step +1/1 [|] loss .* [|] [0-9.]+s, ETA [0-9.]+s$' "$TMP/bound.log" && grep -q ' -prec fp32' "$TMP/bound.log"; then
     ok "-m 0 on a 1M-token validation file: 1024 batches of 128 tokens; step lines with elapsed time and ETA; -prec in the header"
 else
     bad "validation bound / progress: $(grep -m1 '^data' "$TMP/bound.log")"
@@ -676,10 +680,10 @@ for what in validation sample evaluation generation; do
     [ $what == generation ] && args=(-x 0 -g 1000000) && pat='^model'
     ./train_gpt2 "${SMALL[@]}" "${args[@]}" -o "" > "$TMP/int.log" 2> "$TMP/int.err" &
     pid=$!
-    for _ in $(seq 1 300); do grep -q "$pat" "$TMP/int.log" 2> /dev/null && break; sleep 0.05; done
+    for ((try = 0; try < 300; try++)); do grep -q "$pat" "$TMP/int.log" 2> /dev/null && break; sleep 0.05; done
     case $what in sample|generation) sleep 1;; esac  # well inside the sample of a million tokens
-    sent=$(date +%s.%N); kill -INT $pid; wait $pid; rc=$?
-    took=$(awk -v a="$sent" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+    sent=$(now_ms); kill -INT $pid; wait $pid; rc=$?
+    took=$(awk -v a="$sent" -v b="$(now_ms)" 'BEGIN { printf "%.3f", (b - a) / 1000 }')
     if [ $rc -eq 1 ] && grep -q '^train_gpt2: stopped by signal 2' "$TMP/int.err" && awk -v t="$took" 'BEGIN { exit !(t < 1) }'; then
         ok "SIGINT during a long $what: stopped in ${took} s: $(head -n 1 "$TMP/int.err")"
     else
@@ -734,7 +738,7 @@ fi
 # (lines that end in " \n\n" before a word: a cut after the last '\n', not before it, would change the ids)
 {
     cat data/tiny_shakespeare.txt
-    for i in $(seq 1 150); do
+    for ((i = 1; i <= 150; i++)); do
         cat tests/bpe_stress.txt
         for j in 1 2 3 4 5 6 7 8; do printf 'line %d.%d ends \n\n' $i $j; done
     done
@@ -749,7 +753,7 @@ for run in big_1 big_2 big_2s; do
 done
 if [ $same -eq 1 ] && [ -s "$TMP/big_1x_train.bin" ] && grep -q '(1 chunks' "$TMP/big.log" \
       && cmp -s <(decode_tokens data/gpt2_tokenizer.bin "$TMP/big_2s_train.bin" "$TMP/big_2s_val.bin") "$TMP/big.txt"; then
-    chunks() { grep -oP '\(\K[0-9]+(?= chunks)' "$1"; }
+    chunks() { capture '[(]([0-9]+) chunks' "$1"; }
     ok "prepare -m bpe on 1.3 MB: the same files on 1 and 2 threads (OMP_NUM_THREADS) and in 1, $(chunks "$TMP/big_1.log") or" \
        "$(chunks "$TMP/big_2s.log") chunks; decode gives the text back"
 else
@@ -789,7 +793,7 @@ expect_prepare_error "a character-level tokenizer for -m bpe" "character-level" 
 expect_prepare_error "missing tokenizer" "nope_tok.bin" ./data/prepare -i tests/bpe_stress.txt -o "$TMP/bad" -m bpe -tok "$TMP/nope_tok.bin"
 expect_prepare_error "too short to split (char)" "too few" ./data/prepare -i "$TMP/one.txt" -o "$TMP/bad"
 expect_prepare_error "too short to split (bpe)" "too few" ./data/prepare -i "$TMP/one.txt" -o "$TMP/bad" -m bpe
-expect_prepare_error "unwritable output" "/proc/no/such/dir" ./data/prepare -i "$TMP/zh.txt" -o /proc/no/such/dir/x
+expect_prepare_error "unwritable output" "$TMP/a_file/no/such/dir" ./data/prepare -i "$TMP/zh.txt" -o "$TMP/a_file/no/such/dir/x"
 if ./data/prepare -i "$TMP/zh.txt" -o "$TMP/newdir/zh" > /dev/null 2>&1 && [ -f "$TMP/newdir/zh_train.bin" ]; then
     ok "prepare -o into a directory that does not exist yet creates it (as train_gpt2's -o)"
 else
@@ -867,7 +871,7 @@ else bad "pair_batch_fill: got"; echo "$got"; fi
 order0=$(dump data/reverse_val.bin data/reverse_tokenizer.bin -order 5 0 | tr '\n' ' ')
 order1=$(dump data/reverse_val.bin data/reverse_tokenizer.bin -order 5 1 | tr '\n' ' ')
 if cmp -s <(dump data/reverse_train.bin data/reverse_tokenizer.bin; dump data/reverse_val.bin data/reverse_tokenizer.bin) data/reverse.txt \
-      && [ "$(echo $order0 | tr ' ' '\n' | sort -n | tr '\n' ' ')" == "$(seq 0 999 | tr '\n' ' ')" ] && [ "$order0" != "$order1" ] \
+      && [ "$(echo $order0 | tr ' ' '\n' | sort -n | tr '\n' ' ')" == "$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%d ", i }')" ] && [ "$order0" != "$order1" ] \
       && [ "$order0" == "$(dump data/reverse_val.bin data/reverse_tokenizer.bin -order 5 0 | tr '\n' ' ')" ]; then
     ok "data/reverse_{train,val}.bin read back to data/reverse.txt; pairs_order: a permutation, the same for (seed, epoch)"
 else
@@ -910,9 +914,9 @@ if ./data/prepare -i "$TMP/p_long.txt" -o "$TMP/fits" -m pairs -v 0 -mt 6 > /dev
 else bad "prepare -mt 6 refused a target of 5 characters (+ BOS = 6 positions)"; fi
 
 # bad pair files: util/pairs.h names the file (and the pair with its line in the text)
-cp "$TMP/pairs_train.bin" "$TMP/pf_vocab.bin"; printf '\xe7\x03' | dd of="$TMP/pf_vocab.bin" bs=1 seek=1030 conv=notrunc status=none
-cp "$TMP/pairs_train.bin" "$TMP/pf_special.bin"; printf '\x01\x00' | dd of="$TMP/pf_special.bin" bs=1 seek=1030 conv=notrunc status=none
-cp "$TMP/pairs_train.bin" "$TMP/pf_empty.bin"; printf '\x00\x00' | dd of="$TMP/pf_empty.bin" bs=1 seek=1042 conv=notrunc status=none
+cp "$TMP/pairs_train.bin" "$TMP/pf_vocab.bin"; printf '\xe7\x03' | dd of="$TMP/pf_vocab.bin" bs=1 seek=1030 conv=notrunc 2> /dev/null
+cp "$TMP/pairs_train.bin" "$TMP/pf_special.bin"; printf '\x01\x00' | dd of="$TMP/pf_special.bin" bs=1 seek=1030 conv=notrunc 2> /dev/null
+cp "$TMP/pairs_train.bin" "$TMP/pf_empty.bin"; printf '\x00\x00' | dd of="$TMP/pf_empty.bin" bs=1 seek=1042 conv=notrunc 2> /dev/null
 cp "$TMP/pairs_train.bin" "$TMP/pf_count.bin"; patch_int "$TMP/pf_count.bin" 2 100000
 cp "$TMP/pairs_train.bin" "$TMP/pf_longest.bin"; patch_int "$TMP/pf_longest.bin" 4 9
 cp "$TMP/pairs_train.bin" "$TMP/pf_version.bin"; patch_int "$TMP/pf_version.bin" 1 2
@@ -961,6 +965,27 @@ else
     bad "doc check on a planted page: exit $stale_rc, $stale_lines of 8 stale lines:"; echo "$stale_out"
 fi
 
+# ---- 10c. the scripts stay portable to macOS (BSD tools, bash 3.2) and MSYS2: tests/posix_check.sh
+# names each GNU-only or bash-4 spelling in the Makefile, tests/*.sh and bench/run_bench.sh as file:line
+if posix_out=$(bash tests/posix_check.sh 2>&1); then
+    ok "the scripts are portable: $(tail -n 1 <<< "$posix_out")"
+else
+    bad "GNU-only or bash-4 spellings in the scripts (bash tests/posix_check.sh):"; echo "$posix_out"
+fi
+# the checker can fail: tests/posix_check_planted.txt plants one line of each kind it knows (each
+# ends in "# flagged") among portable lines; exactly the planted lines must come back as file:line
+planted=$(grep -n '# flagged$' tests/posix_check_planted.txt | cut -d: -f1 | tr '\n' ' ')
+planted_out=$(bash tests/posix_check.sh tests/posix_check_planted.txt 2>&1); planted_rc=$?
+named=$(capture '^tests/posix_check_planted[.]txt:([0-9]+): ' <<< "$planted_out" | sort -un | tr '\n' ' ')
+kinds=$(capture '([0-9]+) kinds of GNU-only' <<< "$planted_out")
+if [ $planted_rc -ne 0 ] && [ -n "$planted" ] && [ "$named" == "$planted" ] \
+      && grep -q "found ($kinds kinds)" <<< "$planted_out"; then
+    ok "posix check names the $(wc -w <<< "$planted" | tr -d ' ') planted lines, each as file:line, all $kinds kinds, and no portable line"
+else
+    bad "posix check on tests/posix_check_planted.txt: exit $planted_rc, named lines '$named', planted '$planted':"
+    echo "$planted_out"
+fi
+
 # ---- 10b. the build. Every program compiles without a warning under gcc (at -O0, where gcc
 # still reports unused functions and a few uninitialised values) and clang (its front end),
 # and train_gpt2.c with MPI; a few seconds. The -O3 builds from a fresh copy, with both
@@ -979,11 +1004,14 @@ for cc in "${compile_checks[@]}"; do
     if [ -z "$warned" ]; then ok "${cc%% -o*} -Wall -Wextra: no warning in ${srcs[*]}"; else bad "${cc%% -o*} warns: $warned"; fi
 done
 # make CC=clang CFLAGS=-O2 (README) replaces the optimisation only: every compile line keeps
-# -march=native, OpenMP and C11, and has -O2 and no -O3
+# -march=native, OpenMP and C11, and has -O2 and no -O3. The Makefile's defaults are checked
+# whatever this make test was given: `make test ARCH=...` passes its ARCH down to every make
+# below it (MAKEFLAGS, and the environment), so the inner make runs without them
 for cc in cc clang; do
     command -v $cc > /dev/null || continue
     omp=""; printf 'int main(void){return 0;}' | $cc -fopenmp -x c - -o /dev/null 2> /dev/null && omp=-fopenmp
-    lines=$(make -n -B CC=$cc CFLAGS=-O2 MPI=0 train_gpt2 test_gpt2 train_seq2seq data/prepare 2> /dev/null \
+    lines=$(unset MAKEFLAGS MFLAGS MAKELEVEL ARCH CFLAGS
+            make -n -B CC=$cc CFLAGS=-O2 MPI=0 train_gpt2 test_gpt2 train_seq2seq data/prepare 2> /dev/null \
             | grep -E "^$cc .*\.c")
     missing=""
     while read -r line; do

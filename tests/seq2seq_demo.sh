@@ -5,6 +5,7 @@
 # cross-attention map whose rows put most of their weight on the anti-diagonal. Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture: GNU's and BSD's tools alike
 TMP=tests/tmp/seq2seq_demo
 rm -rf "$TMP"; mkdir -p "$TMP"
 pass=0; fail=0
@@ -15,8 +16,8 @@ start=$(date +%s)
 ./train_seq2seq -o "$TMP" -am "$TMP/cross.svg" > "$TMP/demo.log" 2>&1
 rc=$?
 seconds=$(( $(date +%s) - start ))
-grep -vP '^step +\d+/' "$TMP/demo.log"
-exact=$(grep -oP '^held-out: 1000 pairs \| exact match \K[0-9.]+' "$TMP/demo.log")
+grep -vE '^step +[0-9]+/' "$TMP/demo.log"
+exact=$(capture '^held-out: 1000 pairs [|] exact match ([0-9.]+)' "$TMP/demo.log")
 if [ $rc -eq 0 ] && [ -n "$exact" ] && awk -v e="$exact" 'BEGIN { exit !(e >= 99) }'; then
     ok "reversal: $exact% exact match on 1,000 held-out pairs (greedy decoding)"
 else
@@ -24,7 +25,7 @@ else
 fi
 # the time is reported, not asserted: a test does not time the machine (README: Speed)
 echo "the demo run took $seconds s of wall time (the README's claim: under 5 minutes on 2 idle cores)"
-best=$(grep -oP 'anti-diagonal.*' "$TMP/demo.log" | grep -oP 'L1H\d \K[0-9.]+' | sort -n | tail -n 1)
+best=$(grep -oE 'anti-diagonal.*' "$TMP/demo.log" | grep -oE 'L1H[0-9] [0-9.]+' | cut -d' ' -f2 | sort -n | tail -n 1)
 if [ -n "$best" ] && awk -v b="$best" 'BEGIN { exit !(b > 0.5) }'; then
     ok "-am: a second-layer head puts $best of each row's weight on the anti-diagonal (source n-1-i)"
 else

@@ -11,9 +11,9 @@ S2S=(-nl 1 -nh 2 -nc 32 -b 16 -l 3e-3 -u 5 -ne 48 -g 2 -v 0)
 ./train_seq2seq "${S2S[@]}" -x 30 -n 10 -o "$TMP/s2s" > "$TMP/s2s.log" 2>&1
 rm -f "$TMP/s2s/model_00000030.bin" "$TMP/s2s/state_00000030.bin"
 ./train_seq2seq "${S2S[@]}" -x 30 -n 10 -o "$TMP/s2s" -y 1 > "$TMP/s2s_resumed.log" 2>&1
-first=$(grep -m1 -oP 'step +1/30 \| loss \K[0-9.]+' "$TMP/s2s.log")
-last=$(grep -oP 'step +30/30 \| loss \K[0-9.]+' "$TMP/s2s.log")
-losses() { grep -oP 'step +(2[1-9]|30)/30 \| loss [0-9.]+' "$1"; }
+first=$(capture 'step +1/30 [|] loss ([0-9.]+)' "$TMP/s2s.log" | head -n 1)
+last=$(capture 'step +30/30 [|] loss ([0-9.]+)' "$TMP/s2s.log")
+losses() { grep -oE 'step +(2[1-9]|30)/30 [|] loss [0-9.]+' "$1"; }
 if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.15) }'; then
     ok "train_seq2seq: the loss falls from $first to $last in 30 steps"
 else
@@ -25,8 +25,8 @@ if [ "$(losses "$TMP/s2s.log" | wc -l)" -eq 10 ] && cmp -s <(losses "$TMP/s2s.lo
 else
     bad "train_seq2seq -y 1: the resumed losses differ"; diff <(losses "$TMP/s2s.log") <(losses "$TMP/s2s_resumed.log") | head -4
 fi
-if grep -qP '^held-out: 48 pairs \| exact match [0-9.]+% \(greedy decoding\) \| teacher-forced token accuracy [0-9.]+%' \
-        "$TMP/s2s.log" && [ "$(grep -cP '^ +(right|WRONG) ' "$TMP/s2s.log")" -eq 2 ] \
+if grep -qE '^held-out: 48 pairs [|] exact match [0-9.]+% [(]greedy decoding[)] [|] teacher-forced token accuracy [0-9.]+%' \
+        "$TMP/s2s.log" && [ "$(grep -cE '^ +(right|WRONG) ' "$TMP/s2s.log")" -eq 2 ] \
       && grep -q 'data-steps="30"' "$TMP/s2s/loss.svg"; then
     ok "train_seq2seq: exact match beside teacher-forced token accuracy on 48 held-out pairs, 2 decoded examples, loss.svg"
 else
@@ -36,7 +36,7 @@ fi
 # each row summing to 1
 ckpt="$TMP/s2s/model_00000020.bin"
 ./train_seq2seq -e "$ckpt" -x 0 -ne 8 -g 0 -am "$TMP/cross.svg" > "$TMP/cross.log" 2>&1
-dims=$(grep -oP 'pair 0 \(\K[0-9]+ target \+ EOS rows, [0-9]+' "$TMP/cross.log")
+dims=$(capture 'pair 0 [(]([0-9]+ target [+] EOS rows, [0-9]+)' "$TMP/cross.log")
 Tt=${dims%% *}; Ts=${dims##* }
 if [ -n "$Tt" ] && res=$(perl -e '
         my ($file, $L, $NH, $T, $S) = @ARGV; local $/; open(my $f, "<", $file) or die; my $svg = <$f>;

@@ -36,6 +36,7 @@ else
 fi
 
 # every SVG that make test wrote, those of train_seq2seq included
-mapfile -t svgs < <(find "$TMP" -name '*.svg' | sort)
+svgs=()  # (bash 3.2, macOS's, has no mapfile)
+while IFS= read -r file; do svgs+=("$file"); done < <(find "$TMP" -name '*.svg' | sort)
 if res=$(python3 tests/xml_wellformed.py "${svgs[@]}"); then ok "all ${#svgs[@]} SVGs written by make test are well-formed XML"
 else bad "SVGs not well-formed: $res"; fi
