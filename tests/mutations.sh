@@ -6,8 +6,9 @@
 #   - flips the sign of each accumulation (+= to -=),
 #   - negates the value of each assignment to a gradient (a variable whose name starts
 #     with d: "dinp[i] = e;" becomes "dinp[i] = -(e);"), except assignments of constants,
-#   - in the AVX-512 kernels, turns a fused multiply-add into a multiply-subtract
-#     (_mm512_fmadd_ps to _mm512_fnmadd_ps) and an addition into a subtraction,
+#   - in the vector kernels, turns a fused multiply-add into a multiply-subtract
+#     (AVX-512's _mm512_fmadd_ps to _mm512_fnmadd_ps, AVX2's _mm256_, NEON's vfmaq_f32 to
+#     vfmsq_f32) and an addition of a loaded vector into a subtraction,
 #   - flips the accumulate flag of an sgemm_share call (written <-> added), and makes a
 #     grouped-query head write its K/V gradient instead of adding it (matmul_AtB_add ->
 #     matmul_AtB),
@@ -16,10 +17,12 @@
 # encoder-decoder) are mostly calls of the layers above; there each call statement is
 # switched off instead ("if (0) " before it: a lost gradient term, such as one decoder
 # layer's part of the memory's gradient, or a layernorm's backward), and test_seq2seq must
-# fail on every mutant. MUTATE_FILES="FILE ..." picks files. Only the code the compiler
-# builds on this
-# machine is mutated (the AVX-512 branch or its plain-C fallback, not both). Loop headers
-# and comments are left alone. Last line: "N passed, M failed" (passed = the tests caught it).
+# fail on every mutant. MUTATE_FILES="FILE ..." picks files. Only the lines that the build
+# compiles are mutated: the preprocessor says which, for ARCH (as the Makefile's: default
+# -march=native; ARCH= for any CPU of the architecture), so the kernel of that build is
+# tested (AVX-512, AVX2, NEON, or the plain C), not the branches beside it. Loop headers and
+# comments are left alone. MUTATE_LIST=1 lists the mutants and builds nothing.
+# Last line: "N passed, M failed" (passed = the tests caught it).
 set -u
 cd "$(dirname "$0")/.."
 source tests/posix.sh  # with_timeout
@@ -30,17 +33,12 @@ files=(${MUTATE_FILES:-train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c})
 cp -r train_gpt2.c train_setup.h test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
 mkdir -p "$work/tests" && cp tests/*.h "$work/tests/"  # the headers test_gpt2.c and test_seq2seq.c include
 CC=${CC:-cc}
-CFLAGS="-O1 -march=native -fopenmp -std=c11"
-avx512=$(echo | $CC -march=native -dM -E - | grep -c '__AVX512F__')
+ARCH=${ARCH--march=native}
+CFLAGS="-O1 $ARCH -fopenmp -std=c11"
 
 # prints "LINE<TAB>mutated line" for every mutation of the functions of interest in file $1
 candidates() {
-    DELETE_CALLS=$([ "$1" == train_seq2seq.c ] && echo 1 || echo 0) AVX512="$avx512" perl -ne '
-        BEGIN { $avx = $ENV{AVX512} > 0; $branch = ""; }
-        if (/^#\s*if(def)?\s.*__AVX512F__/) { $branch = "avx"; next; }
-        if ($branch && /^#\s*else/) { $branch = "plain"; next; }
-        if ($branch && /^#\s*endif/) { $branch = ""; next; }
-        next if ($branch eq "avx" && !$avx) || ($branch eq "plain" && $avx);
+    DELETE_CALLS=$([ "$1" == train_seq2seq.c ] && echo 1 || echo 0) perl -ne '
         $inside = 1 if /^(static )?((inline|ALWAYS_INLINE|NOINLINE) )*(void|float) ([a-z0-9_]+_backward(_plain)?|add_weighted_rows|weighted_rows_kernel|bias_grad_share)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
         if ($inside) {
             my ($code, $comment) = split(m{//}, $_, 2);
@@ -54,10 +52,14 @@ candidates() {
                 $body =~ s/(.*)\+=/$1-=/s;
             } elsif ($body =~ /^(\s*)(d\w*(?:\[[^\]]*\])?)\s*=\s*(.+);\s*$/s && $3 !~ /^[-+0-9.ef]+$/) {
                 $body = "$1$2 = -($3);\n";
-            } elsif ($body =~ /_mm512_fmadd_ps\(/) {
-                $body =~ s/_mm512_fmadd_ps\(/_mm512_fnmadd_ps(/;
-            } elsif ($body =~ /_mm512_add_ps\(_mm512_loadu_ps\(/) {
-                $body =~ s/_mm512_add_ps\(_mm512_loadu_ps\(/_mm512_sub_ps(_mm512_loadu_ps(/;
+            } elsif ($body =~ /_mm(512|256)_fmadd_ps\(/) {
+                $body =~ s/_mm(512|256)_fmadd_ps\(/_mm$1_fnmadd_ps(/;
+            } elsif ($body =~ /_mm(512|256)_add_ps\(_mm(512|256)_loadu_ps\(/) {
+                $body =~ s/_mm(512|256)_add_ps\(_mm(512|256)_loadu_ps\(/_mm$1_sub_ps(_mm$2_loadu_ps(/;
+            } elsif ($body =~ /\bvfmaq_f32\(/) {
+                $body =~ s/\bvfmaq_f32\(/vfmsq_f32(/;
+            } elsif ($body =~ /\bvaddq_f32\(vld1q_f32\(/) {
+                $body =~ s/\bvaddq_f32\(vld1q_f32\(/vsubq_f32(vld1q_f32(/;
             } elsif ($body =~ /matmul_AtB_add\(/) {
                 $body =~ s/matmul_AtB_add\(/matmul_AtB(/;
             } elsif ($body =~ /sgemm_share\(.*, ([01]), NULL\);/) {
@@ -72,6 +74,22 @@ candidates() {
             }
         }
         $inside = 0 if /^}/;' "$1"
+}
+# live FILE: the line numbers of FILE's mutants that the build compiles. Each candidate line is
+# marked with a token (before a // comment or a macro's trailing backslash), the test program
+# is preprocessed with the build's flags, and the tokens that come out name the live lines (a
+# line of a macro, where the macro is expanded)
+live() {
+    local file="$1" test=test_gpt2
+    [ "$file" == train_seq2seq.c ] && test=test_seq2seq
+    candidates "$file" | cut -f1 | awk 'NR == FNR { want[$1] = 1; next }
+        FNR in want { mark = " MUTANT_LIVE_" FNR " "
+                      if (match($0, /\/\//)) $0 = substr($0, 1, RSTART - 1) mark substr($0, RSTART)
+                      else if (/\\$/) $0 = substr($0, 1, length($0) - 1) mark "\\"
+                      else $0 = $0 mark }
+        { print }' - "$file" > "$work/$file"
+    $CC $CFLAGS -E "$work/$test.c" 2> /dev/null | grep -oE 'MUTANT_LIVE_[0-9]+' | sort -u | cut -d_ -f3
+    cp "$file" "$work/$file"
 }
 pass=0; fail=0
 try_mutant() {  # try_mutant FILE LINE MUTATED: the test program built with that line replaced must fail
@@ -89,14 +107,16 @@ try_mutant() {  # try_mutant FILE LINE MUTATED: the test program built with that
     cp "$file" "$work/$file"
 }
 for file in "${files[@]}"; do
+    live "$file" > "$work/live"
+    [ -s "$work/live" ] || { echo "FAIL $file: no line of it is compiled ($CC $CFLAGS -E)"; fail=$((fail + 1)); }
     while IFS=$'\t' read -r n mutated; do
-        try_mutant "$file" "$n" "$mutated"
-    done < <(candidates "$file")
+        if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "$file	$n	$mutated"; else try_mutant "$file" "$n" "$mutated"; fi
+    done < <(candidates "$file" | awk -F'\t' 'NR == FNR { live[$1] = 1; next } $1 in live' "$work/live" -)
 done
 # Hugging Face's GPT-2 loaded without one of its four Conv1D transposes (util/hf_gpt2.h's
 # HF_LAYER, the last flag; attn.c_proj is square, so its shapes still fit): caught too
 while IFS=$'\t' read -r n mutated; do
-    try_mutant util/hf_gpt2.h "$n" "$mutated"
+    if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "util/hf_gpt2.h	$n	$mutated"; else try_mutant util/hf_gpt2.h "$n" "$mutated"; fi
 done < <(perl -ne 'if (s/^(\s*\{"[a-z_.]+\.weight", \d+, \d+, \d+, )1\}/${1}0}/) { chomp; print "$.\t$_\n" }' \
          util/hf_gpt2.h)
 echo "$pass passed, $fail failed"
