@@ -183,7 +183,7 @@ isa_compare() {
             [ -z "$pt" ] && { echo "!! PyTorch (AVX2) $shape did not report a time"; crashed=1; continue; }
             [ -n "$this_ms" ] && awk -v a="$this_ms" -v p="$pt" -v s="$shape" -v key="$key" 'BEGIN {
                 printf "  %-7s AVX2 build %.2f ms/step, PyTorch on AVX2 %.2f ms/step (%s): PyTorch/ours %.2f (target > 1: %s)\n",
-                       s, a, p, key, p / a, p > a ? "met" : "not met" }'
+                       s, a, p, key, p / a, (p > a ? "met" : "not met") }'
         done
     else
         echo "PyTorch: $PY cannot import torch; the AVX2 comparison with PyTorch is skipped"
