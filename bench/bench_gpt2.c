@@ -601,6 +601,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     printf("model: %.2fM parameters (random init in %.1f s)\n", model.num_parameters / 1e6,
            now_seconds() - t0);
     double* ms = mallocCheck((size_t)total * sizeof(double));
+    double* cpu_ms = mallocCheck((size_t)total * sizeof(double));  // the process's CPU time per step
     float losses[2][3], norms[2][3];
     uint64_t hashes[2] = {0, 0};
     double probe_before = machine_probe("before the steps");
@@ -609,9 +610,10 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     for (int step = 0; step < total; step++) {
         const int* batch = tokens + (size_t)step * (BT + 1);
         float norm;
-        double s0 = now_seconds();
+        double s0 = now_seconds(), c0 = process_seconds();
         float loss = bench_train_step(&model, batch, batch + 1, B, T, step, &norm);
         ms[step] = 1e3 * (now_seconds() - s0);
+        cpu_ms[step] = 1e3 * (process_seconds() - c0);
         if (step < det_steps) {
             losses[0][step] = loss; norms[0][step] = norm;
             if (step == det_steps - 1) hashes[0] = hash_floats(model.params_memory, model.num_parameters);
@@ -634,6 +636,10 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     printf("peak RSS (getrusage ru_maxrss) after training: %.0f MiB\n", rss);
     result(sh.name, "ms", med);
     result(sh.name, "ms_min", vmin(timed, n));
+    // on one thread, the CPU time of a step is its time with a core to itself: what part 11
+    // compares when other processes share the cores
+    printf("CPU time per step (all threads together): median %.2f ms\n", median(cpu_ms + sh.warmup, n));
+    result(sh.name, "cpu_ms", median(cpu_ms + sh.warmup, n));
     result(sh.name, "tok_s", BT / (med * 1e-3));
     result(sh.name, "gflops", flops / (med * 1e-3) / 1e9);
     result(sh.name, "flops", flops);
@@ -642,6 +648,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
 
     kernel_breakdown(&model, &sh, med);
     gpt2_free(&model);
+    free(cpu_ms);
 
     // determinism: the same 3 steps again from the same init
     gpt2_init_random(&model, c, 1337);

@@ -143,11 +143,11 @@ def main():
     print(f"{args.shape}: L={L} NH={NH} C={C} maxT={maxT} V={V} Vp={Vp}, B={B} T={T}, {nparams / 1e6:.2f}M parameters; "
           f"{s['warmup']} warm-up + {s['steps']} timed steps (forward, zero_grad, backward, clip 1.0, AdamW)")
     g = torch.Generator().manual_seed(42)
-    times = []
+    times, cpu_times = [], []  # wall clock; the process's CPU time (all threads)
     for step in range(s["warmup"] + s["steps"]):
         tok = torch.randint(0, V, (B, T + 1), generator=g)
         x, y = tok[:, :-1].contiguous(), tok[:, 1:].contiguous()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -156,6 +156,7 @@ def main():
         dt = time.perf_counter() - t0
         if step >= s["warmup"]:
             times.append(dt)
+            cpu_times.append(time.process_time() - c0)
         if s["warmup"] + s["steps"] <= 12 or step < 2:
             print(f"  step {step}{' (warm-up)' if step < s['warmup'] else ''}: loss {loss.item():.6f}, {dt * 1e3:.1f} ms")
     med = statistics.median(times)
@@ -163,7 +164,9 @@ def main():
           f"{len(times)} steps; {B * T / med:.0f} tokens/s; {flops / med / 1e9:.1f} GFLOP/s")
     kind, path = blas_library()
     print(f"BLAS: {kind} ({os.path.realpath(path) if path.startswith('/') else path})")
+    print(f"CPU time per step (all threads together): median {statistics.median(cpu_times) * 1e3:.2f} ms")
     print(f"@ torch.{args.shape}.ms {med * 1e3:.6f}")
+    print(f"@ torch.{args.shape}.cpu_ms {statistics.median(cpu_times) * 1e3:.6f}")
     print(f"@ torch.blas_optimised {int(kind in ('OpenBLAS', 'MKL', 'BLIS'))}")
     return 0
 

@@ -207,6 +207,10 @@ static void gemm_pack_cols(const float* src, int ld, int cols, int R, int kc, fl
             _mm512_mask_storeu_ps(d + c0, gemm_lanes(R - c0),
                                   _mm512_maskz_loadu_ps(gemm_lanes(cols - c0), s + c0));
 #else
+        if (cols == R) {  // (a full sliver: a copy)
+            memcpy(d, s, sizeof(float) * R);
+            continue;
+        }
         for (int c = 0; c < R; c++)
             d[c] = c < cols ? s[c] : 0.0f;
 #endif
