@@ -151,7 +151,7 @@ isa_compare() {
         local steps=(--steps 10); [ $shape = 124m ] && steps=(--warmup 1 --steps 2)
         [ "${BENCH_QUICK:-0}" = 1 ] && steps=(--warmup 1 --steps 2)
         : > "$OUT/isa_$shape.txt"
-        for i in $(seq 1 "$rounds"); do
+        for ((i = 1; i <= rounds; i++)); do
             for which in this avx2; do
                 local bin=$BIN; [ $which = avx2 ] && bin=$OUT/bench_avx2
                 local ms; ms=$(OMP_NUM_THREADS=$threads "$bin" --shape $shape "${steps[@]}" --kernel-ms 1 2>&1 \

@@ -10,6 +10,7 @@
 # every check of both test programs.
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # with_timeout
 CROSS_CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
 ARM_ARCH=${ARM_ARCH:--march=armv8-a}
 STEPS=${STEPS:-20}
@@ -49,7 +50,7 @@ fi
 
 # both test programs at once, one thread each; their counts join this script's
 run() {
-    (cd "$dir" && OMP_NUM_THREADS=1 timeout 1800 qemu-aarch64 "./$1" > "$1.log" 2>&1; echo $? > "$1.rc")
+    (cd "$dir" && OMP_NUM_THREADS=1 with_timeout 1800 qemu-aarch64 "./$1" > "$1.log" 2>&1; echo $? > "$1.rc")
 }
 run test_gpt2 & run test_seq2seq &
 wait
@@ -71,7 +72,7 @@ done
 # (x86 on its threads, aarch64 on the two cores: the sums do not depend on the thread count)
 train=(-x "$STEPS" -m 1 -g 0 -o)
 ./train_gpt2 "${train[@]}" "$dir/x86" > "$dir/x86.log" 2>&1 || bad "the host's train_gpt2 fails"
-(cd "$dir" && OMP_NUM_THREADS=2 timeout 1800 qemu-aarch64 ./train_gpt2 "${train[@]}" arm > arm.log 2>&1) \
+(cd "$dir" && OMP_NUM_THREADS=2 with_timeout 1800 qemu-aarch64 ./train_gpt2 "${train[@]}" arm > arm.log 2>&1) \
     || { bad "train_gpt2 under qemu-aarch64 fails:"; tail -n 5 "$dir/arm.log"; }
 model=$(printf 'model_%08d.bin' "$STEPS")
 if [ -s "$dir/x86/loss.tsv" ] && cmp -s "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" \
