@@ -152,13 +152,17 @@ data/prepare$(EXE): data/prepare.c .build-flags util/io.h util/compat.h util/tok
 data/make_pairs$(EXE): data/make_pairs.c .build-flags util/io.h util/compat.h util/random.h
 	$(CC) $(CFLAGS) $(ARCH) $(WARN) -o $@ $< $(LDFLAGS)
 
-$(DATA) &: data/prepare$(EXE) data/tiny_shakespeare.txt
+# (one rule writes each group of files; the group's other files come with its first: grouped
+# targets, &:, would need GNU make 4.3, and macOS has 3.81)
+$(firstword $(DATA)): data/prepare$(EXE) data/tiny_shakespeare.txt
 	$(RUN) ./data/prepare$(EXE) -i data/tiny_shakespeare.txt -o data/tiny_shakespeare
+$(wordlist 2,9,$(DATA)): $(firstword $(DATA)) ;
 
 # reversal of 1..16 lowercase letters: 19,000 training pairs and 1,000 held out (the last 5%)
-$(REVERSE) &: data/make_pairs$(EXE) data/prepare$(EXE)
+$(firstword $(REVERSE)): data/make_pairs$(EXE) data/prepare$(EXE)
 	$(RUN) ./data/make_pairs$(EXE) -t reverse -n 20000 -l 16 -sd 1 -o data/reverse.txt
 	$(RUN) ./data/prepare$(EXE) -i data/reverse.txt -o data/reverse -m pairs -v 0.05
+$(wordlist 2,9,$(REVERSE)): $(firstword $(REVERSE)) ;
 
 data: $(DATA) $(REVERSE)
 
