@@ -81,6 +81,8 @@ if [ -s "$dir/x86/loss.tsv" ] && cmp -s "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" 
     grep -E "^step +$STEPS" "$dir/arm.log"
 else
     bad "$STEPS steps of the default run: aarch64 differs from x86:"
+    cmp "$dir/x86/loss.tsv" "$dir/arm/loss.tsv"; cmp "$dir/x86/$model" "$dir/arm/$model"
+    paste "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" | awk '$2 != $5' | head -n 5
     diff <(grep '^step' "$dir/x86.log" | sed 's/ | [0-9.]* ms.*//') \
         <(grep '^step' "$dir/arm.log" | sed 's/ | [0-9.]* ms.*//') | head -n 10
 fi
