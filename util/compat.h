@@ -353,6 +353,13 @@ static inline int compat_glob(const char* pattern, compat_glob_t* g) {
     return nospace ? COMPAT_GLOB_NOSPACE : g->gl_pathc ? 0 : COMPAT_GLOB_NOMATCH;
 }
 
+// POSIX's glob(3) is there (test_gpt2 compares compat_glob with it)
+#ifdef _WIN32
+#define COMPAT_HAS_GLOB 0
+#else
+#define COMPAT_HAS_GLOB 1
+#endif
+
 #ifdef _WIN32  // glob(3)'s names for the subset above (flags and errfunc: 0 and NULL only)
 #define glob_t compat_glob_t
 #define glob(pattern, flags, errfunc, g) compat_glob(pattern, g)
