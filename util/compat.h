@@ -19,9 +19,12 @@ which system it runs on. Paths are byte strings in the program's code page on Wi
 #include <time.h>
 #include <unistd.h>
 #ifdef _WIN32
-#define WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN  // windows.h without most of what it brings: no GDI (its ERROR),
+#define NOGDI                // no min/max macros
 #define NOMINMAX
 #include <windows.h>
+#undef near  // empty macros of 16-bit Windows, which would eat variables of these names
+#undef far
 #include <direct.h>  // _mkdir
 #include <io.h>      // _commit
 #else
