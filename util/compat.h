@@ -42,6 +42,7 @@ static inline int compat_errno_of(DWORD error) {
     case ERROR_FILE_NOT_FOUND: case ERROR_PATH_NOT_FOUND: return ENOENT;
     case ERROR_ACCESS_DENIED: case ERROR_SHARING_VIOLATION: return EACCES;
     case ERROR_DISK_FULL: case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+    case ERROR_ALREADY_EXISTS: case ERROR_FILE_EXISTS: return EEXIST;
     default: return EIO;
     }
 }
