@@ -127,7 +127,7 @@ all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(D
 train_gpt2$(EXE): $(SRC)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
-test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h $(SRC)
+test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 # the encoder-decoder (article 003), a second program built on train_gpt2.c's layers

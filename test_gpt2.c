@@ -2496,6 +2496,7 @@ static void test_bpe(void) {
 #include "tests/bf16_checks.h"
 #include "tests/gen_bf16_checks.h"
 #include "tests/hf_checks.h"
+#include "tests/compat_checks.h"  // util/compat.h's shims
 // util/svg.h's svg_escape: every text in a picture is well-formed XML whatever its bytes (the five
 // XML specials, a character split between BPE tokens, control characters, invalid UTF-8)
 static void test_svg_escape(void) {
@@ -2592,6 +2593,7 @@ int main(int argc, char** argv) {
         test_hf(dir);
         test_bpe();
         test_svg_escape();
+        test_compat();
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -19,9 +19,12 @@ which system it runs on. Paths are byte strings in the program's code page on Wi
 #include <time.h>
 #include <unistd.h>
 #ifdef _WIN32
-#define WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN  // windows.h without most of what it brings: no GDI (its ERROR),
+#define NOGDI                // no min/max macros
 #define NOMINMAX
 #include <windows.h>
+#undef near  // empty macros of 16-bit Windows, which would eat variables of these names
+#undef far
 #include <direct.h>  // _mkdir
 #include <io.h>      // _commit
 #else
@@ -39,6 +42,7 @@ static inline int compat_errno_of(DWORD error) {
     case ERROR_FILE_NOT_FOUND: case ERROR_PATH_NOT_FOUND: return ENOENT;
     case ERROR_ACCESS_DENIED: case ERROR_SHARING_VIOLATION: return EACCES;
     case ERROR_DISK_FULL: case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+    case ERROR_ALREADY_EXISTS: case ERROR_FILE_EXISTS: return EEXIST;
     default: return EIO;
     }
 }
@@ -352,6 +356,13 @@ static inline int compat_glob(const char* pattern, compat_glob_t* g) {
     if (g->gl_pathc) qsort(g->gl_pathv, g->gl_pathc, sizeof(char*), compat_glob_strcmp);
     return nospace ? COMPAT_GLOB_NOSPACE : g->gl_pathc ? 0 : COMPAT_GLOB_NOMATCH;
 }
+
+// POSIX's glob(3) is there (test_gpt2 compares compat_glob with it)
+#ifdef _WIN32
+#define COMPAT_HAS_GLOB 0
+#else
+#define COMPAT_HAS_GLOB 1
+#endif
 
 #ifdef _WIN32  // glob(3)'s names for the subset above (flags and errfunc: 0 and NULL only)
 #define glob_t compat_glob_t
