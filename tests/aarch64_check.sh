@@ -68,22 +68,29 @@ for prog in test_gpt2 test_seq2seq; do
     fi
 done
 
-# the default run's first STEPS steps, on each machine: the same losses and model, bit for bit
-# (x86 on its threads, aarch64 on the two cores: the sums do not depend on the thread count)
+# the default run's first STEPS steps, on each machine (x86 on its threads, aarch64 on the
+# two cores). Every product is the same chain of FMAs on both (fast/gemm.h), so the losses of
+# loss.tsv (9 digits) must be x86's exactly. The weights are not bit for bit: the sums the
+# compiler vectorises (omp simd reductions: layernorm's statistics, the gradient norm) add
+# in as many partial sums as a vector has lanes, 16 with AVX-512, 8 AVX2, 4 NEON, so a few
+# percent of the weights differ in their last bits (measured, 20 steps: 4% of them, at most
+# 1.2e-7 apart; AVX2 against AVX-512 alike). They must agree within 1e-6.
 train=(-x "$STEPS" -m 1 -g 0 -o)
 ./train_gpt2 "${train[@]}" "$dir/x86" > "$dir/x86.log" 2>&1 || bad "the host's train_gpt2 fails"
 (cd "$dir" && OMP_NUM_THREADS=2 with_timeout 1800 qemu-aarch64 ./train_gpt2 "${train[@]}" arm > arm.log 2>&1) \
     || { bad "train_gpt2 under qemu-aarch64 fails:"; tail -n 5 "$dir/arm.log"; }
-model=$(printf 'model_%08d.bin' "$STEPS")
-if [ -s "$dir/x86/loss.tsv" ] && cmp -s "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" \
-    && cmp -s "$dir/x86/$model" "$dir/arm/$model"; then
-    ok "$STEPS steps of the default run: aarch64's losses and $model are x86's, bit for bit"
+if [ -s "$dir/x86/loss.tsv" ] && cmp -s "$dir/x86/loss.tsv" "$dir/arm/loss.tsv"; then
+    ok "$STEPS steps of the default run: aarch64's losses (loss.tsv) are x86's, digit for digit"
     grep -E "^step +$STEPS" "$dir/arm.log"
 else
-    bad "$STEPS steps of the default run: aarch64 differs from x86:"
-    cmp "$dir/x86/loss.tsv" "$dir/arm/loss.tsv"; cmp "$dir/x86/$model" "$dir/arm/$model"
+    bad "$STEPS steps of the default run: aarch64's losses differ from x86's:"
     paste "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" | awk '$2 != $5' | head -n 5
-    diff <(grep '^step' "$dir/x86.log" | sed 's/ | [0-9.]* ms.*//') \
-        <(grep '^step' "$dir/arm.log" | sed 's/ | [0-9.]* ms.*//') | head -n 10
 fi
+model=$(printf 'model_%08d.bin' "$STEPS")
+weights() { od -An -v -f -j 1024 "$1" | tr -s ' ' '\n' | grep -v '^$'; }  # (after the header)
+if [ -s "$dir/arm/$model" ] && worst=$(paste <(weights "$dir/x86/$model") <(weights "$dir/arm/$model") \
+    | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > w) w = d; n++; if (d > 0) k++ }
+           END { if (n == 0) exit 1; printf "%d of %d weights differ, at most %.3g apart", k, n, w; exit w > 1e-6 }')
+then ok "$STEPS steps: aarch64's $model within 1e-6 of x86's ($worst)"
+else bad "$STEPS steps: aarch64's $model is not within 1e-6 of x86's (${worst:-no model})"; fi
 finish

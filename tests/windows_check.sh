@@ -11,6 +11,7 @@
 # costs a wineserver round trip). The last line is "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture
 pass=0; fail=0
 ok()  { echo "PASS $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
@@ -38,7 +39,7 @@ if make -j2 CC=$CC RUN=wine > build.log 2>&1; then
 else
     bad "make CC=$CC fails:"; tail -n 30 build.log; finish
 fi
-dlls=$(for p in *.exe data/*.exe; do x86_64-w64-mingw32-objdump -p "$p" | grep -oP 'DLL Name: \K\S+'; done | sort -u)
+dlls=$(for p in *.exe data/*.exe; do x86_64-w64-mingw32-objdump -p "$p" | capture 'DLL Name: ([^[:space:]]+)'; done | sort -u)
 if [ -n "$dlls" ] && ! grep -qvixE 'kernel32\.dll|msvcrt\.dll|user32\.dll|advapi32\.dll' <<< "$dlls"; then
     ok "the programs need only Windows' DLLs: $(echo $dlls)"
 else
@@ -75,7 +76,7 @@ run_test_program test_seq2seq.exe
 # schedule whatever -x), so a run stopped at any step and resumed gives the uninterrupted losses.
 R=(-nl 1 -nh 2 -nc 16 -b 2 -t 16 -v 0 -m 4 -g 0 -k constant)
 train() { wine ./train_gpt2.exe "${R[@]}" "$@" | tr -d '\r'; return "${PIPESTATUS[0]}"; }
-losses() { grep -oP '^step +\K[0-9]+/[0-9]+ \| loss [0-9.]+' "$1" | sed 's|/[0-9]*||' | awk -v s="$2" '$1 > s'; }
+losses() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+)' "$1" | sed 's|/[0-9]*||' | awk -v s="$2" '$1 > s'; }
 train -x 6 -n 2 -o full > full.log 2>&1
 if [ "$(losses full.log 0 | wc -l)" -eq 6 ] && [ -f full/model_00000006.bin ]; then
     ok "train_gpt2.exe -x 6 -n 2: 6 losses, checkpoints at 2, 4, 6"
@@ -84,7 +85,7 @@ else
 fi
 train -x 4 -n 2 -o part > part.log 2>&1
 train -x 6 -n 2 -o part -y 1 > resumed.log 2>&1; rc=$?
-from=$(grep -oP 'resuming from .* at step \K[0-9]+' resumed.log)
+from=$(capture 'resuming from .* at step ([0-9]+)' resumed.log)
 if [ $rc -eq 0 ] && [ "$from" == 4 ] && [ "$(losses resumed.log 4 | wc -l)" -eq 2 ] \
       && [ "$(losses resumed.log 4)" == "$(losses full.log 4)" ] && [ -f part/model_00000006.bin ] \
       && [ "$(grep -c '^[0-9]' part/loss.tsv)" -eq 6 ] && ! ls part/*.tmp > /dev/null 2>&1; then
@@ -98,13 +99,13 @@ fi
 # handler of signal(): the step finishes, a checkpoint is saved, exit 1; resumed, the losses go on
 wine ./train_gpt2.exe "${R[@]}" -x 3000 -n 0 -o sig > sig.log 2> sig.err &
 pid=$!
-for _ in $(seq 1 600); do  # -o is made before the first step (stdout, a file, is buffered)
+for ((i = 0; i < 600; i++)); do  # -o is made before the first step (stdout, a file, is buffered)
     [ -d sig ] && break
     sleep 0.1
 done
 sleep 3
 kill -INT $pid 2> /dev/null; wait $pid; rc=$?
-at=$(tr -d '\r' < sig.err | grep -oP 'stopped by signal 2 after \K[0-9]+(?= steps; saved)')
+at=$(tr -d '\r' < sig.err | capture 'stopped by signal 2 after ([0-9]+) steps; saved')
 if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ -f "sig/model_$(printf %08d "$at").bin" ]; then
     train -x $((at + 3)) -n 0 -o sig_full > sig_full.log 2>&1
     train -x $((at + 3)) -n 0 -o sig -y 1 > sig_resumed.log 2>&1
