@@ -15,6 +15,7 @@ CROSS_CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
 ARM_ARCH=${ARM_ARCH:--march=armv8-a}
 STEPS=${STEPS:-20}
 export QEMU_LD_PREFIX=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}  # the target's loader, libc, libgomp
+export TEST_EMULATOR=qemu-aarch64  # test_gpt2 starts itself through it (test_attention_shape_errors)
 pass=0; fail=0
 ok()  { echo "PASS $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
