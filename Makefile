@@ -1,7 +1,9 @@
-# make            build train_gpt2, test_gpt2, train_seq2seq, test_seq2seq, data/prepare and
-#                 data/make_pairs, prepare the bundled data and the reversal pairs of the
-#                 encoder-decoder
-# make test       reference tests, finite differences, command-line and bad-input checks
+# make            build train_gpt2 and prepare Tiny Shakespeare: what ./train_gpt2 needs first
+#                 (the same as make gpt2)
+# make seq2seq    build train_seq2seq and prepare the reversal pairs of the encoder-decoder
+# make all        every program: also test_gpt2, test_seq2seq, data/prepare, data/make_pairs
+# make test       make all, then reference tests, finite differences, command-line and
+#                 bad-input checks
 # make bench      speed benchmark (see bench/README.md); make bench BASE=REV also times
 #                 commit REV's build against this one, alternating, in the same run
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
@@ -20,6 +22,14 @@
 
 CC ?= cc
 CFLAGS ?= -O3
+# A parallel build, one job per core, unless the command line says -j: a fresh clone's
+# `make` compiles train_gpt2 while data/prepare cuts Tiny Shakespeare into tokens. Not in
+# a recursive make (it shares its parent's jobs) nor beside clean (make clean all would
+# delete what it builds).
+ifeq ($(MAKELEVEL)$(filter clean clean-bin,$(MAKECMDGOALS)),0)
+NPROC := $(or $(NUMBER_OF_PROCESSORS),$(shell getconf _NPROCESSORS_ONLN 2> /dev/null),1)
+MAKEFLAGS += -j$(NPROC)
+endif
 # a C program on stdin, compiled with the flags $(1) (and linked if $(2) is -o): prints
 # $(1) if the compiler takes them. (The output goes to a temporary file: a Windows
 # compiler's linker cannot write /dev/null.)
@@ -122,6 +132,14 @@ SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
+# the default: what `make && ./train_gpt2` needs, and nothing else (the other programs build
+# when their command or make test asks for them)
+gpt2: train_gpt2$(EXE) $(DATA)
+.DEFAULT_GOAL := gpt2
+
+# article 003's encoder-decoder and its demonstration task
+seq2seq: train_seq2seq$(EXE) $(REVERSE)
+
 all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) $(REVERSE)
 
 train_gpt2$(EXE): $(SRC)
@@ -166,8 +184,9 @@ $(wordlist 2,9,$(REVERSE)): $(firstword $(REVERSE)) ;
 
 data: $(DATA) $(REVERSE)
 
+# (the tests call make themselves: they run it as a fresh command, not as part of this one)
 test: all
-	bash tests/run_tests.sh
+	MAKEFLAGS= bash tests/run_tests.sh
 
 # the same tests, built with the sanitizers (slower; ARCH stays, so no vector path is skipped)
 asan:
@@ -226,4 +245,4 @@ clean: clean-bin
 	rm -f $(DATA) $(REVERSE) data/reverse.txt
 	rm -rf out tests/tmp
 
-.PHONY: mpi pictures all data test asan bench reference readme-flags gpt2-tokenizer clean clean-bin
+.PHONY: gpt2 seq2seq mpi pictures all data test asan bench reference readme-flags gpt2-tokenizer clean clean-bin

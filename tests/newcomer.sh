@@ -43,6 +43,19 @@ if grep -qi 'warning' "$TMP/first.err" "$TMP/first.log"; then
 else
     ok "the fresh build printed no warning"
 fi
+# issue 39: the first command builds what ./train_gpt2 needs and nothing else (the other
+# programs cost the first run half a minute of compiling); they build when asked
+left=$(for f in test_gpt2 train_seq2seq test_seq2seq data/make_pairs data/reverse_train.bin; do
+           [ -e "$f" ] && printf '%s ' "$f"; done)
+[ -z "$left" ] && [ -x train_gpt2 ] && [ -x data/prepare ] \
+    && ok "the first make builds train_gpt2 and data/prepare and prepares Tiny Shakespeare, nothing more" \
+    || bad "the first make built more than ./train_gpt2 needs: $left"
+if make seq2seq test_gpt2 > "$TMP/more.log" 2>&1 && ! grep -qi 'warning' "$TMP/more.log" \
+        && [ -x train_seq2seq ] && [ -x test_gpt2 ] && [ -s data/reverse_train.bin ]; then
+    ok "make seq2seq test_gpt2 (the README's commands for the sequel and the tests): built, no warning"
+else
+    bad "make seq2seq test_gpt2: $(tail -n 3 "$TMP/more.log")"
+fi
 # item 5: the README's other compiler keeps the machine's instructions and OpenMP
 if command -v clang > /dev/null; then
     line=$(unset MAKEFLAGS MFLAGS MAKELEVEL ARCH CFLAGS  # the Makefile's defaults, whatever called us

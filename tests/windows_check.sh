@@ -30,7 +30,7 @@ cd "$W"
 start=$SECONDS
 
 # ---- 1. the build: every program, no warning, no DLL beyond Windows' own
-if make -j2 CC=$CC RUN=wine > build.log 2>&1; then
+if make -j2 all CC=$CC RUN=wine > build.log 2>&1; then
     if grep -qi "warning" build.log; then
         bad "make CC=$CC prints warnings:"; grep -i -A3 "warning" build.log | head -n 40
     else
