@@ -247,7 +247,8 @@ class Checker:
             self.tensors |= struct_fields(main, s)
         self.flags = set(re.findall(r'"(-{1,2}[a-z][a-z0-9]*)"', "\n".join(self.texts.values())))
         mk = self.texts.get("Makefile", "")
-        self.targets = set(re.findall(r"^([\w./-]+)\s*:", mk, re.M)) | set(
+        # a target's name without $(EXE) (train_gpt2$(EXE): is the target train_gpt2)
+        self.targets = set(re.findall(r"^([\w./-]+)(?:\$\(EXE\))?\s*:", mk, re.M)) | set(
             re.findall(r"^\.PHONY:(.*)$", mk, re.M)[0].split() if ".PHONY" in mk else [])
         self.programs = {t for t in self.targets if "/" in t or t in ("train_gpt2", "test_gpt2",
                                                                          "train_seq2seq", "test_seq2seq")}
