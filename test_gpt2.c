@@ -26,7 +26,7 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 #include "train_gpt2.c"
 
 // ----------------------------------------------------------------------------
-// tolerances, measured (see README.md, "Test tolerances"): float32 against float64
+// tolerances, measured (see doc/tests.md, "Test tolerances"): float32 against float64
 
 #define TOL_LOGITS_ABS 1e-5f    // max |logit - ref|
 #define TOL_LOSS_REL 2e-6f      // |loss - ref| / ref
