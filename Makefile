@@ -118,7 +118,7 @@ endif
 .build-flags: ;
 
 # the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
-SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h) .build-flags
+SRC = train_gpt2.c $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 

@@ -1,6 +1,6 @@
 /*
 util/safetensors.h: Hugging Face's safetensors files, read and written in C. Plumbing: a
-reader of the model may skip it (util/hf_gpt2.h maps GPT-2's tensors onto the model).
+reader of the model may skip it (util/hf_gpt2.h maps GPT-2's tensors onto llm.c's layout).
 
 The format (github.com/huggingface/safetensors): an 8-byte little-endian length N, N bytes
 of JSON, then the data:
@@ -25,7 +25,6 @@ the tensor. The JSON reader is util/json.h.
 #include <string.h>
 #include "io.h"
 #include "json.h"  // the header's JSON
-#include "../fast/bf16.h"  // bf16_to_float
 
 // ----------------------------------------------------------------------------
 // the reader
@@ -219,7 +218,16 @@ static const SafeTensor* safetensors_find(const SafeTensors* st, const char* nam
     return NULL;
 }
 
-// IEEE half to float32, exactly (every half is a float32 value; bfloat16: fast/bf16.h)
+// bfloat16 to float32: its bits are the top half of the float's (fast/bf16.h rounds the
+// other way; util/ stands below fast/, so the two lines are written again here)
+static inline float st_bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+// IEEE half to float32, exactly (every half is a float32 value)
 static inline float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
     if (exp == 0) {  // zero and subnormals: man x 2^-24
@@ -252,7 +260,7 @@ static void safetensors_read(const SafeTensors* st, const SafeTensor* t, float* 
         size_t k = t->count - i < 4096 ? t->count - i : 4096;
         fread_check(buf, 2, k, st->f, st->path, t->name);
         for (size_t e = 0; e < k; e++)
-            dst[i + e] = half ? half_to_float(buf[e]) : bf16_to_float(buf[e]);
+            dst[i + e] = half ? half_to_float(buf[e]) : st_bf16_to_float(buf[e]);
     }
 }
 
