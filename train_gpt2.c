@@ -13,6 +13,8 @@ It reads and writes llm.c's file formats (doc/formats.md). Reading order:
   6. the training loop: train() calls train_step() once per step; main() only sets up
      (setup_model, setup_generation, setup_data: plumbing, the model, data and sampler
      from the flags).
+No global switch changes what a layer computes: a backward adds (+=) into its parameters'
+gradients unless its call says GRAD_STORE (=, a step's first writer; fast/buffers.h).
 Attention carries comments numbered like the steps of the article "因果自注意力"
 (causal self-attention): forward steps 1-8, backward steps 1-8 (grep "step 1 (").
 The block variants of articles 003 and 004 (GQA, RoPE, sinusoidal positions, post-LN,
@@ -87,7 +89,8 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // ----------------------------------------------------------------------------
 // the layers: each forward with its backward. Backward functions ADD (+=) into the
 // gradients of parameters (a weight used at every position sums its gradient over all of
-// them; a step's first writer stores, grads_store) and into the residual stream's gradient
+// them), unless the call says GRAD_STORE (=: a step's first writer, fast/buffers.h), and
+// into the residual stream's gradient
 // (layernorm_backward: the stream feeds a layernorm and also passes on through the residual,
 // and the two gradients add up). The gradient of an activation that has one user is
 // WRITTEN (=): no buffer has to be zeroed before a layer's backward.
@@ -110,8 +113,10 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
 
 // Several positions may hold the same token, so dwte rows receive several additions.
 // To stay deterministic without locks, each thread owns a slice of the channels and
-// walks all positions in order. dwpe is NULL when the positions are not learned.
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
+// walks all positions in order. dwpe is NULL when the positions are not learned. gw says
+// how dwpe's rows 0..T-1 are written; dwte adds (GPT-2's first writer of it is the tied head).
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C,
+                      GradWrite gw) {
     #pragma omp parallel for schedule(static)
     for (int c0 = 0; c0 < C; c0 += 16) {
         int c1 = c0 + 16 < C ? c0 + 16 : C;
@@ -120,9 +125,9 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
                 const float* dout_bt = dout + ((size_t)b * T + t) * C;
                 float* dwte_ix = dwte + (size_t)inp[b * T + t] * C;
                 float* dwpe_t = dwpe ? dwpe + (size_t)t * C : NULL;
-                for (int i = c0; i < c1; i++) {  // (grads_store: dwte's first writer is the output head)
+                for (int i = c0; i < c1; i++) {
                     dwte_ix[i] += dout_bt[i];
-                    if (dwpe_t) dwpe_t[i] = (grads_store && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
+                    if (dwpe_t) dwpe_t[i] = (gw == GRAD_STORE && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
                 }
             }
         }
@@ -164,7 +169,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 // remove the parts of g that the centring and the scaling cancel.
 // dweight and dbias sum over all N rows; each thread owns a slice of the channels.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+                        const float* weight, const float* mean, const float* rstd, int N, int C,
+                        GradWrite gw) {
     #pragma omp parallel  // one team for both loops: they write different outputs (nowait)
     {
         #pragma omp for nowait
@@ -202,9 +208,9 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                     dw[i] += dy[i] * (x[i] - m) * s;
                 }
             }
-            for (int i = 0; i < w; i++) {  // (0 + the sum under grads_store: the first writer)
-                dbias[c0 + i] = (grads_store ? 0.0f : dbias[c0 + i]) + db[i];
-                dweight[c0 + i] = (grads_store ? 0.0f : dweight[c0 + i]) + dw[i];
+            for (int i = 0; i < w; i++) {  // (GRAD_STORE: 0 + the sum, the first writer)
+                dbias[c0 + i] = (gw == GRAD_STORE ? 0.0f : dbias[c0 + i]) + db[i];
+                dweight[c0 + i] = (gw == GRAD_STORE ? 0.0f : dweight[c0 + i]) + dw[i];
             }
         }
     }
@@ -1179,8 +1185,10 @@ void gpt2_zero_grad(GPT2* model) {
 }
 
 // The branches' backward passes: dout is the gradient of the branch's output (fcproj or
-// attproj, before its dropout); each writes the gradient of its input, in, into s->dln.
-static void mlp_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T) {
+// attproj, before its dropout); each writes the gradient of its input, in, into s->dln,
+// and its weights' gradients as gw says (fast/buffers.h).
+static void mlp_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
+                                GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     size_t BTC = (size_t)BT * C;
@@ -1190,13 +1198,14 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     BackwardScratch* s = &model->scratch;
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
-    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, 4 * C, C);
+    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, 4 * C, C, gw);
     if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
     else gelu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
-    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, 4 * C);
+    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, 4 * C, gw);
 }
 
-static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T) {
+static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
+                                      GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads;
     LayerParams w = layer_params(model->params, c, l);
@@ -1206,12 +1215,12 @@ static void attention_branch_backward(GPT2* model, int l, const float* in, const
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
-    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
+    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C, gw);
     attention_backward(s->dqkv, s->dqkv + C, s->datty, a.qkv, a.qkv + C, a.att_probs, a.att_dropped,
                        attention_shape(c, B, T), &att_drop);
     if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
         rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
-    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3);
+    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3, gw);
 }
 
 // post-LN: the stream between two layernorms feeds both a branch and the residual sum after
@@ -1226,8 +1235,9 @@ static void stream_backward(float* dstream, const float* dsum, const float* dbra
 // of its input on exit. The order is the forward's, reversed. Pre-LN: every residual
 // backward is the identity on both of its inputs (see residual_forward): the branch reads
 // s->dres as its output gradient, and the layernorm that opens the branch adds its input
-// gradient into s->dres, which turns it into the gradient of the residual before.
-static void block_backward(GPT2* model, int l, int B, int T) {
+// gradient into s->dres, which turns it into the gradient of the residual before. Every
+// weight gradient of the layer is written once, as gw says.
+static void block_backward(GPT2* model, int l, int B, int T, GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     size_t BTC = (size_t)BT * C;
@@ -1237,25 +1247,25 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     BackwardScratch* s = &model->scratch;
     if (c.ln_place == LN_PRE) {
         // MLP branch: residual3 = residual2 + mlp(ln2(residual2))
-        mlp_branch_backward(model, l, a.ln2, s->dres, B, T);
+        mlp_branch_backward(model, l, a.ln2, s->dres, B, T, gw);
         layernorm_backward(s->dres, dw.ln2w, dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd,
-                           BT, C);
+                           BT, C, gw);
         // attention branch: residual2 = residual + attn(ln1(residual))
-        attention_branch_backward(model, l, a.ln1, s->dres, B, T);
+        attention_branch_backward(model, l, a.ln1, s->dres, B, T, gw);
         layernorm_backward(s->dres, dw.ln1w, dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd,
-                           BT, C);
+                           BT, C, gw);
         return;
     }
     // post-LN: out = ln2(mid + mlp(mid)) with mid = ln1(x + attn(x)); ln1 holds mid
     zero_floats(s->dsum, BTC);
     layernorm_backward(s->dsum, dw.ln2w, dw.ln2b, s->dres, a.residual3, w.ln2w, a.ln2_mean, a.ln2_rstd,
-                       BT, C);
-    mlp_branch_backward(model, l, a.ln1, s->dsum, B, T);
+                       BT, C, gw);
+    mlp_branch_backward(model, l, a.ln1, s->dsum, B, T, gw);
     stream_backward(s->dres, s->dsum, s->dln, BTC);  // d mid
     zero_floats(s->dsum, BTC);
     layernorm_backward(s->dsum, dw.ln1w, dw.ln1b, s->dres, a.residual2, w.ln1w, a.ln1_mean, a.ln1_rstd,
-                       BT, C);
-    attention_branch_backward(model, l, a.residual, s->dsum, B, T);
+                       BT, C, gw);
+    attention_branch_backward(model, l, a.residual, s->dsum, B, T, gw);
     stream_backward(s->dres, s->dsum, s->dln, BTC);  // d x
 }
 
@@ -1291,17 +1301,18 @@ void gpt2_backward(GPT2* model) {
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
-    grads_store = !model->grads_held;
-    matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
+    // after gpt2_zero_grad, each gradient's first writer stores (no pass zeroes them); else add
+    GradWrite gw = model->grads_held ? GRAD_ADD : GRAD_STORE;
+    matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp, gw);
     dist_head_done(model->grads.wte, Vp, C);  // N processes: wte's rows no batch reads are final
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
-                       model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+                       model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C, gw);
     int own_norm = dist.size == 1;  // N processes: the norm is of the sum, taken after it lands
     model->grad_squares = own_norm ? sum_of_squares(model->grads.lnfw, 2 * (size_t)C) : 0.0;  // lnfw, lnfb
     for (int l = L - 1; l >= 0; l--) {
-        block_backward(model, l, B, T);
+        block_backward(model, l, B, T, gw);
         dist_layer_done(l);  // N processes: its gradients are final; their sum starts (util/dist.h)
         if (own_norm) model->grad_squares += layer_grad_squares(model, l);
     }
@@ -1309,13 +1320,13 @@ void gpt2_backward(GPT2* model) {
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
     dist_embedding_begin();  // N processes: the batch's rows of wte back to this process's values
-    encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C);
-    if (grads_store && model->grads.wpe)  // the positions past T: none wrote them
+    encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C, gw);
+    if (gw == GRAD_STORE && model->grads.wpe)  // the positions past T: none wrote them
         memset(model->grads.wpe + (size_t)T * C, 0, (size_t)(c.max_seq_len - T) * C * sizeof(float));
     if (own_norm)  // wte and wpe, the buffer's first two tensors
         model->grad_squares += sum_of_squares(model->grads_memory,
                                               model->param_sizes[0] + model->param_sizes[1]);
-    grads_store = 0, model->grads_held = 1;
+    model->grads_held = 1;
 }
 
 // ----------------------------------------------------------------------------
