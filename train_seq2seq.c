@@ -565,30 +565,31 @@ static void branch_backward(Seq2Seq* m, int s, const float* in, const float* dou
     DropoutMask out_drop = s2s_dropout(m, s, w.kind == SUB_MLP ? DROP_MLP_OUT : DROP_ATT_OUT);
     const float* dbranch = dropout_grad(g->dbranch, dout, (size_t)rows * C, &out_drop);
     if (w.kind == SUB_MLP) {
-        matmul_backward(g->dfch_act, dw.w2, dw.b2, dbranch, a.fch_act, w.w2, rows, 4 * C, C);
+        matmul_backward(g->dfch_act, dw.w2, dw.b2, dbranch, a.fch_act, w.w2, rows, 4 * C, C, GRAD_ADD);
         if (c.activation == ACT_RELU) relu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * 4 * C);
         else gelu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * 4 * C);
-        matmul_backward(g->dln, dw.w1, dw.b1, g->dfch, in, w.w1, rows, C, 4 * C);
+        matmul_backward(g->dln, dw.w1, dw.b1, g->dfch, in, w.w1, rows, C, 4 * C, GRAD_ADD);
         return;
     }
-    matmul_backward(g->datty, dw.w2, dw.b2, dbranch, a.atty, w.w2, rows, C, C);
+    matmul_backward(g->datty, dw.w2, dw.b2, dbranch, a.atty, w.w2, rows, C, C, GRAD_ADD);
     AttentionShape shape = sublayer_attention(m, w);
     if (w.kind == SUB_SELF) {  // dQ, dK, dV side by side in the fused rows, as qkv
         attention_backward(g->dqkv, g->dqkv + C, g->datty, a.qkv, a.qkv + C, a.att_probs, a.att_dropped,
                            shape, &att_drop);
-        matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, 3 * C);
+        matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, 3 * C, GRAD_ADD);
         return;
     }
     size_t kv_offset = (size_t)m->batch_size * c.max_seq_len * C;  // where K,V (and dK,dV) start
     attention_backward(g->dqkv, g->dqkv + kv_offset, g->datty, a.qkv, a.qkv + kv_offset, a.att_probs,
                        a.att_dropped, shape, &att_drop);
-    matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, C);  // dQ -> the decoder stream
+    // dQ -> the decoder stream
+    matmul_backward(g->dln, dw.w1, dw.b1, g->dqkv, in, w.w1, rows, C, C, GRAD_ADD);
     // dK, dV -> the memory. Every decoder layer projects its own K and V from the same
     // memory, so the memory's gradient is the SUM of these terms over the decoder layers:
     // dmemory = sum_l [dK_l dV_l] Wkv_l (derived in doc/seq2seq.md). Added here, layer by layer.
     int mem_rows = m->B * m->Ts;
     matmul_backward(g->dmemory_l, dw.wkv, dw.bkv, g->dqkv + kv_offset, m->acts.memory, w.wkv, mem_rows, C,
-                    2 * C);
+                    2 * C, GRAD_ADD);
     residual_forward(g->dmemory, g->dmemory, g->dmemory_l, (size_t)mem_rows * C);
 }
 
@@ -607,11 +608,13 @@ static void sublayer_backward(Seq2Seq* m, int s) {
     size_t N = (size_t)rows * C;
     if (c.ln_place == LN_PRE) {
         branch_backward(m, s, a.ln, g->dres);
-        layernorm_backward(g->dres, dw.lnw, dw.lnb, g->dln, x, w.lnw, a.ln_mean, a.ln_rstd, rows, C);
+        layernorm_backward(g->dres, dw.lnw, dw.lnb, g->dln, x, w.lnw, a.ln_mean, a.ln_rstd, rows, C,
+                           GRAD_ADD);
         return;
     }
     zero_floats(g->dsum, N);
-    layernorm_backward(g->dsum, dw.lnw, dw.lnb, g->dres, a.res, w.lnw, a.ln_mean, a.ln_rstd, rows, C);
+    layernorm_backward(g->dsum, dw.lnw, dw.lnb, g->dres, a.res, w.lnw, a.ln_mean, a.ln_rstd, rows, C,
+                       GRAD_ADD);
     branch_backward(m, s, x, g->dsum);
     stream_backward(g->dres, g->dsum, g->dln, N);
 }
@@ -635,25 +638,25 @@ void seq2seq_backward(Seq2Seq* m) {
         g->dlosses[i] = m->dec_tgt[i] >= 0 ? 1.0f / m->num_targets : 0.0f;
     float* dlogits = a.logits;  // the logits are not needed any more
     crossentropy_softmax_backward(dlogits, g->dlosses, a.probs, m->dec_tgt, BT, V, Vp);
-    matmul_backward(g->dln, dp->wte, NULL, dlogits, a.lnf, m->params.wte, BT, C, Vp);
+    matmul_backward(g->dln, dp->wte, NULL, dlogits, a.lnf, m->params.wte, BT, C, Vp, GRAD_ADD);
     zero_floats(g->dres, (size_t)BT * C);
     layernorm_backward(g->dres, dp->lnfw, dp->lnfb, g->dln, sublayer_output(m, S - 1), m->params.lnfw,
-                       a.lnf_mean, a.lnf_rstd, BT, C);
+                       a.lnf_mean, a.lnf_rstd, BT, C, GRAD_ADD);
     zero_floats(g->dmemory, (size_t)BS * C);  // the cross-attentions add into it
     for (int s = S - 1; s >= Se; s--)
         sublayer_backward(m, s);
     DropoutMask tgt_drop = s2s_dropout(m, 1, DROP_EMBED);
     const float* dtgt = dropout_grad(g->dbranch, g->dres, (size_t)BT * C, &tgt_drop);
-    encoder_backward(dp->wte, dp->wpe, dtgt, m->dec_in, B, m->Tt, C);
+    encoder_backward(dp->wte, dp->wpe, dtgt, m->dec_in, B, m->Tt, C, GRAD_ADD);
     // the encoder: its output's gradient is the memory's, through the final layernorm
     zero_floats(g->dres, (size_t)BS * C);
     layernorm_backward(g->dres, dp->enc_lnfw, dp->enc_lnfb, g->dmemory, sublayer_output(m, Se - 1),
-                       m->params.enc_lnfw, a.memory_mean, a.memory_rstd, BS, C);
+                       m->params.enc_lnfw, a.memory_mean, a.memory_rstd, BS, C, GRAD_ADD);
     for (int s = Se - 1; s >= 0; s--)
         sublayer_backward(m, s);
     DropoutMask src_drop = s2s_dropout(m, 0, DROP_EMBED);
     const float* dsrc = dropout_grad(g->dbranch, g->dres, (size_t)BS * C, &src_drop);
-    encoder_backward(dp->wte, dp->wpe, dsrc, m->src, B, m->Ts, C);
+    encoder_backward(dp->wte, dp->wpe, dsrc, m->src, B, m->Ts, C, GRAD_ADD);
 }
 
 // ----------------------------------------------------------------------------

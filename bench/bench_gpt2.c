@@ -497,26 +497,29 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     TIME_KERNEL("crossentropy + softmax", "backward", 1, 0,
                 crossentropy_softmax_backward(a.logits, s->dlosses, a.probs, m->targets, BT, V, Vp));
     TIME_KERNEL("matmul lm head", "backward", 1, 2 * mm * Vp,
-                matmul_backward(s->dln, m->grads.wte, NULL, a.logits, a.lnf, m->params.wte, BT, C, Vp));
+                matmul_backward(s->dln, m->grads.wte, NULL, a.logits, a.lnf, m->params.wte, BT, C, Vp,
+                                GRAD_ADD));
     TIME_KERNEL("layernorm (ln1, ln2 x L, lnf)", "backward", 2 * fL + 1, 0,
                 layernorm_backward(s->dres, DW[l].ln2w, DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
-                                   A[l].ln2_mean, A[l].ln2_rstd, BT, C));
+                                   A[l].ln2_mean, A[l].ln2_rstd, BT, C, GRAD_ADD));
     TIME_KERNEL("matmul fcproj", "backward", fL, 2 * mm * 4 * C,
                 matmul_backward(s->dfch_act, DW[l].fcprojw, DW[l].fcprojb, s->dbranch, A[l].fch_act,
-                                W[l].fcprojw, BT, 4 * C, C));
+                                W[l].fcprojw, BT, 4 * C, C, GRAD_ADD));
     TIME_KERNEL("gelu", "backward", fL, 0, gelu_backward(s->dfch, A[l].fch, s->dfch_act, 4 * BTC));
     TIME_KERNEL("matmul fc", "backward", fL, 2 * mm * 4 * C,
-                matmul_backward(s->dln, DW[l].fcw, DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C));
+                matmul_backward(s->dln, DW[l].fcw, DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C,
+                                GRAD_ADD));
     TIME_KERNEL("matmul attproj", "backward", fL, 2 * mm * C,
                 matmul_backward(s->datty, DW[l].attprojw, DW[l].attprojb, s->dbranch, A[l].atty,
-                                W[l].attprojw, BT, C, C));
+                                W[l].attprojw, BT, C, C, GRAD_ADD));
     TIME_KERNEL("attention", "backward", fL, 0,
                 attention_backward(s->dqkv, s->dqkv + C, s->datty, A[l].qkv, A[l].qkv + C, A[l].att_probs,
                                    A[l].att_dropped, attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul qkv", "backward", fL, 2 * mm * 3 * C,
-                matmul_backward(s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C));
+                matmul_backward(s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C,
+                                GRAD_ADD));
     TIME_KERNEL("encoder", "backward", 1, 0,
-                encoder_backward(m->grads.wte, m->grads.wpe, s->dbranch, m->inputs, B, T, C));
+                encoder_backward(m->grads.wte, m->grads.wpe, s->dbranch, m->inputs, B, T, C, GRAD_ADD));
 
     // the optimizer part of the step
     volatile float sink = 0.0f;

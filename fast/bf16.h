@@ -1,5 +1,5 @@
 /*
-fast/bf16.h: the matrix multiply with bfloat16 operands (-prec bf16), included by gemm.h.
+fast/bf16.h: the matrix multiply with bfloat16 operands (-prec bf16), on gemm_kernel.h.
 
 bfloat16 is the top half of a float32: the same sign and 8 exponent bits (the same range,
 so no loss scaling is needed), 8 significant bits instead of 24 (a relative rounding
@@ -31,6 +31,7 @@ the products are bit for bit those of rounding while packing (test_gpt2.c checks
 #include <stdint.h>
 #include <string.h>
 #include "alloc.h"
+#include "gemm_kernel.h"  // the tile (GEMM_MR x GEMM_NR), its two ends, GEMM_BY_ROWS
 
 // float32 -> bf16, rounding to nearest even (a NaN stays a NaN)
 static inline uint16_t bf16_round(float x) {

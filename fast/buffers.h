@@ -18,10 +18,12 @@ static void zero_floats(float* p, size_t n) {
         memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
 }
 
-// 1 while gpt2_backward computes a step's first gradients (after gpt2_zero_grad): the
-// first writer of each parameter's gradient stores (=) instead of adding (+=) into it, so
-// no pass has to zero them all first. The stored value is the same float as 0 + the sum.
-static int grads_store;
+// How a backward writes a parameter's gradient, an argument at every call (as sgemm's
+// accumulate flag): GRAD_ADD (+=, the layers' contract: a weight used at every position
+// sums its gradient over them, and -d micro-batches add up), or GRAD_STORE (=), which the
+// step's first writer of a gradient may pass after gpt2_zero_grad, so that no pass has to
+// zero the gradients first. The stored value is the same float as 0 + the sum.
+typedef enum { GRAD_ADD = 0, GRAD_STORE = 1 } GradWrite;
 
 // The squares of several buffers p[s] of n[s] floats (at most 16), all summed in one
 // parallel region. Each buffer is split into a fixed number of chunks, each summed in

@@ -19,26 +19,26 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
     sgemm_bias(0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);
 }
 
-// dbias (OC) += the column sums of dout (BT,OC) (= under grads_store): a weighted sum of
+// dbias (OC) += the column sums of dout (BT,OC) (= with GRAD_STORE): a weighted sum of
 // dout's rows with every weight 1 (w_stride 0). Thread t of T takes its share of the
 // 64-column blocks; each column's sum runs down the rows in order.
-static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC) {
+static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC, GradWrite gw) {
     static const float one = 1.0f;
     int blocks = (OC + 63) / 64;
     for (int k = blocks * t / T; k < blocks * (t + 1) / T; k++) {
         int width = OC - 64 * k < 64 ? OC - 64 * k : 64;
-        if (grads_store) memset(dbias + 64 * k, 0, width * sizeof(float));
+        if (gw == GRAD_STORE) memset(dbias + 64 * k, 0, width * sizeof(float));
         add_weighted_rows(dbias + 64 * k, &one, 0, dout + 64 * k, OC, BT, width);
     }
 }
 
 // dinp = dout @ weight (written); dweight += dout^T @ inp; dbias += column sums of dout
-// (dweight and dbias written instead under grads_store: fast/buffers.h).
+// (dweight and dbias written instead with gw = GRAD_STORE: fast/buffers.h).
 // The three products are independent: one team computes its share of each in turn,
 // with no barrier between them (a second and third parallel region would cost a thread
 // wake-up each, and the team's uneven shares even out over the three).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, int BT, int C, int OC) {
+                     const float* inp, const float* weight, int BT, int C, int OC, GradWrite gw) {
     int nt = sgemm_threads(BT, C, OC);
     (void)nt;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -48,8 +48,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
         sgemm_share(t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);
         // dweight += dout^T @ inp. (The shares are counted from the other end, so the
         // thread with the larger share of dinp gets the smaller share of dweight.)
-        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, !grads_store, NULL);
-        if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC);
+        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, gw == GRAD_ADD, NULL);
+        if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC, gw);
     }
 }
 

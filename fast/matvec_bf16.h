@@ -30,6 +30,8 @@ matvec_forward's own tolerance in any build (make asan's -O1 fuses none).
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "gemm.h"  // gemm_precision (-prec), bf16_round_all, alignedMallocCheck
+#include "rows.h"  // matvec_forward: the float32 path
 
 typedef struct {
     const uint16_t* w;  // (n) bf16 copy of the parameters; NULL: generation reads the float32 ones

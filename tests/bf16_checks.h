@@ -7,15 +7,15 @@ tests/bf16_checks.h: the tests of -prec bf16 (fast/bf16.h), included by test_gpt
   every transpose (the only difference left: float32 sums);
 - the gradients of the reference configurations against PyTorch's float64 ones, per
   tensor, relative to each tensor's largest value; the tolerances are from the measured
-  errors (README, "Test tolerances");
+  errors (doc/tests.md, "Test tolerances");
 - determinism: the same bits twice, and on 1 thread as on all;
 - the weights' bf16 copy: products packed from it equal those rounding while packing, bit
   for bit (every transpose, odd sizes and strides), and AdamW keeps it equal to the rounded
   weights.
 */
-#define TOL_BF16_LOSS_REL 5e-4  // measured up to 1.3e-4 (README)
-#define TOL_BF16_GRAD_REL 3e-2  // measured up to 1.1e-2 (README)
-#define TOL_BF16_GRAD_REL_RELU 0.3  // ReLU's kinks: measured 0.18 (README)
+#define TOL_BF16_LOSS_REL 5e-4  // measured up to 1.3e-4 (doc/tests.md)
+#define TOL_BF16_GRAD_REL 3e-2  // measured up to 1.1e-2 (doc/tests.md)
+#define TOL_BF16_GRAD_REL_RELU 0.3  // ReLU's kinks: measured 0.18 (doc/tests.md)
 
 static void test_bf16_round(void) {
     struct { float x; uint16_t want; const char* what; } cases[] = {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI: a fresh build prints no compiler warning, with gcc and with clang (README: "No
-# compiler warnings"), and with MPI when mpicc is there. Each build runs in a fresh copy
+# CI: a fresh build prints no compiler warning, with gcc and with clang (doc/tests.md: "Every
+# program compiles without a warning"), and with MPI when mpicc is there. Each build runs in a fresh copy
 # of the tracked files (the checkout's own build is left alone): `make` there must print
 # no line with "warning" (a compiler's, or make's own). The last line is
 # "N passed, M failed".

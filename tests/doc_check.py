@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""tests/doc_check.py: every code quote and name in doc/*.md checked against the source.
+"""tests/doc_check.py: every code quote and name in doc/*.md and README.md checked against
+the source; and README.md a first page that lost none of the manual it held.
 
 A learner reads doc/*.md beside the code and matches what is quoted line by line, so a
 quote that no longer matches is a bug. Run from anywhere (make test runs it from
 tests/run_tests.sh): `python3 tests/doc_check.py [FILE.md ...]` (default doc/*.md) prints
 one line per stale quote, `doc/FILE.md:LINE: what is wrong`, then
 `doc check: N quotes, M stale`, and exits 1 when M > 0. Python 3 alone, no packages.
+Without arguments it also checks README.md: at most 250 lines, `attention_forward` within
+its first 50, the sequel the last step of its reading order, and every section of the
+README before issue 36 on the page README_MOVED names, with the facts listed there.
 
 The sources: the repository's .c .h .sh .py .js files, the Makefile and .ci/run (not doc/).
 A quote is an inline `code span`, a line of a fenced block, or one of the forms below.
@@ -57,6 +61,9 @@ ALLOWED = {
     "train_gpt2.py": "formats.md: llm.c's files, which this repository reads but does not hold",
     "gpt2_124M.bin": "formats.md: llm.c's files",
     "gpt2_124M_debug_state.bin": "formats.md: llm.c's files",
+    "dev/download_starter_pack.sh": "usage.md: llm.c's files",
+    "dev/data/fineweb.py": "usage.md: llm.c's files",
+    "dev/data/tinyshakespeare.py": "gpt2_124m.md: llm.c's files",
 }
 # the articles' own code (PyTorch, LLaMA-style), quoted where the docs map it onto ours; the
 # articles are not in the repository, so these names cannot be checked against them
@@ -67,6 +74,52 @@ ARTICLE_NAMES = {"ModelArgs", "n_kv_heads", "n_heads", "n_rep", "head_dim", "wq"
                  "TransformerEncoderLayer", "dim_feedforward", "out_proj"}
 # English words that are also fields of the activation structs: not taken as names in prose
 PROSE_WORDS = {"logits", "probs", "losses", "encoded", "weight", "bias"}
+
+# README.md is a first page; the manual it held until issue 36 lives in doc/. Where each of
+# its sections went (page, heading there) and facts of each that must stay on that page
+# (whitespace normalised): a section or a fact that vanishes fails the check.
+README_MOVED = [
+    ("Your machine, another compiler", "doc/usage.md", "Building",
+     ["Homebrew's", "MSYS2's MinGW-w64", "`make ARCH=` builds a binary that runs on any"]),
+    ("How to read this code", "README.md", "How to read this code",
+     ["`attention_forward` and `attention_backward`", "`gpt2_train_step`", "`train_seq2seq.c`"]),
+    ("The default run", "README.md", "The default run", ["1.8741", "step     1/2000 | loss 4.214767"]),
+    ("The default run (noise, time, pictures)", "doc/usage.md", "The default run",
+     ["`-sd 42` end at 1.905", "16.3-17.3 ms per", "coloured by its square root", "980 px"]),
+    ("Command line", "doc/usage.md", "Command line",
+     ["<!-- flags:", "Gradient accumulation", "23 losses agree to 3e-7", "ETA"]),
+    ("llm.c's flags here", "doc/usage.md", "llm.c's flags here", ["HellaSwag", "ZeRO stage", "**here the prompt**"]),
+    ("Files and formats", "doc/data.md", "Files and formats",
+     ["magic 20241124", "never half of one", "Conv1D weights", "NH =\nC/64"]),
+    ("From another directory, and what a message looks like", "doc/usage.md",
+     "From another directory, and what a message looks like",
+     ["`/proc/self/exe`", "Exit status 2 for usage errors, 1 otherwise", "-y 1` with another `-x`"]),
+    ("Bad input", "doc/usage.md", "Bad input", ["`ulimit -f`", "4,096", "under 0.1 s", "-e /tmp"]),
+    ("Generation and the KV cache", "doc/generation.md", "Generation and the KV cache",
+     ["2 x L x maxT x C", "max\ndifference 2e-6"]),
+    ("Generation from bf16 weights", "doc/generation.md", "Generation from bf16 weights (`-prec bf16`)",
+     ["**1.71x**", "249 MB", "_mm_prefetch"]),
+    ("Several processes or machines (MPI)", "doc/mpi.md", "Several processes or machines (MPI)",
+     ["DIST_BUCKET_BYTES", "2.9e-7 relative", "--allow-run-as-root", "62 Gbit/s", "1.16, 1.09 s/step"]),
+    ("Train on your own text", "doc/data.md", "Train on your own text",
+     ["tiktoken@1.0.22", "4,657 code points", "**4.80**", "762"]),
+    ("GPT-2 124M", "doc/gpt2_124m.md", "GPT-2 124M", ["5.252026", "openai-community/gpt2", "byte for byte"]),
+    ("Dropout", "doc/dropout.md", "Dropout", ["four sites", "never drop"]),
+    ("Dropout experiment", "doc/dropout.md", "Dropout experiment", ["**1.904**", "**2.101**", "1.827"]),
+    ("Block variants (articles 003 and 004)", "doc/variants.md", "Block variants (articles 003 and 004)",
+     ["**1.8048**", "7.1080", "73,728", "57.6 tokens/s"]),
+    ("Encoder-decoder (article 003)", "doc/seq2seq.md", "Encoder-decoder (article 003)",
+     ["0.243M parameters", "L1H2 0.92", "26 mutants", "16% exact match"]),
+    ("Tests", "doc/tests.md", "Tests", ["805 checks", "32 of 32", "542 texts", "400 MB memory limit"]),
+    ("Test tolerances, from measured errors", "doc/tests.md", "Test tolerances, from measured errors",
+     ["7.2e-7", "fcprojb 3.1e-7", "1.19e-7"]),
+    ("Speed", "doc/speed.md", "Speed", ["**635**", "**65.7%**", "**0.33**", "**1.69x**"]),
+    ("The optimizer in one pass, and bf16 weights kept once per step", "doc/speed.md",
+     "The optimizer in one pass, and bf16 weights kept once per step",
+     ["step 161", "1.8769", "33 times for the 124M LM head"]),
+    ("Layout", "README.md", "Layout", ["`fast/`", "`util/`", "`.ci/run`", "| floor |"]),
+]
+README_MAX_LINES = 250
 
 MATHS = re.compile(r"[·⊙Σ√≤≥−×]|\^[A-Z0-9(]|\bsoftmax\(| -> ")
 IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -294,7 +347,10 @@ class Checker:
         if any(pat.search(h) for h in hay):
             return True
         # program output: a quote that a format string of the sources prints
-        q = strip_ws(fragment)
+        # (a message as the user sees it: die() and stop_together() put "PROGRAM: error: " or
+        # "PROGRAM: " before the format's text)
+        q = re.sub(r"^(train_gpt2|train_seq2seq|prepare|test_gpt2|test_seq2seq):(error:)?", "",
+                   strip_ws(fragment))
         # (the format's own text must be most of the quote: "%s: %s" matches nothing)
         return any(n >= 0.6 * len(q) and rx.fullmatch(q) for n, rx in self.formats)
 
@@ -579,15 +635,46 @@ class Checker:
                                  "in the table of article 000's steps")
 
 
+def check_readme(c):
+    """README.md a first page: at most README_MAX_LINES lines, `attention_forward` within its
+    first 50, the sequel the last step of "How to read this code"; and each section of the
+    old README, with its facts, on the page README_MOVED names"""
+    lines = open("README.md", encoding="utf-8").read().split("\n")
+    c.quotes += 1
+    if len(lines) - 1 > README_MAX_LINES:
+        c.bad("README.md", README_MAX_LINES + 1, f"README.md has {len(lines) - 1} lines, more than "
+              f"{README_MAX_LINES}: the manual belongs in doc/")
+    if not any("`attention_forward`" in ln for ln in lines[:50]):
+        c.bad("README.md", 50, "no pointer to `attention_forward` in README.md's first 50 lines")
+    m = re.search(r"^## How to read this code\n(.*?)(?=^## )", "\n".join(lines), re.M | re.S)
+    steps = re.findall(r"^\d+\. (.*?)(?=^\d+\. |^\S|\Z)", m.group(1), re.M | re.S) if m else []
+    if not steps or "`train_seq2seq.c`" not in steps[-1]:
+        c.bad("README.md", 1, "the last step of \"How to read this code\" does not name `train_seq2seq.c`")
+    for old, page, heading, facts in README_MOVED:
+        c.quotes += 1
+        if not os.path.isfile(page):
+            c.bad(page, 1, f"README's old section \"{old}\" went to {page}, which does not exist")
+            continue
+        text = open(page, encoding="utf-8").read()
+        if not re.search(r"^#+ " + re.escape(heading) + r"\s*$", text, re.M):
+            c.bad(page, 1, f"README's old section \"{old}\": {page} has no heading \"{heading}\"")
+        flat = re.sub(r"\s+", " ", text)
+        for fact in facts:
+            if re.sub(r"\s+", " ", fact.replace("\\n", " ")) not in flat:
+                c.bad(page, 1, f"README's old section \"{old}\": {page} no longer says \"{fact}\"")
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
     c = Checker()
-    docs = sys.argv[1:] or sorted(glob.glob("doc/*.md"))
+    docs = sys.argv[1:] or sorted(glob.glob("doc/*.md")) + ["README.md"]
     for d in docs:
         c.check_doc(d)
         c.check_test_table(d)
     c.check_step_table()
+    if not sys.argv[1:]:
+        check_readme(c)
     for s in c.stale:
         print(s)
     print(f"doc check: {c.quotes} quotes, {len(c.stale)} stale")

@@ -123,7 +123,7 @@ static void test_errata_articles(void) {
         matmul_forward(logits, X, Wout, NULL, 3, 2, 3);
         softmax_forward(probs, logits, 3, 3, 3);
         crossentropy_softmax_backward(dlogits, ones, probs, tg, 3, 3, 3);
-        matmul_backward(dx, dW, NULL, dlogits, X, Wout, 3, 2, 3);
+        matmul_backward(dx, dW, NULL, dlogits, X, Wout, 3, 2, 3, GRAD_ADD);
         float e_sum = 0.0f, off = 1e30f;
         for (int i = 0; i < 3; i++) {  // the article's one-position term, for each i
             float d = 0.0f;

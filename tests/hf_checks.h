@@ -58,7 +58,8 @@ static void test_hf_missing_transpose(const char* model_path, const char* state_
         {12, C, 4 * C, "mlp.c_proj"}};
     for (int k = 0; k < 4; k++) {
         HFPlace p = {"", 0, 0, conv1d[k].param, 0, 1};
-        float* w = hf_destination(&model, &p);  // layer 0's (out, in) matrix
+        // layer 0's (out, in) matrix
+        float* w = hf_destination(model.params_memory, llmc_shape_of(model.config), &p);
         float* saved = copy_floats(w, conv1d[k].rows * conv1d[k].cols);
         untranspose(w, conv1d[k].rows, conv1d[k].cols);
         float wrong = logits_error(&model, &s);
@@ -151,7 +152,7 @@ static void test_hf_llmc_roundtrip(const char* llmc_model) {
 static void test_hf_head_only(const char* model_path) {
     GPT2 m1, m2;
     gpt2_build_from_file(&m1, model_path);
-    GPT2Config c = m1.config;
+    LlmcShape c = llmc_shape_of(m1.config);
     int n = 4 + 12 * c.num_layers;
     HFPlace* places = mallocCheck(n * sizeof *places);
     SafeTensorOut* out = mallocCheck(n * sizeof *out);
@@ -159,7 +160,7 @@ static void test_hf_head_only(const char* model_path) {
     strcpy(places[0].name, "lm_head.weight");  // wte
     for (int i = 0; i < n; i++)
         out[i] = (SafeTensorOut){places[i].name, places[i].cols ? 2 : 1, {places[i].rows, places[i].cols},
-                                 hf_destination(&m1, &places[i]), places[i].transpose};
+                                 hf_destination(m1.params_memory, c, &places[i]), places[i].transpose};
     const char* d = hf_scratch("head_only");
     char path[1100];
     snprintf(path, sizeof path, "%s/config.json", d);

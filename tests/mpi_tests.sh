@@ -65,7 +65,7 @@ fi
 # ---- 3. the weights stay identical across the processes: checked at every validation (-v 10);
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
 mkdir -p "$TMP/diverge/util"
-cp -r train_gpt2.c train_setup.h fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
+cp -r train_gpt2.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
 sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
     > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \

@@ -1,5 +1,5 @@
 # make test (sourced by tests/run_tests.sh): what a new user meets in the first hour (issue 26,
-# items 2, 3, 4 and 6): a usage error's line stays on screen, -h fits 80 columns and is README's
+# items 2, 3, 4 and 6): a usage error's line stays on screen, -h fits 80 columns and is doc/usage.md's
 # table, default paths are found from any directory, data/prepare -v 0, and messages that say
 # the program's own name, no source locations, and singular or plural as the number asks.
 echo "-- a newcomer's first hour"
@@ -24,13 +24,13 @@ for prog in train_gpt2 train_seq2seq data/prepare; do
         bad "$prog -h: exit $rc, widest line $widest: $(grep -E 'default ""|default -1([^[:alnum:]_]|$)' "$NC/help" | head -n 2)"
     fi
 done
-# README's table of the flags is ./train_gpt2 -h md, the same table as -h
+# doc/usage.md's table of the flags is ./train_gpt2 -h md, the same table as -h
 ./train_gpt2 -h md > "$NC/flags.md"
-perl -ne 'print if /^<!-- flags:/ .. /^<!-- end of flags -->/ and !/^<!--/' README.md > "$NC/readme_flags.md"
+perl -ne 'print if /^<!-- flags:/ .. /^<!-- end of flags -->/ and !/^<!--/' doc/usage.md > "$NC/readme_flags.md"
 if [ -s "$NC/readme_flags.md" ] && diff "$NC/flags.md" "$NC/readme_flags.md" > "$NC/flags.diff"; then
-    ok "README.md's table of flags is ./train_gpt2 -h md's output ($(grep -c '^| `-' "$NC/flags.md") flags, util/cli.h's FLAGS)"
+    ok "doc/usage.md's table of flags is ./train_gpt2 -h md's output ($(grep -c '^| `-' "$NC/flags.md") flags, util/cli.h's FLAGS)"
 else
-    bad "README.md's table of flags differs from ./train_gpt2 -h md (make readme-flags rewrites it): $(head -n 4 "$NC/flags.diff")"
+    bad "doc/usage.md's table of flags differs from ./train_gpt2 -h md (make readme-flags rewrites it): $(head -n 4 "$NC/flags.diff")"
 fi
 flags_h=$(./train_gpt2 -h | capture '^  (-[a-z0-9]+)' | tr '\n' ' ')
 flags_md=$(capture '^[|] `(-[a-z0-9]+)' "$NC/flags.md" | tr '\n' ' ')

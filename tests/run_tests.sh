@@ -1003,6 +1003,23 @@ for cc in "${compile_checks[@]}"; do
     done
     if [ -z "$warned" ]; then ok "${cc%% -o*} -Wall -Wextra: no warning in ${srcs[*]}"; else bad "${cc%% -o*} warns: $warned"; fi
 done
+# every header of fast/ and util/ compiles alone, included first (with the feature macros the
+# programs define): it includes what it uses at its top, so none is a fragment that compiles
+# only at a line of another file. util/, the ground floor, includes nothing outside util/
+# and names no type of a model in its code (llm.c's llmc/*.h never names GPT2)
+alone=""
+for h in fast/*.h util/*.h; do
+    printf '#include "%s"\nint main(void) { return 0; }\n' "$h" > "$TMP/alone.c"
+    gcc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I. -Wall -Wextra -Werror -std=c11 -fopenmp \
+        -fsyntax-only "$TMP/alone.c" > "$TMP/alone.log" 2>&1 \
+        || alone+="$h: $(grep -m1 -E 'error|warning' "$TMP/alone.log" | sed 's/^[^ ]* //'); "
+done
+if [ -z "$alone" ]; then ok "each of the $(ls fast/*.h util/*.h | wc -l | tr -d ' ') headers of fast/ and util/ compiles alone"
+else bad "a header does not compile alone: $alone"; fi
+upward=$(grep -nE '^#include "\.\./' util/*.h)
+model=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; s{//[^\n]*}{}g; s{"(\\.|[^"\\\n])*"}{""}g; print "$ARGV: $1\n" while /\b(GPT2\w*|Seq2Seq\w*|S2S\w*|ParameterTensors|ActivationTensors)\b/g' util/*.h | sort -u)
+if [ -z "$upward$model" ]; then ok "util/ includes nothing outside util/ and names no model type"
+else bad "util/ is not the ground floor: ${upward:+includes $upward; }${model:+names $(echo "$model" | tr '\n' ' ')}"; fi
 # make CC=clang CFLAGS=-O2 (README) replaces the optimisation only: every compile line keeps
 # -march=native, OpenMP and C11, and has -O2 and no -O3. The Makefile's defaults are checked
 # whatever this make test was given: `make test ARCH=...` passes its ARCH down to every make

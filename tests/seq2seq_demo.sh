@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The encoder-decoder's demo (README, "Encoder-decoder (article 003)"), run by CI: the default
+# The encoder-decoder's demo (doc/seq2seq.md, "Encoder-decoder (article 003)"), run by CI: the default
 # run of train_seq2seq, reversal of 1-16 letters, must reach >= 99% exact match on the 1,000
 # held-out pairs by greedy decoding (its time is printed, not asserted), with a second-layer
 # cross-attention map whose rows put most of their weight on the anti-diagonal. Last line: "N passed, M failed".
@@ -23,8 +23,8 @@ if [ $rc -eq 0 ] && [ -n "$exact" ] && awk -v e="$exact" 'BEGIN { exit !(e >= 99
 else
     bad "reversal: exact match '$exact' (exit $rc), below 99%"
 fi
-# the time is reported, not asserted: a test does not time the machine (README: Speed)
-echo "the demo run took $seconds s of wall time (the README's claim: under 5 minutes on 2 idle cores)"
+# the time is reported, not asserted: a test does not time the machine (doc/speed.md)
+echo "the demo run took $seconds s of wall time (doc/seq2seq.md's claim: under 5 minutes on 2 idle cores)"
 best=$(grep -oE 'anti-diagonal.*' "$TMP/demo.log" | grep -oE 'L1H[0-9] [0-9.]+' | cut -d' ' -f2 | sort -n | tail -n 1)
 if [ -n "$best" ] && awk -v b="$best" 'BEGIN { exit !(b > 0.5) }'; then
     ok "-am: a second-layer head puts $best of each row's weight on the anti-diagonal (source n-1-i)"

@@ -19,7 +19,7 @@ check_seq2seq_references(dir).
 #ifndef TESTS_SEQ2SEQ_REFERENCE_H
 #define TESTS_SEQ2SEQ_REFERENCE_H
 
-// the GPT-2 references' tolerances (test_gpt2.c; README.md, "Test tolerances")
+// the GPT-2 references' tolerances (test_gpt2.c; doc/tests.md, "Test tolerances")
 #define S2S_TOL_LOGITS_ABS 1e-5f      // max |logit - ref|
 #define S2S_TOL_LOSS_REL 2e-6f        // |loss - ref| / ref
 #define S2S_TOL_GRAD_REL 1e-5f        // max |grad - ref| / max |ref| of the tensor

@@ -3,7 +3,7 @@ util/cli.h: the command line: every flag, its default and its check. Plumbing. T
 are those of llm.c's train_gpt2.cu, plus flags for the model shape and more. Every flag of
 llm.c's is either here with llm.c's meaning (FLAGS) or in LLMC_OFF: accepted at the value
 that changes nothing on a CPU (-r 0, -z 0, -h 0, ...), refused at any other with one line.
-The README's table "llm.c's flags here" says which is which.
+doc/usage.md's table "llm.c's flags here" says which is which.
 */
 #ifndef UTIL_CLI_H
 #define UTIL_CLI_H
@@ -80,8 +80,8 @@ static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pr
 // A flag: its name, its type ('s' string, 'i' int, 'L' long long, 'f' float) and field,
 // `help` for -h (one line of an 80-column terminal), `def` the default in words where its
 // value alone would not say it (-pe "" is learned positions; NULL: the value), `readme`
-// its meaning at length for the README's table (NULL: help). One table gives both -h and
-// README.md's table (`./train_gpt2 -h md` prints it; make test compares it with README).
+// its meaning at length for doc/usage.md's table (NULL: help). One table gives both -h and
+// doc/usage.md's table (`./train_gpt2 -h md` prints it; make test compares the two).
 typedef struct {
     const char* name; char type; size_t offset; const char* help; const char* def; const char* readme;
 } Flag;
@@ -100,7 +100,7 @@ static const Flag FLAGS[] = {
     {"-e", 's', OPT(init), "start from a checkpoint, model.safetensors or d12..d48",
      "a fresh model",
      "start from this llm.c checkpoint, a Hugging Face GPT-2 `model.safetensors` (with `config.json` "
-     "beside it; [GPT-2 124M](#gpt-2-124m)), or a fresh `d12`/`d24`/`d36`/`d48` (llm.c's descriptors)"},
+     "beside it; [GPT-2 124M](gpt2_124m.md)), or a fresh `d12`/`d24`/`d36`/`d48` (llm.c's descriptors)"},
     {"-o", 's', OPT(out_dir), "output directory: checkpoints, loss.svg (\"\" = none)", NULL, NULL},
     {"-b", 'i', OPT(B), "(micro-)batch size B", NULL, NULL},
     {"-t", 'i', OPT(T), "sequence length T", NULL, NULL},
@@ -177,7 +177,7 @@ static const Flag FLAGS[] = {
     {"-prec", 's', OPT(precision), "matmul operands: fp32 | bf16 (summed in fp32)", NULL,
      "the matrix products' operands: `fp32`, or `bf16` (rounded to bfloat16 as they are packed, summed "
      "in float32; the weights, the optimizer and everything else stay float32; "
-     "[doc/precision.md](doc/precision.md)); may change on resume"},
+     "[doc/precision.md](precision.md)); may change on resume"},
     {"-hf", 's', OPT(hf_out), "at the end, write Hugging Face's GPT-2 files into DIR", "none",
      "at the end (after training, or at once with `-x 0`), write the model to this directory as Hugging "
      "Face's GPT-2: `model.safetensors` + `config.json`; refused at the start for a model with block "
@@ -231,7 +231,7 @@ static Options default_options(void) {
     return o;
 }
 
-// a flag's default as -h and the README say it: its words (def), or its value
+// a flag's default as -h and doc/usage.md say it: its words (def), or its value
 static void flag_default(const Flag* fl, const void* defaults, int markdown, char* out, size_t size) {
     const char* field = (const char*)defaults + fl->offset;
     if (fl->def) snprintf(out, size, "%s", fl->def);
@@ -270,7 +270,7 @@ static void print_flag_table(FILE* f, const char* program, const Flag* flags, in
     }
 }
 
-// README.md's table of the flags (`./train_gpt2 -h md`), from the same table as -h
+// doc/usage.md's table of the flags (`./train_gpt2 -h md`), from the same table as -h
 static void print_flag_markdown(FILE* f, const Flag* flags, int n, const void* defaults) {
     fprintf(f, "| flag | meaning | default |\n| --- | --- | --- |\n");
     for (int i = 0; i < n; i++) {
@@ -290,7 +290,7 @@ static void print_usage(FILE* f) {
             snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " %s %s,",
                      LLMC_OFF[i].name, LLMC_OFF[i].accepted);
     snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " -pn <processes>; refused: "
-             "-pg -pi -pm -ps -pf -pp (README: \"llm.c's flags here\"). -h md: README's table of the flags.");
+             "-pg -pi -pm -ps -pf -pp (doc/usage.md: \"llm.c's flags here\"). -h md: its table of the flags.");
     print_wrapped(f, accepted);
 }
 
@@ -418,7 +418,7 @@ Options parse_args(int argc, char** argv) {
         if (strcmp(argv[i], "--help") == 0 || (strcmp(argv[i], "-h") == 0 && (i + 1 >= argc ||
                                                !is_integer(argv[i + 1])))) {
             Options d = default_options();
-            if (i + 1 < argc && strcmp(argv[i + 1], "md") == 0)  // README's table
+            if (i + 1 < argc && strcmp(argv[i + 1], "md") == 0)  // doc/usage.md's table
                 print_flag_markdown(stdout, FLAGS, NUM_FLAGS, &d);
             else print_usage(stdout);
             exit(0);

@@ -1,10 +1,13 @@
 /*
 util/hf_gpt2.h: Hugging Face's GPT-2 checkpoints (model.safetensors + config.json), read
-into this program's GPT2 and written back. Plumbing, included by train_setup.h after the
-model: -e path/model.safetensors loads gpt2, gpt2-medium/-large/-xl or distilgpt2; -hf DIR
-writes DIR/model.safetensors and DIR/config.json, which transformers' GPT2LMHeadModel loads.
+into llm.c's checkpoint layout and written back from it. Plumbing that knows no model:
+it speaks llm.c's layout (LlmcShape, the shape its checkpoint header holds; the 16
+parameter tensors one after the other in llm.c's order, as a model_*.bin holds them),
+and train_gpt2.c maps that onto its GPT2. -e path/model.safetensors loads gpt2,
+gpt2-medium/-large/-xl or distilgpt2; -hf DIR writes DIR/model.safetensors and
+DIR/config.json, which transformers' GPT2LMHeadModel loads.
 
-Hugging Face names and shapes, against ours (train_gpt2.c's ParameterTensors):
+Hugging Face names and shapes, against llm.c's (train_gpt2.c's ParameterTensors):
     wte.weight (V,C)                 wte (Vp,C): rows V..Vp-1 are zero padding
     wpe.weight (maxT,C)              wpe
     h.N.ln_1.weight/bias (C)         ln1w/ln1b, layer N's row
@@ -29,13 +32,27 @@ must be wte itself (GPT-2 ties them), and stands for it in a file that kept only
 #define UTIL_HF_GPT2_H
 
 #include <ctype.h>
+#include <sys/stat.h>
 #include "safetensors.h"
 
-// one tensor of the file and where it goes in the model
+// GPT-2's shape as llm.c's checkpoint header holds it (doc/formats.md)
+typedef struct {
+    int max_seq_len, vocab_size, num_layers, num_heads, channels, padded_vocab_size;
+} LlmcShape;
+
+// the 16 parameter tensors' sizes in floats, in llm.c's order (wte, wpe, ln1w, ..., lnfb)
+static void llmc_param_sizes(LlmcShape c, size_t sizes[16]) {
+    size_t C = c.channels, L = c.num_layers;
+    size_t s[16] = {c.padded_vocab_size * C, c.max_seq_len * C, L * C, L * C, L * 3 * C * C, L * 3 * C,
+                    L * C * C, L * C, L * C, L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+    memcpy(sizes, s, sizeof s);
+}
+
+// one tensor of the file and where it goes in llm.c's layout
 typedef struct {
     char name[96];
     size_t rows, cols;  // its shape in the file; cols 0: a vector
-    int param, layer;   // our parameter tensor (PARAMETER_NAMES), and the layer's slice (-1: all)
+    int param, layer;   // llm.c's parameter tensor (0-15), and the layer's slice (-1: all)
     int transpose;      // a Conv1D weight: (in, out) in the file, (out, in) here
 } HFPlace;
 
@@ -50,7 +67,7 @@ static const struct { const char* name; int param, rows, cols, transpose; } HF_L
 
 // every tensor of a GPT-2 of shape c (4 + 12 L of them) into places, in the file's order:
 // wte, wpe, the layers, ln_f
-static int hf_places(GPT2Config c, const char* prefix, HFPlace* places) {
+static int hf_places(LlmcShape c, const char* prefix, HFPlace* places) {
     size_t C = c.channels;
     HFPlace top[4] = {{"wte.weight", c.vocab_size, C, 0, -1, 0}, {"wpe.weight", c.max_seq_len, C, 1, -1, 0},
                       {"ln_f.weight", C, 0, 14, -1, 0}, {"ln_f.bias", C, 0, 15, -1, 0}};
@@ -70,12 +87,14 @@ static int hf_places(GPT2Config c, const char* prefix, HFPlace* places) {
     return n;
 }
 
-// where a place's values live in the model
-static float* hf_destination(const GPT2* m, const HFPlace* p) {
-    float* t = m->params_memory;
+// where a place's values live among parameters of llm.c's layout
+static float* hf_destination(float* params, LlmcShape c, const HFPlace* p) {
+    size_t sizes[16];
+    llmc_param_sizes(c, sizes);
+    float* t = params;
     for (int k = 0; k < p->param; k++)
-        t += m->param_sizes[k];
-    return p->layer < 0 ? t : t + (size_t)p->layer * (m->param_sizes[p->param] / m->config.num_layers);
+        t += sizes[k];
+    return p->layer < 0 ? t : t + (size_t)p->layer * (sizes[p->param] / c.num_layers);
 }
 
 // a whole number of config.json, 1 .. 2^30
@@ -89,9 +108,9 @@ static int hf_config_int(const JsonFlat* flat, const char* path, const char* key
 }
 
 // config.json's shape and the settings GPT-2 has (anything else is refused with its key)
-static GPT2Config hf_read_config(const char* path) {
+static LlmcShape hf_read_config(const char* path) {
     JsonFlat* flat = json_flat_read(path);
-    GPT2Config c = {.num_layers = hf_config_int(flat, path, "n_layer", NULL),
+    LlmcShape c = {.num_layers = hf_config_int(flat, path, "n_layer", NULL),
                     .num_heads = hf_config_int(flat, path, "n_head", NULL),
                     .channels = hf_config_int(flat, path, "n_embd", NULL),
                     .max_seq_len = hf_config_int(flat, path, "n_positions", "n_ctx"),
@@ -112,7 +131,6 @@ static GPT2Config hf_read_config(const char* path) {
         if (json_flat_find(flat, off[k], &kind, &v) && kind == (k < 2 ? 't' : 'f'))
             die("'%s': %s %s is not GPT-2's attention", path, off[k], k < 2 ? "true" : "false");
     json_flat_free(flat);
-    c.num_kv_heads = c.num_heads;
     c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
     return c;
 }
@@ -138,7 +156,7 @@ static const SafeTensor* hf_find(const SafeTensors* st, const char* name) {
 }
 
 // without config.json: L from the h.N names, C and V from wte, maxT from wpe, NH = C/64
-static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
+static LlmcShape hf_infer_config(const SafeTensors* st, const char* prefix) {
     char name[128];
     snprintf(name, sizeof name, "%swte.weight", prefix);
     const SafeTensor* wte = hf_find(st, name);
@@ -148,7 +166,7 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
         wte->shape[0] > (1 << 20) || wpe->shape[0] > (1 << 20))
         die("'%s': without config.json the shape is read from %swte.weight and %swpe.weight, two "
             "matrices: %s", st->path, prefix, prefix, !wte || !wpe ? "missing" : "not of a GPT-2");
-    GPT2Config c = {.vocab_size = (int)wte->shape[0], .channels = (int)wte->shape[1],
+    LlmcShape c = {.vocab_size = (int)wte->shape[0], .channels = (int)wte->shape[1],
                     .max_seq_len = (int)wpe->shape[0]};
     for (int i = 0; i < st->num_tensors; i++) {
         const char* rest;
@@ -158,7 +176,7 @@ static GPT2Config hf_infer_config(const SafeTensors* st, const char* prefix) {
     if (c.channels % 64 != 0 || c.channels == 0)
         die("'%s': without config.json the heads are taken as C/64, but C = %d; put config.json beside it",
             st->path, c.channels);
-    c.num_heads = c.num_kv_heads = c.channels / 64;
+    c.num_heads = c.channels / 64;
     c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
     printf("note: no config.json beside '%s': assumed L=%d (the h.N names), C=%d and V=%d (wte), "
            "maxT=%d (wpe), NH=C/64=%d\n", st->path, c.num_layers, c.channels, c.vocab_size, c.max_seq_len,
@@ -190,7 +208,7 @@ static int hf_is_mask_buffer(const char* name, const char* prefix, int L) {
 }
 
 // a tensor of the file that is none of the model's: the mask buffers (skipped), the tied head
-static void hf_check_extra(const SafeTensors* st, const SafeTensor* t, const char* prefix, GPT2Config c) {
+static void hf_check_extra(const SafeTensors* st, const SafeTensor* t, const char* prefix, LlmcShape c) {
     const char* s = t->name;
     if (hf_is_mask_buffer(s, prefix, c.num_layers)) return;
     if (strcmp(s, "lm_head.weight") == 0) {
@@ -202,60 +220,89 @@ static void hf_check_extra(const SafeTensors* st, const SafeTensor* t, const cha
 }
 
 // lm_head.weight, when the file has one, must hold wte's values: GPT-2's head is tied
-static void hf_check_tied_head(const SafeTensors* st, const GPT2* model) {
+static void hf_check_tied_head(const SafeTensors* st, const float* wte) {
     const SafeTensor* head = safetensors_find(st, "lm_head.weight");
     if (!head) return;
     float* values = mallocCheck(head->count * sizeof(float));
     safetensors_read(st, head, values);
-    if (memcmp(values, model->params.wte, head->count * sizeof(float)) != 0)
+    if (memcmp(values, wte, head->count * sizeof(float)) != 0)
         die("'%s': lm_head.weight differs from wte.weight: an untied output head, which GPT-2 (and this "
             "program) does not have", st->path);
     free(values);
 }
 
-// -e path/model.safetensors: config.json from the same directory, or the shape inferred
-void gpt2_build_from_safetensors(GPT2* model, const char* path) {
+// a model.safetensors being read: its shape (config.json from the same directory, or
+// inferred from the tensors), then its tensors checked, then read
+typedef struct {
     SafeTensors st;
-    safetensors_open(&st, path);
-    const char* prefix = "";  // GPT2LMHeadModel's own names: every weight under "transformer."
-    for (int i = 0; i < st.num_tensors; i++)
-        if (strncmp(st.tensors[i].name, "transformer.", 12) == 0) prefix = "transformer.";
+    const char* prefix;     // "transformer." (GPT2LMHeadModel's own names) or ""
     char config_path[4096];
+    int have_config;
+    LlmcShape shape;
+    int n;                  // the tensors of the model, 4 + 12 L
+    HFPlace* places;
+    const SafeTensor** tensors;
+} HFReader;
+
+// -e path/model.safetensors: opens the file and reads its shape (nothing allocated yet for
+// the weights); the caller checks the shape, names config_path or path in its errors
+static void hf_open(HFReader* r, const char* path) {
+    memset(r, 0, sizeof *r);
+    safetensors_open(&r->st, path);
+    r->prefix = "";  // GPT2LMHeadModel's own names: every weight under "transformer."
+    for (int i = 0; i < r->st.num_tensors; i++)
+        if (strncmp(r->st.tensors[i].name, "transformer.", 12) == 0) r->prefix = "transformer.";
     const char* slash = strrchr(path, '/');
-    snprintf(config_path, sizeof config_path, "%.*sconfig.json", slash ? (int)(slash - path + 1) : 0, path);
+    snprintf(r->config_path, sizeof r->config_path, "%.*sconfig.json", slash ? (int)(slash - path + 1) : 0,
+             path);
     struct stat sb;
-    int have_config = stat(config_path, &sb) == 0;
-    GPT2Config c = have_config ? hf_read_config(config_path) : hf_infer_config(&st, prefix);
-    check_config(c, have_config ? config_path : path);
-    int n = 4 + 12 * c.num_layers;
-    HFPlace* places = mallocCheck(n * sizeof *places);
-    hf_places(c, prefix, places);
-    char* known = callocCheck(st.num_tensors, 1);
-    const SafeTensor** tensors = mallocCheck(n * sizeof *tensors);
-    for (int i = 0; i < n; i++) {  // everything checked before the model is allocated
-        tensors[i] = hf_tensor(&st, &places[i], have_config ? "config.json" : "the shape assumed");
-        known[tensors[i] - st.tensors] = 1;
+    r->have_config = stat(r->config_path, &sb) == 0;
+    r->shape = r->have_config ? hf_read_config(r->config_path) : hf_infer_config(&r->st, r->prefix);
+}
+
+// every tensor of the shape present, readable and of its shape; nothing else but the mask
+// buffers and the tied head: all checked before the weights are allocated
+static void hf_check(HFReader* r) {
+    r->n = 4 + 12 * r->shape.num_layers;
+    r->places = mallocCheck(r->n * sizeof *r->places);
+    hf_places(r->shape, r->prefix, r->places);
+    char* known = callocCheck(r->st.num_tensors, 1);
+    r->tensors = mallocCheck(r->n * sizeof *r->tensors);
+    for (int i = 0; i < r->n; i++) {
+        const char* source = r->have_config ? "config.json" : "the shape assumed";
+        r->tensors[i] = hf_tensor(&r->st, &r->places[i], source);
+        known[r->tensors[i] - r->st.tensors] = 1;
     }
-    for (int i = 0; i < st.num_tensors; i++)
-        if (!known[i]) hf_check_extra(&st, &st.tensors[i], prefix, c);
-    gpt2_allocate_parameters(model, c);
-    memset(model->params_memory, 0, model->num_parameters * sizeof(float));  // wte's padding rows
+    for (int i = 0; i < r->st.num_tensors; i++)
+        if (!known[i]) hf_check_extra(&r->st, &r->st.tensors[i], r->prefix, r->shape);
+    free(known);
+}
+
+// the weights into params (llm.c's layout of r->shape, wte's padding rows zeroed), the
+// Conv1D weights transposed; then the file is closed
+static void hf_read(HFReader* r, float* params) {
+    LlmcShape c = r->shape;
+    size_t sizes[16], total = 0;
+    llmc_param_sizes(c, sizes);
+    for (int k = 0; k < 16; k++)
+        total += sizes[k];
+    memset(params, 0, total * sizeof(float));  // wte's padding rows
     float* matrix = mallocCheck((size_t)4 * c.channels * c.channels * sizeof(float));
-    for (int i = 0; i < n; i++) {
-        const HFPlace* p = &places[i];
-        float* dst = hf_destination(model, p);
+    for (int i = 0; i < r->n; i++) {
+        const HFPlace* p = &r->places[i];
+        float* dst = hf_destination(params, c, p);
         if (!p->transpose) {
-            safetensors_read(&st, tensors[i], dst);
+            safetensors_read(&r->st, r->tensors[i], dst);
             continue;
         }
-        safetensors_read(&st, tensors[i], matrix);  // (in, out) = (rows, cols) -> ours (out, in)
-        for (size_t r = 0; r < p->rows; r++)
+        safetensors_read(&r->st, r->tensors[i], matrix);  // (in, out) = (rows, cols) -> ours (out, in)
+        for (size_t row = 0; row < p->rows; row++)
             for (size_t k = 0; k < p->cols; k++)
-                dst[k * p->rows + r] = matrix[r * p->cols + k];
+                dst[k * p->rows + row] = matrix[row * p->cols + k];
     }
-    hf_check_tied_head(&st, model);
-    free(matrix); free(tensors); free(known); free(places);
-    safetensors_close(&st);
+    hf_check_tied_head(&r->st, params);  // wte: the first tensor
+    free(matrix); free(r->tensors); free(r->places);
+    safetensors_close(&r->st);
 }
 
 // an llm.c checkpoint, or (by its name) a Hugging Face one
@@ -264,22 +311,7 @@ static int is_safetensors_path(const char* path) {
     return n >= 12 && strcmp(path + n - 12, ".safetensors") == 0;
 }
 
-void gpt2_build_from_file(GPT2* model, const char* path) {
-    if (is_safetensors_path(path)) gpt2_build_from_safetensors(model, path);
-    else gpt2_build_from_checkpoint(model, path);
-}
-
-// Hugging Face's GPT-2 is this program's GPT-2 without block variants
-static void hf_check_representable(GPT2Config c, const char* what) {
-    if (!is_gpt2(c))
-        die("%s: Hugging Face's GPT-2 cannot hold this model (%d key/value head%s of %d, positions %s, "
-            "%s-LN, %s, %s attention): it has as many key/value heads as heads, learned positions, pre-LN, "
-            "GELU, causal attention", what, c.num_kv_heads, c.num_kv_heads == 1 ? "" : "s", c.num_heads,
-            VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
-            c.mask ? "unmasked" : "causal");
-}
-
-static void hf_write_config(const GPT2Config c, const char* path) {
+static void hf_write_config(LlmcShape c, const char* path) {
     char tmp[4096];
     FILE* f = atomic_open(path, tmp, sizeof tmp);
     char tokens[96] = "";
@@ -297,17 +329,16 @@ static void hf_write_config(const GPT2Config c, const char* path) {
 }
 
 // -hf DIR: DIR/model.safetensors (float32, no prefix, as openai-community/gpt2's file) and
-// DIR/config.json; the vocabulary unpadded to V, the Conv1D weights transposed back
-void gpt2_write_safetensors(const GPT2* model, const char* dir) {
-    GPT2Config c = model->config;
-    hf_check_representable(c, "-hf");
+// DIR/config.json, from params in llm.c's layout of shape c; the vocabulary unpadded to V,
+// the Conv1D weights transposed back
+static void hf_write(const char* dir, LlmcShape c, float* params) {
     int n = 4 + 12 * c.num_layers;
     HFPlace* places = mallocCheck(n * sizeof *places);
     SafeTensorOut* out = mallocCheck(n * sizeof *out);
     hf_places(c, "", places);
     for (int i = 0; i < n; i++) {
         HFPlace* p = &places[i];
-        out[i] = (SafeTensorOut){p->name, p->cols ? 2 : 1, {p->rows, p->cols}, hf_destination(model, p),
+        out[i] = (SafeTensorOut){p->name, p->cols ? 2 : 1, {p->rows, p->cols}, hf_destination(params, c, p),
                                  p->transpose};
     }
     char path[4000];  // (room for atomic_open's ".tmp")

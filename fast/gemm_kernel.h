@@ -1,0 +1,330 @@
+/*
+fast/gemm_kernel.h: the ground floor of the matrix multiply: the tile of C each kernel
+computes (its shape per CPU, GEMM_MR x GEMM_NR), the packing of float32 slivers, the ends
+every kernel shares (gemm_tile_start, gemm_tile_store) and the float32 micro-kernel
+(gemm_kernel). fast/bf16.h builds its bfloat16 kernel on these; fast/gemm.h, the driver
+(blocking, threads, sgemm), stands on both. How the pieces fit: gemm.h's header comment.
+*/
+#ifndef FAST_GEMM_KERNEL_H
+#define FAST_GEMM_KERNEL_H
+
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#include "vec.h"
+#ifdef USE_BLAS
+#include "blas.h"  // GEMM_BLAS_NAME
+#endif
+
+#if defined(__AVX512F__)
+#define GEMM_ISA "avx512"
+#define GEMM_MR_DEFAULT 14
+#define GEMM_NR_DEFAULT 32
+#elif defined(__AVX__)
+#define GEMM_ISA_FMA "avx2+fma"  // (AVX without FMA: Sandy Bridge, Ivy Bridge)
+#define GEMM_MR_DEFAULT 6
+#define GEMM_NR_DEFAULT 16
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define GEMM_ISA "neon"
+#define GEMM_MR_DEFAULT 8
+#define GEMM_NR_DEFAULT 12
+#elif defined(__SSE2__)
+#define GEMM_ISA "sse2"
+#define GEMM_MR_DEFAULT 6
+#define GEMM_NR_DEFAULT 8
+#else
+#define GEMM_ISA "generic"
+#define GEMM_MR_DEFAULT 4
+#define GEMM_NR_DEFAULT 8
+#endif
+#if defined(GEMM_ISA_FMA)
+#if defined(__AVX2__) && defined(__FMA__)
+#define GEMM_ISA GEMM_ISA_FMA
+#else
+#define GEMM_ISA "avx"
+#endif
+#endif
+#define GEMM_VW VEC_W  // floats in a vector register (fast/vec.h)
+#ifndef GEMM_MR
+#define GEMM_MR GEMM_MR_DEFAULT
+#endif
+#ifndef GEMM_NR
+#define GEMM_NR GEMM_NR_DEFAULT  // (a multiple of GEMM_VW)
+#endif
+#define GEMM_STR_(x) #x
+#define GEMM_STR(x) GEMM_STR_(x)
+#define GEMM_KERNEL_NAME GEMM_ISA " " GEMM_STR(GEMM_MR) "x" GEMM_STR(GEMM_NR)
+// what computes the model's float32 products: that kernel, or the library (make BLAS=1)
+#ifdef USE_BLAS
+#define GEMM_PRODUCTS_NAME GEMM_BLAS_NAME
+#else
+#define GEMM_PRODUCTS_NAME GEMM_KERNEL_NAME
+#endif
+#ifndef GEMM_KC
+#define GEMM_KC 256
+#endif
+#ifndef GEMM_MC
+#define GEMM_MC ((168 + GEMM_MR - 1) / GEMM_MR * GEMM_MR)  // (AVX-512: 12 x 14; 168 KB of A)
+#endif
+#ifndef GEMM_NC
+#define GEMM_NC 768
+#endif
+// -prec bf16: a block of KC pairs of k (2 * GEMM_KC values) is as many bytes as GEMM_KC
+// floats, so the same cache blocking holds twice the k, and each tile of C is loaded and
+// stored half as often per product
+#ifndef GEMM_KC_BF16
+#define GEMM_KC_BF16 (2 * GEMM_KC)
+#endif
+#define GEMM_MIN_PAR_FLOPS 2e6  // below this, one thread is faster than waking a second
+
+static int gemm_imin(int a, int b) { return a < b ? a : b; }
+
+#ifdef __AVX512F__
+static __mmask16 gemm_lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+// transpose 16 rows of 16 floats in place
+static void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+}
+#endif
+
+// dst[k*R + r] = src[r*ld + k] for r < rows (rows of src are contiguous in k), 0 for rows <= r < R
+static void gemm_pack_rows(const float* src, int ld, int rows, int R, int kc, float* dst) {
+#ifdef __AVX512F__
+    for (int r0 = 0; r0 < R; r0 += 16) {
+        int nr = rows - r0, w = gemm_imin(16, R - r0);
+        for (int k0 = 0; k0 < kc; k0 += 16) {
+            int nk = gemm_imin(16, kc - k0);
+            __m512 v[16];
+            for (int i = 0; i < nr && i < 16; i++)  // long strided streams: help the prefetcher
+                _mm_prefetch((const char*)(src + (size_t)(r0 + i) * ld + k0 + 64), _MM_HINT_T0);
+            for (int i = 0; i < 16; i++)
+                v[i] = i < nr ? _mm512_maskz_loadu_ps(gemm_lanes(nk), src + (size_t)(r0 + i) * ld + k0)
+                              : _mm512_setzero_ps();
+            transpose16(v);
+            for (int k = 0; k < nk; k++)
+                _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);
+        }
+    }
+#else
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < kc; k++)
+            dst[(size_t)k * R + r] = r < rows ? src[(size_t)r * ld + k] : 0.0f;
+#endif
+}
+
+// dst[k*R + c] = src[k*ld + c] for c < cols (rows of src are contiguous in c), 0 for cols <= c < R
+static void gemm_pack_cols(const float* src, int ld, int cols, int R, int kc, float* dst) {
+    for (int k = 0; k < kc; k++) {
+        const float* s = src + (size_t)k * ld;
+        float* d = dst + (size_t)k * R;
+#ifdef __AVX512F__
+        for (int c0 = 0; c0 < R; c0 += 16)
+            _mm512_mask_storeu_ps(d + c0, gemm_lanes(R - c0),
+                                  _mm512_maskz_loadu_ps(gemm_lanes(cols - c0), s + c0));
+#else
+        if (cols == R) {  // (a full sliver: a copy)
+            memcpy(d, s, sizeof(float) * R);
+            continue;
+        }
+        for (int c = 0; c < R; c++)
+            d[c] = c < cols ? s[c] : 0.0f;
+#endif
+    }
+}
+
+// The two ends every kernel shares (float32 and bf16, fast and plain): a tile of sums
+// starts at zero while C's rows are fetched, and ends as C = tile (+ bias) or C += tile.
+#ifdef __AVX512F__
+enum { GEMM_NV = GEMM_NR / 16 };  // vectors of 16 floats across a tile's row
+
+__attribute__((always_inline))
+static inline void gemm_tile_start(__m512 acc[GEMM_MR][GEMM_NV], const float* C, int ldc, int m, int n) {
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < GEMM_NV; j++)
+            acc[i][j] = _mm512_setzero_ps();
+    for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
+        for (int j = 0; j < n; j += 16)
+            _mm_prefetch((const char*)(C + (size_t)i * ldc + j), _MM_HINT_T0);
+}
+
+__attribute__((always_inline))
+static inline void gemm_tile_store(__m512 acc[GEMM_MR][GEMM_NV], float* C, int ldc, int m, int n,
+                                   int overwrite, const float* bias) {
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++) {
+        if (i >= m) break;
+        float* c = C + (size_t)i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < GEMM_NV; j++) {
+            __mmask16 mk = gemm_lanes(n - 16 * j);
+            __m512 v = acc[i][j];
+            if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c + 16 * j), v);
+            else if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + 16 * j));
+            _mm512_mask_storeu_ps(c + 16 * j, mk, v);
+        }
+    }
+}
+#endif
+
+// the plain kernels' end: C (m x n of the tile) = acc (+ bias), or C += acc
+static inline void gemm_tile_store_plain(float acc[GEMM_MR][GEMM_NR], float* C, int ldc, int m, int n,
+                                         int overwrite, const float* bias) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            C[(size_t)i * ldc + j] = overwrite ? acc[i][j] + (bias ? bias[j] : 0.0f)
+                                               : C[(size_t)i * ldc + j] + acc[i][j];
+}
+
+// An edge panel of C, whose rows stop before GEMM_MR (M = 256: 18 panels of 14, then 4 rows),
+// runs a kernel that computes only the rows it has: GEMM_BY_ROWS(m, kernel, args) calls
+// kernel(rows, args) with rows = m a constant in each case, so its loops unroll as the full
+// kernel's do. Each element of C is its own chain of sums, so fewer rows change no bits.
+#define GEMM_ROWS_1(k, ...) case 1: k(1, __VA_ARGS__); break;
+#define GEMM_ROWS_2(k, ...) GEMM_ROWS_1(k, __VA_ARGS__) case 2: k(2, __VA_ARGS__); break;
+#define GEMM_ROWS_3(k, ...) GEMM_ROWS_2(k, __VA_ARGS__) case 3: k(3, __VA_ARGS__); break;
+#define GEMM_ROWS_4(k, ...) GEMM_ROWS_3(k, __VA_ARGS__) case 4: k(4, __VA_ARGS__); break;
+#define GEMM_ROWS_5(k, ...) GEMM_ROWS_4(k, __VA_ARGS__) case 5: k(5, __VA_ARGS__); break;
+#define GEMM_ROWS_6(k, ...) GEMM_ROWS_5(k, __VA_ARGS__) case 6: k(6, __VA_ARGS__); break;
+#define GEMM_ROWS_7(k, ...) GEMM_ROWS_6(k, __VA_ARGS__) case 7: k(7, __VA_ARGS__); break;
+#define GEMM_ROWS_8(k, ...) GEMM_ROWS_7(k, __VA_ARGS__) case 8: k(8, __VA_ARGS__); break;
+#define GEMM_ROWS_9(k, ...) GEMM_ROWS_8(k, __VA_ARGS__) case 9: k(9, __VA_ARGS__); break;
+#define GEMM_ROWS_10(k, ...) GEMM_ROWS_9(k, __VA_ARGS__) case 10: k(10, __VA_ARGS__); break;
+#define GEMM_ROWS_11(k, ...) GEMM_ROWS_10(k, __VA_ARGS__) case 11: k(11, __VA_ARGS__); break;
+#define GEMM_ROWS_12(k, ...) GEMM_ROWS_11(k, __VA_ARGS__) case 12: k(12, __VA_ARGS__); break;
+#define GEMM_ROWS_13(k, ...) GEMM_ROWS_12(k, __VA_ARGS__) case 13: k(13, __VA_ARGS__); break;
+#if GEMM_MR == 14
+#define GEMM_EDGE_ROWS GEMM_ROWS_13
+#elif GEMM_MR == 8
+#define GEMM_EDGE_ROWS GEMM_ROWS_7
+#elif GEMM_MR == 6
+#define GEMM_EDGE_ROWS GEMM_ROWS_5
+#elif GEMM_MR == 4
+#define GEMM_EDGE_ROWS GEMM_ROWS_3
+#endif
+#ifdef GEMM_EDGE_ROWS
+#define GEMM_BY_ROWS(m, kernel, ...) \
+    switch (m) { GEMM_EDGE_ROWS(kernel, __VA_ARGS__) default: kernel(GEMM_MR, __VA_ARGS__); }
+#else
+#define GEMM_BY_ROWS(m, kernel, ...) kernel(GEMM_MR, __VA_ARGS__)  // (another GEMM_MR: the full kernel)
+#endif
+
+#ifdef __AVX512F__
+// the first `rows` rows of the tile: C[m x n] (=, or +=) a-sliver * b-sliver, m <= rows
+__attribute__((always_inline))
+static inline void gemm_kernel_rows(const int rows, int kc, const float* restrict a, const float* restrict b,
+                                    float* C, int ldc, int m, int n, int overwrite, const float* bias) {
+    __m512 acc[GEMM_MR][GEMM_NV];
+    gemm_tile_start(acc, C, ldc, m, n);
+    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
+        __m512 bv[GEMM_NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < GEMM_NV; j++)
+            bv[j] = _mm512_load_ps(b + 16 * j);
+#pragma GCC unroll 16
+        for (int i = 0; i < rows; i++) {
+            __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < GEMM_NV; j++)
+                acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+    gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+#endif
+
+#ifndef __AVX512F__
+// The kernel of the other CPUs: the same loops as gemm_kernel_rows above, in vectors of
+// GEMM_VW floats (vec_f, fast/vec.h) that the compiler maps to the CPU's registers, with
+// one FMA instruction per multiply-add where the CPU has FMA (vec_fma)
+typedef vec_f gemm_vf;
+enum { GEMM_NV = GEMM_NR / GEMM_VW };  // vectors across a tile's row
+
+// the tile's end, as gemm_tile_store: C = acc (+ bias), or C += acc, for m x n of the tile
+__attribute__((always_inline))
+static inline void gemm_vtile_store(gemm_vf acc[GEMM_MR][GEMM_NV], float* C, int ldc, int m, int n,
+                                    int overwrite, const float* bias) {
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++) {
+        if (i >= m) break;
+        float* c = C + (size_t)i * ldc;
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++) {
+            float* cj = c + GEMM_VW * j;
+            if (n >= GEMM_VW * (j + 1)) {
+                gemm_vf v = acc[i][j];
+                if (!overwrite) v = vec_load(cj) + v;
+                else if (bias) v = v + vec_load(bias + GEMM_VW * j);
+                vec_store(cj, v);
+            } else {  // the last columns of an edge tile, one at a time
+                for (int l = 0; l < n - GEMM_VW * j; l++)
+                    cj[l] = !overwrite ? cj[l] + acc[i][j][l] : bias ? acc[i][j][l] + bias[GEMM_VW * j + l]
+                                                                    : acc[i][j][l];
+                break;
+            }
+        }
+    }
+}
+
+// the first `rows` rows of the tile: C[m x n] (=, or +=) a-sliver * b-sliver, m <= rows
+__attribute__((always_inline))
+static inline void gemm_kernel_rows(const int rows, int kc, const float* restrict a, const float* restrict b,
+                                    float* C, int ldc, int m, int n, int overwrite, const float* bias) {
+    gemm_vf acc[GEMM_MR][GEMM_NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            acc[i][j] = (gemm_vf){0};
+    for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
+        __builtin_prefetch(C + (size_t)i * ldc);
+    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
+        gemm_vf bv[GEMM_NV];
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            bv[j] = vec_load(b + GEMM_VW * j);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {  // (a constant count: clang unrolls only such loops)
+            if (i >= rows) break;
+            float ai = a[i];
+#pragma GCC unroll 8
+            for (int j = 0; j < GEMM_NV; j++)
+                acc[i][j] = vec_fma(acc[i][j], ai, bv[j]);
+        }
+    }
+    gemm_vtile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+#endif
+
+// C[m x n] (=, or += if !overwrite) a-sliver (kc x GEMM_MR) * b-sliver (kc x GEMM_NR);
+// m <= GEMM_MR, n <= GEMM_NR. When overwriting, bias (n values, one per column) is added
+// if not NULL.
+static void gemm_kernel(int kc, const float* restrict a, const float* restrict b, float* C, int ldc,
+                        int m, int n, int overwrite, const float* bias) {
+    GEMM_BY_ROWS(m, gemm_kernel_rows, kc, a, b, C, ldc, m, n, overwrite, bias);
+}
+
+#endif
