@@ -696,6 +696,7 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = 0;
     h[13] = c.dec_layers;
+    h[255] = (int32_t)crc32c_update(header_checksum(h), m->params_memory, m->num_parameters * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
     atomic_commit(f, tmp, path);
@@ -705,10 +706,10 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, CHECKPOINT_MAGIC, "llm.c model checkpoint");
-    if (h[1] == 3 || h[1] == CHECKPOINT_VARIANTS)
+    if (h[1] == 3 || h[1] == CHECKPOINT_VARIANTS || h[1] == CHECKPOINT_VARIANTS_NO_CHECKSUM)
         die("'%s' is a GPT-2 checkpoint (version %d): use train_gpt2; train_seq2seq reads encoder-decoder "
             "checkpoints (version %d)", path, h[1], CHECKPOINT_SEQ2SEQ);
-    if (h[1] != CHECKPOINT_SEQ2SEQ)
+    if (h[1] != CHECKPOINT_SEQ2SEQ && h[1] != CHECKPOINT_SEQ2SEQ_NO_CHECKSUM)
         die("'%s': checkpoint version %d is not supported (%d: an encoder-decoder)", path, h[1],
             CHECKPOINT_SEQ2SEQ);
     Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
@@ -718,6 +719,7 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     if (h[8] != h[5] || h[12] != 0)
         die("'%s': key/value heads %d (must equal the heads %d) or mask %d (must be 0) not supported", path,
             h[8], h[5], h[12]);
+    check_unused_slots(path, h, 14, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
@@ -726,8 +728,7 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
         die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
     s2s_allocate_parameters(m, c);
-    fread_check(m->params_memory, sizeof(float), m->num_parameters, f, path, "parameters");
-    fclose(f);
+    read_checkpoint_parameters(f, path, h, m->params_memory, m->num_parameters, h[1] == CHECKPOINT_SEQ2SEQ);
 }
 
 // ----------------------------------------------------------------------------
@@ -1149,8 +1150,11 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
         seq2seq_allocate_moments(&r->model);
         TrainState now = r->state;
         read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
-        now.step = r->state.step;
+        now.step = r->resume_step;
         if (r->have_train) check_resumed_state(&r->state, now, r->last_checkpoint);
+        if (r->have_train && r->state.batch_index > (size_t)r->train.num_pairs / (size_t)o->B)
+            die("'%s': saved data position %zu is past the %d batches of '%s'", path, r->state.batch_index,
+                r->train.num_pairs / o->B, o->train_path);
         r->sampler.rng = r->state.sampler_rng;
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
@@ -1191,6 +1195,7 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
             die("the weights became nan or inf before step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
     snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, step);
+    atomic_begin();  // the four files land together, or none does
     seq2seq_write_checkpoint(m, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, step);
     TrainState st = r->state;

@@ -538,10 +538,12 @@ static void prepare_pairs(const Args* a, const unsigned char* text, size_t n) {
     write_pairs(train, text, pairs, n_train, V, id_of);
     if (val) write_pairs(val, text, pairs + n_train, n_val, V, id_of);
     write_char_tokenizer(tokenizer, PAIR_SPECIAL_NAMES, PAIR_FIRST_CHAR, chars, num_chars, PAIR_EOS);
-    for (int i = 0; i < num_outputs; i++) {
+    atomic_begin();  // all the outputs land, or none (an old set of files stays whole)
+    for (int i = 0; i < num_outputs; i++)
         atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);
+    atomic_keep();
+    for (int i = 0; i < num_outputs; i++)
         outputs[i].done = 1;
-    }
     int max_src = 0, max_tgt = 0;
     for (int i = 0; i < count; i++) {
         if (pairs[i].src_chars > max_src) max_src = pairs[i].src_chars;
@@ -626,10 +628,12 @@ int main(int argc, char** argv) {
         int newline = chars[id_of['\n']] == '\n' ? id_of['\n'] : 0;
         write_char_tokenizer(tokenizer, NULL, 0, chars, vocab_size, newline);
     }
-    for (int i = 0; i < num_outputs; i++) {
+    atomic_begin();  // all the outputs land, or none (an old set of files stays whole)
+    for (int i = 0; i < num_outputs; i++)
         atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);
+    atomic_keep();
+    for (int i = 0; i < num_outputs; i++)
         outputs[i].done = 1;
-    }
 
     printf("prepare: %s: %zu bytes, %zu tokens (vocabulary %d), %zu train and %zu val -> "
            "%s_{train%s%s}.bin\n", a.input, n, total, vocab_size, n_train, n_val, a.prefix, val ? ",val" : "",

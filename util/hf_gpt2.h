@@ -312,6 +312,7 @@ void gpt2_write_safetensors(const GPT2* model, const char* dir) {
     }
     char path[4000];  // (room for atomic_open's ".tmp")
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    atomic_begin();  // both files, or neither: an earlier export stays whole
     safetensors_write(path, out, n);
     snprintf(path, sizeof path, "%s/config.json", dir);
     hf_write_config(c, path);

@@ -1,0 +1,114 @@
+# Nothing lost, nothing trusted (issue 38), sourced by tests/run_tests.sh (its ok, bad,
+# expect_error, patch_int, TMP and counters): a damaged state file or checkpoint is refused
+# in one line, a failed group of writes leaves every previous file as it was, a planted link
+# is never written through, and the smaller defects of the issue each have their check.
+echo "-- robustness: checksums, groups of writes, planted links"
+R="$TMP/robust"; rm -rf "$R"; mkdir -p "$R/S"
+slice data/tiny_shakespeare_val.bin 0 3000 "$R/S/shard_0.bin"
+slice data/tiny_shakespeare_val.bin 5000 3000 "$R/S/shard_1.bin"
+slice data/tiny_shakespeare_val.bin 10000 3000 "$R/S/shard_2.bin"
+TINY=(-nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -j "" -i "$R/S/shard_*.bin" -n 1)
+./train_gpt2 "${TINY[@]}" -x 2 -o "$R/run" > /dev/null 2>&1
+cp "$R/run/state_00000002.bin" "$R/state_good.bin"
+at_byte() { printf "$2" | dd of="$1" bs=1 seek="$3" conv=notrunc 2> /dev/null; }  # at_byte FILE '\xNN' OFFSET
+
+# 1. every field read back is checked: a version 2 state (no checksum) whose data pass is negative
+# (byte 35 = 0x80: the issue's SIGSEGV in the data loader) is refused in one line
+cp "$R/state_good.bin" "$R/run/state_00000002.bin"
+patch_int "$R/run/state_00000002.bin" 1 2; patch_int "$R/run/state_00000002.bin" 255 0
+at_byte "$R/run/state_00000002.bin" '\x80' 35
+expect_error "a version 2 state with a negative data pass" "state_00000002.bin' is damaged: its data pass (slots 7-8) is out of range" \
+    ./train_gpt2 "${TINY[@]}" -x 4 -o "$R/run" -y 1
+cp "$R/state_good.bin" "$R/run/state_00000002.bin"
+patch_int "$R/run/state_00000002.bin" 1 2; patch_int "$R/run/state_00000002.bin" 255 0
+if ./train_gpt2 "${TINY[@]}" -x 3 -o "$R/run" -y 1 > "$R/v2.log" 2>&1 && grep -q 'resuming from .* at step 2' "$R/v2.log"; then
+    ok "a version 2 state file (no checksum) is still resumed from"
+else
+    bad "a version 2 state file is not resumed from: $(tail -n 1 "$R/v2.log")"
+fi
+rm -f "$R/run/"*_00000003.bin
+
+# 2. a checksum over header and payload: the same byte, and one of AdamW's moments, in a version 3 state;
+# a byte of the parameters of our checkpoint versions (104: block variants, 201: the encoder-decoder)
+for at in 35 2000; do
+    cp "$R/state_good.bin" "$R/run/state_00000002.bin"; at_byte "$R/run/state_00000002.bin" '\x80' $at
+    expect_error "a state file with byte $at changed" "state_00000002.bin' is damaged: its checksum (CRC-32C, header slot 255)" \
+        ./train_gpt2 "${TINY[@]}" -x 4 -o "$R/run" -y 1
+done
+cp "$R/state_good.bin" "$R/run/state_00000002.bin"
+./train_gpt2 -nl 1 -nh 2 -nc 16 -kv 1 -b 2 -t 16 -g 0 -v 0 -j "" -x 1 -o "$R/var" > /dev/null 2>&1
+read -r -a vh <<< "$(header "$R/var/model_00000001.bin")"
+at_byte "$R/var/model_00000001.bin" '\x01' 5000
+expect_error "a version 104 checkpoint with a byte changed" "model_00000001.bin' is damaged: its checksum" \
+    ./train_gpt2 -e "$R/var/model_00000001.bin" -t 16 -x 0 -g 0 -j ""
+read -r -a gh <<< "$(header "$R/run/model_00000002.bin")"
+last_slot=$(perl -e 'open(my $f, "<:raw", shift) or die; seek($f, 1020, 0); read($f, my $b, 4); print unpack("l<", $b)' "$R/run/model_00000002.bin")
+if [ "${vh[1]}" == 104 ] && [ "${gh[1]}" == 3 ] && [ "$last_slot" == 0 ]; then
+    ok "block variants are written as version 104 (checksummed); GPT-2 stays llm.c's version 3, slot 255 zero"
+else
+    bad "checkpoint versions: variants ${vh[1]}, GPT-2 ${gh[1]} with slot 255 = $last_slot"
+fi
+./train_seq2seq -nl 1 -nh 2 -nc 16 -b 4 -x 1 -ne 8 -g 0 -v 0 -o "$R/s2s" > /dev/null 2>&1
+read -r -a sh2 <<< "$(header "$R/s2s/model_00000001.bin")"
+cp "$R/s2s/state_00000001.bin" "$R/s2s_state.bin"
+at_byte "$R/s2s/model_00000001.bin" '\x01' 3000
+expect_error "a version ${sh2[1]} encoder-decoder checkpoint with a byte changed" "model_00000001.bin' is damaged: its checksum" \
+    ./train_seq2seq -e "$R/s2s/model_00000001.bin" -x 0 -g 0
+rm -rf "$R/s2s"; ./train_seq2seq -nl 1 -nh 2 -nc 16 -b 4 -x 1 -ne 8 -g 0 -v 0 -o "$R/s2s" > /dev/null 2>&1
+at_byte "$R/s2s/state_00000001.bin" '\x40' 8
+expect_error "an encoder-decoder state file with its step changed" "state_00000001.bin' is damaged: its checksum" \
+    ./train_seq2seq -nl 1 -nh 2 -nc 16 -b 4 -x 2 -ne 8 -g 0 -v 0 -o "$R/s2s" -y 1
+
+# 3. a group of writes lands whole or not at all: loss.svg that cannot be written (a directory by its
+# name) fails the step-3 checkpoint, and the step-2 loss.tsv, model and state stay as they were; an -hf
+# export whose config.json cannot be written leaves the earlier export's model.safetensors in place
+cp "$R/run/loss.tsv" "$R/loss_before.tsv"
+rm "$R/run/loss.svg"; mkdir "$R/run/loss.svg"
+expect_error "loss.svg that cannot be written" "loss.svg' exists and is not a regular file (a directory)" \
+    ./train_gpt2 "${TINY[@]}" -x 4 -o "$R/run" -y 1
+left=$(cd "$R/run" && ls | tr '\n' ' ')
+if cmp -s "$R/run/loss.tsv" "$R/loss_before.tsv" \
+      && [ "$left" == "loss.svg loss.tsv model_00000001.bin model_00000002.bin state_00000001.bin state_00000002.bin " ]; then
+    ok "a failed checkpoint at loss.svg leaves the previous loss.tsv, model and state as they were ($left)"
+else
+    bad "a failed checkpoint at loss.svg: loss.tsv $(cmp -s "$R/run/loss.tsv" "$R/loss_before.tsv" && echo kept || echo lost), left: $left"
+fi
+rmdir "$R/run/loss.svg"
+./train_gpt2 -e data/ref/hf_gpt2_f32/model.safetensors -t 16 -x 0 -g 0 -j "" -hf "$R/hf" > /dev/null 2>&1
+cp "$R/hf/model.safetensors" "$R/hf_before.safetensors"
+rm "$R/hf/config.json"; mkdir "$R/hf/config.json"
+expect_error "-hf whose config.json cannot be written" "config.json' exists and is not a regular file (a directory)" \
+    ./train_gpt2 -e data/ref/hf_gpt2_f32/model.safetensors -t 16 -x 0 -g 0 -j "" -hf "$R/hf"
+if cmp -s "$R/hf/model.safetensors" "$R/hf_before.safetensors" && [ ! -e "$R/hf/model.safetensors.tmp" ]; then
+    ok "a failed -hf export leaves the earlier export's model.safetensors as it was, and no .tmp"
+else
+    bad "a failed -hf export removed or changed the earlier model.safetensors"
+fi
+
+# 4. temporary files are created new (O_CREAT|O_EXCL|O_NOFOLLOW): a link planted at a checkpoint's, an
+# -am picture's or data/prepare's temporary name is refused, its target untouched; a killed run's
+# stale .tmp files are removed on the next run into the folder
+echo "precious" > "$R/victim.txt"
+mkdir -p "$R/planted"; ln -s ../victim.txt "$R/planted/model_00000002.bin.tmp"
+expect_error "a link planted at model_00000002.bin.tmp" "model_00000002.bin.tmp' is not a file a killed run left" \
+    ./train_gpt2 "${TINY[@]}" -x 2 -o "$R/planted"
+ln -s victim.txt "$R/pic.svg.tmp"
+expect_error "a link planted at -am's temporary file" "pic.svg.tmp' exists and is not a file a killed run left" \
+    ./train_gpt2 -nl 1 -nh 1 -nc 8 -x 0 -pr AB -am "$R/pic.svg" -o ""
+ln -s victim.txt "$R/prep_train.bin.tmp"
+expect_error "a link planted at data/prepare's temporary file" "prep_train.bin.tmp' exists and is not a file a killed run left" \
+    ./data/prepare -i data/tiny_shakespeare.txt -o "$R/prep" -m char
+if [ "$(cat "$R/victim.txt")" == precious ] && [ -L "$R/planted/model_00000002.bin.tmp" ]; then
+    ok "the planted links' target is untouched"
+else
+    bad "a planted link was written through: $(head -c 40 "$R/victim.txt" | od -c | head -n 1)"
+fi
+mkdir -p "$R/stale"; echo half > "$R/stale/model_00000007.bin.tmp"; echo half > "$R/stale/loss.tsv.tmp"
+echo mine > "$R/stale/notes.tmp"
+if ./train_gpt2 "${TINY[@]}" -x 1 -o "$R/stale" > "$R/stale.log" 2>&1 \
+      && grep -q "^-o: removed 2 temporary files that a killed run left in '$R/stale'" "$R/stale.log" \
+      && [ ! -e "$R/stale/model_00000007.bin.tmp" ] && [ ! -e "$R/stale/loss.tsv.tmp" ] && [ -f "$R/stale/notes.tmp" ]; then
+    ok "a killed run's stale .tmp files are removed, with a line, and no other file"
+else
+    bad "stale .tmp files: $(cd "$R/stale" && ls | tr '\n' ' ')"
+fi
