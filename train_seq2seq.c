@@ -759,16 +759,16 @@ typedef struct {
     float* buffers;    // the memory of everything from self_kv on
 } DecodeCache;
 
-void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int B) {
-    size_t C = c.channels, Ld = c.dec_layers, T = c.max_seq_len, NH = c.num_heads;
+void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int batch) {
+    size_t B = (size_t)batch, C = c.channels, Ld = c.dec_layers, T = c.max_seq_len, NH = c.num_heads;
     float** ptrs[] = {&dc->self_kv, &dc->cross_kv, &dc->x, &dc->ln, &dc->qkv, &dc->atty, &dc->proj,
                       &dc->fch, &dc->fch_act, &dc->scores, &dc->probs, &dc->mean, &dc->rstd, &dc->logits};
     size_t sizes[] = {Ld * B * T * 2 * C, Ld * B * T * 2 * C, B * C, B * C, B * 3 * C, B * C, B * C,
                       B * 4 * C, B * 4 * C, B * NH * T, B * NH * T, B, B, B * (size_t)c.padded_vocab_size};
     int n = sizeof sizes / sizeof sizes[0];
     dc->buffers = point_tensors(ptrs, n, alignedCallocCheck(sum_sizes(sizes, n), sizeof(float)), sizes);
-    dc->src_len = mallocCheck((size_t)B * sizeof(int));
-    dc->capacity = B;
+    dc->src_len = mallocCheck(B * sizeof(int));
+    dc->capacity = batch;
 }
 
 void decode_cache_free(DecodeCache* dc) { aligned_free(dc->buffers); free(dc->src_len); }
@@ -1120,6 +1120,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
 static void s2s_setup(const S2SOptions* o, S2SRun* r) {
     r->have_train = o->max_steps > 0;
     if (r->have_train) pairs_load(&r->train, o->train_path);
+    if (r->have_train && r->train.num_pairs < o->B)  // before anything of B's size is allocated
+        die("'%s' has %d pairs, fewer than one batch (-b %d)", o->train_path, r->train.num_pairs, o->B);
     r->have_val = o->val_path[0] != 0;
     if (r->have_val) pairs_load(&r->val, o->val_path);
     s2s_setup_model(o, r);
@@ -1139,8 +1141,6 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
     if (r->have_train) {
         pair_batch_alloc(&r->batch, o->B, r->train.max_src, r->train.max_tgt);
         r->order = mallocCheck((size_t)r->train.num_pairs * sizeof(int));
-        if (r->train.num_pairs < o->B)
-            die("'%s' has %d pairs, fewer than one batch (-b %d)", o->train_path, r->train.num_pairs, o->B);
     }
     r->state = (TrainState){0, o->B, c.max_seq_len, 0, 0, r->sampler.rng, (uint64_t)o->seed, 1,
                             r->have_train ? (uint64_t)r->train.num_pairs : 0, 0};

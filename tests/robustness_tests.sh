@@ -112,3 +112,57 @@ if ./train_gpt2 "${TINY[@]}" -x 1 -o "$R/stale" > "$R/stale.log" 2>&1 \
 else
     bad "stale .tmp files: $(cd "$R/stale" && ls | tr '\n' ' ')"
 fi
+
+# 5. a path too long for the names that go in it is refused before any work, not cut short: -o of
+# 4,079 characters (main wrote model_00000001. without .bin), -hf of the same (main wrote both files
+# into one, config.json.tm)
+long="$R/long"; seg=$(printf '%0250d' 0 | tr 0 d)
+while [ ${#long} -lt 3800 ]; do long="$long/$seg"; done
+long="$long/$(printf "%0*d" $((4079 - ${#long} - 1)) 0 | tr 0 e)"
+mkdir -p "$long"
+expect_error "-o of ${#long} characters" "-o: the directory's path is ${#long} characters; at most 4047 fit" \
+    ./train_gpt2 "${TINY[@]}" -x 1 -o "$long"
+expect_error "-hf of ${#long} characters" "-hf: the directory's path is ${#long} characters; at most 4047 fit" \
+    ./train_gpt2 -e data/ref/hf_gpt2_f32/model.safetensors -t 16 -x 0 -g 0 -j "" -hf "$long"
+if [ -z "$(ls "$long")" ]; then ok "nothing was written into the too-long directories"; else bad "written into the too-long -o: $(ls "$long")"; fi
+
+# 6. weights that are nan or inf are refused on load (main: exit 0, "val loss -nan", garbage samples)
+cp data/ref/ref_a_model.bin "$R/nan_model.bin"; at_byte "$R/nan_model.bin" '\x00\x00\xc0\x7f' 1028
+expect_error "an llm.c checkpoint with a nan weight" "nan_model.bin': weight 1 of " \
+    ./train_gpt2 -e "$R/nan_model.bin" -t 16 -x 0 -g 0
+mkdir -p "$R/nan_hf"; cp data/ref/hf_gpt2_f32/config.json "$R/nan_hf/"
+perl -e 'open(my $f, "<:raw", shift) or die; local $/; my $b = <$f>; my $n = unpack("Q<", substr($b, 0, 8));
+         substr($b, 0, 8 + $n) =~ /"wte.weight":\{[^}]*"data_offsets":\[(\d+),/ or die;
+         substr($b, 8 + $n + $1 + 8, 4) = pack("f<", 9**9**9); open(my $o, ">:raw", shift) or die; print $o $b' \
+    data/ref/hf_gpt2_f32/model.safetensors "$R/nan_hf/model.safetensors"
+expect_error "a safetensors file with an inf in wte" "model.safetensors': weight 2 of " \
+    ./train_gpt2 -e "$R/nan_hf/model.safetensors" -t 16 -x 0 -g 0
+
+# 9. the batch is checked against the pairs before anything of its size is allocated (main: an int
+# overflow in the decode cache's size, UBSan, then a request for 36 TB)
+expect_error "train_seq2seq -b 1000000000" "has 19000 pairs, fewer than one batch (-b 1000000000)" \
+    ./train_seq2seq -b 1000000000 -x 2 -o ""
+
+# 7. the safetensors reader's checks are n log n: 200,000 empty tensors (11.7 MB) are refused within
+# 20 s (main: a pairwise duplicate-name check, 105 s)
+perl -e 'my $h = "{" . join(",", map { "\"t$_\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}" } 0 .. 199999) . "}";
+         $h .= " " x ((8 - length($h) % 8) % 8); open(my $o, ">:raw", shift) or die; print $o pack("Q<", length $h), $h' \
+    "$R/many.safetensors"
+expect_error "200,000 empty tensors, within 20 s" "many.safetensors': without config.json the shape is read from wte.weight" \
+    with_timeout 20 ./train_gpt2 -e "$R/many.safetensors" -x 0 -g 0
+rm -f "$R/many.safetensors"
+
+# 8. a key twice in config.json is refused (Python's json keeps the last value, main the first);
+# tie_word_embeddings false without lm_head.weight gets a one-line note
+mkdir -p "$R/dup" "$R/untied_note"; cp data/ref/hf_gpt2_f32/model.safetensors "$R/dup/"
+cp data/ref/hf_gpt2_f32/model.safetensors "$R/untied_note/"
+perl -pe 's/^\{/{ "n_layer": 1,/' data/ref/hf_gpt2_f32/config.json > "$R/dup/config.json"
+expect_error "config.json with n_layer twice" "config.json': the key \"n_layer\" appears twice" \
+    ./train_gpt2 -e "$R/dup/model.safetensors" -t 16 -x 0 -g 0
+perl -pe 's/^\{/{ "tie_word_embeddings": false,/' data/ref/hf_gpt2_f32/config.json > "$R/untied_note/config.json"
+if ./train_gpt2 -e "$R/untied_note/model.safetensors" -t 16 -x 0 -g 0 -j "" > "$R/untied.log" 2>&1 \
+      && grep -q "^note: .*says tie_word_embeddings false, but .* has no lm_head.weight" "$R/untied.log"; then
+    ok "tie_word_embeddings false without lm_head.weight: $(grep -m1 '^note: .*tie_word' "$R/untied.log" | cut -c1-90)..."
+else
+    bad "tie_word_embeddings false without lm_head.weight: no note ($(grep -c tie_word "$R/untied_note/config.json") in config.json)"
+fi

@@ -88,7 +88,9 @@ static int hf_config_int(const JsonFlat* flat, const char* path, const char* key
     return (int)v;
 }
 
-// config.json's shape and the settings GPT-2 has (anything else is refused with its key)
+// config.json's shape and the settings GPT-2 has (anything else is refused with its key);
+// hf_config_untied: it says tie_word_embeddings false (a file without lm_head.weight gets a note)
+static int hf_config_untied;
 static GPT2Config hf_read_config(const char* path) {
     JsonFlat* flat = json_flat_read(path);
     GPT2Config c = {.num_layers = hf_config_int(flat, path, "n_layer", NULL),
@@ -96,8 +98,8 @@ static GPT2Config hf_read_config(const char* path) {
                     .channels = hf_config_int(flat, path, "n_embd", NULL),
                     .max_seq_len = hf_config_int(flat, path, "n_positions", "n_ctx"),
                     .vocab_size = hf_config_int(flat, path, "vocab_size", NULL)};
-    char kind;
-    double v;
+    char kind = 0;
+    double v = 0;
     const char* s = json_flat_find(flat, "activation_function", &kind, &v);
     if (s && (kind != 's' || (strcmp(s, "gelu_new") && strcmp(s, "gelu_pytorch_tanh"))))
         die("'%s': activation_function '%s': this GPT-2 has GELU's tanh form (gelu_new)", path, s);
@@ -111,6 +113,7 @@ static GPT2Config hf_read_config(const char* path) {
     for (int k = 0; k < 3; k++)
         if (json_flat_find(flat, off[k], &kind, &v) && kind == (k < 2 ? 't' : 'f'))
             die("'%s': %s %s is not GPT-2's attention", path, off[k], k < 2 ? "true" : "false");
+    hf_config_untied = json_flat_find(flat, "tie_word_embeddings", &kind, &v) && kind == 'f';
     json_flat_free(flat);
     c.num_kv_heads = c.num_heads;
     c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
@@ -254,6 +257,12 @@ void gpt2_build_from_safetensors(GPT2* model, const char* path) {
                 dst[k * p->rows + r] = matrix[r * p->cols + k];
     }
     hf_check_tied_head(&st, model);
+    if (have_config && hf_config_untied && !safetensors_find(&st, "lm_head.weight"))
+        printf("note: '%s' says tie_word_embeddings false, but '%s' has no lm_head.weight: the output head "
+               "is wte.weight (tied), as GPT-2's\n", config_path, path);
+    char what[4200];
+    snprintf(what, sizeof what, "'%s'", path);
+    check_finite_weights(model->params_memory, model->num_parameters, what);
     free(matrix); free(tensors); free(known); free(places);
     safetensors_close(&st);
 }
@@ -301,6 +310,7 @@ static void hf_write_config(const GPT2Config c, const char* path) {
 void gpt2_write_safetensors(const GPT2* model, const char* dir) {
     GPT2Config c = model->config;
     hf_check_representable(c, "-hf");
+    check_finite_weights(model->params_memory, model->num_parameters, "-hf (nothing written)");
     int n = 4 + 12 * c.num_layers;
     HFPlace* places = mallocCheck(n * sizeof *places);
     SafeTensorOut* out = mallocCheck(n * sizeof *out);
@@ -310,7 +320,7 @@ void gpt2_write_safetensors(const GPT2* model, const char* dir) {
         out[i] = (SafeTensorOut){p->name, p->cols ? 2 : 1, {p->rows, p->cols}, hf_destination(model, p),
                                  p->transpose};
     }
-    char path[4000];  // (room for atomic_open's ".tmp")
+    char path[4096];  // (check_output_dir left room for the names and atomic_open's ".tmp")
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     atomic_begin();  // both files, or neither: an earlier export stays whole
     safetensors_write(path, out, n);

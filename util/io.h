@@ -304,9 +304,15 @@ static inline void remove_stale_temporaries(const char* dir, const char* flag) {
 // must exist), and a file written and removed in it, so that a file, a missing parent or an
 // unwritable directory is refused in the first second, not when the first result is saved.
 // The temporary files a killed run left there are removed.
+// The paths in it (DIR/state_00000000.bin.tmp, DIR/model.safetensors.tmp) must fit the
+// program's 4096-byte path buffers: a longer DIR is refused here, not cut short at the save.
+#define OUTPUT_NAME_ROOM 48  // the longest name put in an output directory, with room to spare
 static inline void check_output_dir(const char* dir, const char* flag) {
     struct stat sb;
     char probe[4096];
+    if (strlen(dir) + OUTPUT_NAME_ROOM >= sizeof probe)
+        die("%s: the directory's path is %zu characters; at most %zu fit (the file names go after it)", flag,
+            strlen(dir), sizeof probe - OUTPUT_NAME_ROOM - 1);
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) die("%s: '%s' is not a directory", flag, dir);
     if (compat_mkdir(dir) != 0 && errno != EEXIST)
         die("%s: cannot create directory '%s' (%s)", flag, dir, strerror(errno));

@@ -233,6 +233,8 @@ static JsonFlat* json_flat_read(const char* path) {
         if (flat->n == JSON_FLAT_MAX) json_fail(&j, "more than 1024 members");
         JsonMember* it = &flat->item[flat->n];
         it->key = json_flat_string(&j, &at, end);
+        for (int k = 0; k < flat->n; k++)  // Python's json keeps the last, a first-wins reader the first
+            if (strcmp(flat->item[k].key, it->key) == 0) die("'%s': the key \"%s\" appears twice", path, it->key);
         it->text = "";
         json_expect(&j, ':');
         int c = json_peek(&j);
@@ -367,6 +369,10 @@ static int st_by_offset(const void* a, const void* b) {
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
+static int st_by_name(const void* a, const void* b) {
+    return strcmp((*(const SafeTensor* const*)a)->name, (*(const SafeTensor* const*)b)->name);
+}
+
 // every tensor's bytes agree with its dtype and shape, lie in the data, and the tensors
 // cover the data without gaps or overlaps; names are unique
 static void st_check_layout(const SafeTensors* st, uint64_t data_size) {
@@ -401,14 +407,14 @@ static void st_check_layout(const SafeTensors* st, uint64_t data_size) {
                 order[i]->begin < at ? "overlaps another tensor" : "leaves a gap after the tensor before it");
         at = order[i]->end;
     }
-    free(order);
     if (at != data_size)
         die("'%s': %llu bytes after the last tensor (the data is %llu bytes)", path,
             (unsigned long long)(data_size - at), (unsigned long long)data_size);
-    for (int i = 0; i < st->num_tensors; i++)
-        for (int k = 0; k < i; k++)
-            if (strcmp(st->tensors[i].name, st->tensors[k].name) == 0)
-                die("'%s': tensor '%s' appears twice", path, st->tensors[i].name);
+    qsort(order, st->num_tensors, sizeof *order, st_by_name);  // sorted, not pairwise: n log n
+    for (int i = 1; i < st->num_tensors; i++)
+        if (strcmp(order[i - 1]->name, order[i]->name) == 0)
+            die("'%s': tensor '%s' appears twice", path, order[i]->name);
+    free(order);
 }
 
 // opens and checks a safetensors file; its tensors are read with safetensors_read
