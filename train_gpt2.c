@@ -903,7 +903,7 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
 // stay 0.
 void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
     if (config.num_kv_heads == 0) config.num_kv_heads = config.num_heads;
-    check_config(config, "model shape");
+    check_config(config, "the fresh model (-nl, -nh, -nc, -mt, -kv)");
     gpt2_allocate_parameters(model, config);
     ParameterTensors p = model->params;
     size_t C = config.channels, L = config.num_layers;
@@ -981,7 +981,7 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
     fill_in_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_PARAMETER_TENSORS), expected = 1024 + 4 * n;
-    long long actual = file_size(f);
+    long long actual = file_size_of(f, path);
     if (actual != expected)
         die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
@@ -1821,6 +1821,8 @@ int main(int argc, char** argv) {
         if (evaluate) print_evaluation(&o, val_loss, r.val_batches);
     }
     export_hf(&o, &r);  // -hf DIR
+    if (stop_signal && dist.size == 1)  // during the final save or the export, which finished first
+        stop_together("stopped by signal %d after the run's last write: its files are whole", stop_signal);
     run_free(&r, &o);
     return 0;
 }

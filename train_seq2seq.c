@@ -251,7 +251,7 @@ static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
 // projections into the residual stream scaled by 1/sqrt(2L) for a stack of L layers,
 // biases 0, layernorm weights 1, padding rows of wte 0
 void seq2seq_init_random(Seq2Seq* m, Seq2SeqConfig c, uint64_t seed) {
-    s2s_check_config(c, "model shape");
+    s2s_check_config(c, "the fresh model (-nl, -nle, -nld, -nh, -nc, -mt)");
     s2s_allocate_parameters(m, c);
     memset(m->params_memory, 0, m->num_parameters * sizeof(float));
     Seq2SeqParams p = m->params;
@@ -723,7 +723,7 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
-    long long actual = file_size(f);
+    long long actual = file_size_of(f, path);
     if (actual != expected)
         die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
@@ -1081,6 +1081,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
                  r->resume_step);
         seq2seq_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (o->init[0]) {
+        require_file(o->init, "-e", 0);
         seq2seq_build_from_checkpoint(&r->model, o->init);
     } else {
         const PairSet* ps = r->have_train ? &r->train : r->have_val ? &r->val : NULL;
@@ -1118,6 +1119,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
 
 // the data, the tokenizer, the model, the optimiser's state when resuming
 static void s2s_setup(const S2SOptions* o, S2SRun* r) {
+    if (o->attention_map[0] && !o->val_path[0])  // now, not after the training
+        die("-am needs held-out pairs (-j) to draw one of them");
     r->have_train = o->max_steps > 0;
     if (r->have_train) pairs_load(&r->train, o->train_path);
     if (r->have_train && r->train.num_pairs < o->B)  // before anything of B's size is allocated
@@ -1344,6 +1347,8 @@ int main(int argc, char** argv) {
     if (r.have_val) s2s_report(&o, &r);
     if (r.have_val && (o.temperature > 0 || o.top_k > 0)) print_sampled_examples(&o, &r);
     if (o.attention_map[0]) draw_cross_attention(&o, &r);
+    if (stop_signal)  // during the final save, evaluation or drawing: what was written is whole
+        stop_together("stopped by signal %d after the run's last write: its files are whole", stop_signal);
     s2s_run_free(&r);
     return 0;
 }

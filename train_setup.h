@@ -52,6 +52,7 @@ void setup_model(const Options* o, Run* r) {
                  r->resume_step);
         gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (!is_fresh) {
+        require_file(o->init, "-e", 0);
         gpt2_build_from_file(&r->model, o->init);  // llm.c's checkpoint, or Hugging Face's .safetensors
     } else {
         fresh.vocab_size = r->tokenizer.vocab_size;
@@ -78,12 +79,12 @@ void setup_model(const Options* o, Run* r) {
     } else if (!is_fresh && (o->gen_tokens > 0 || o->attention_map[0]))
         printf("note: no tokenizer at '%s' (here or beside the program): tokens are printed as ids; "
                "name one with -tok\n", tokenizer_path);
+    if (o->T > c.max_seq_len && (o->max_steps != 0 || o->gen_tokens == 0) && !o->attention_map[0])
+        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);  // before -hf's DIR is made
     if (o->hf_out[0]) {  // -hf: refused now rather than after training
         hf_check_representable(c, "-hf");
         if (dist.rank == 0) check_output_dir(o->hf_out, "-hf");
     }
-    if (o->T > c.max_seq_len && (o->max_steps != 0 || o->gen_tokens == 0) && !o->attention_map[0])
-        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
     if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
         printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
                tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);

@@ -139,6 +139,13 @@ static Args parse_args(int argc, char** argv) {
     if (a.eot && !bpe) usage_error("-eot 1 needs -m bpe: a character vocabulary has no end-of-text token");
     if (a.tokenizer && !bpe) usage_error("-tok is for -m bpe; -m %s writes its own tokenizer", a.mode);
     if (a.chunk_bytes < 1) usage_error("-cs (chunk size) must be >= 1");
+    struct stat sb;  // -o is a prefix of file names: PREFIX_train.bin beside, not inside, what it names
+    if (a.prefix && (!a.prefix[0] || a.prefix[strlen(a.prefix) - 1] == '/'))
+        usage_error("-o '%s' is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin), not a directory",
+                    a.prefix);
+    if (a.prefix && stat(a.prefix, &sb) == 0 && !S_ISREG(sb.st_mode))
+        usage_error("-o '%s' is a %s: -o is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin)",
+                    a.prefix, S_ISDIR(sb.st_mode) ? "directory" : "device or other special file");
     if (bpe && !a.tokenizer) {  // the default, here or in the repository this program is in
         a.tokenizer = find_default_path("data/gpt2_tokenizer.bin", 1);
         require_file(a.tokenizer, "-tok", 1);

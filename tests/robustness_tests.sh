@@ -166,3 +166,39 @@ if ./train_gpt2 -e "$R/untied_note/model.safetensors" -t 16 -x 0 -g 0 -j "" > "$
 else
     bad "tie_word_embeddings false without lm_head.weight: no note ($(grep -c tie_word "$R/untied_note/config.json") in config.json)"
 fi
+
+# 10. messages that come at once and say what is wrong
+expect_error "train_seq2seq -am without -j refused before training" "-am needs held-out pairs (-j)" \
+    with_timeout 20 ./train_seq2seq -nl 1 -nh 2 -nc 16 -b 4 -x 100000 -j "" -o "" -am "$R/x.svg"
+expect_error "-x 0 -g 0 -hf of a maxT-16 model with -t 64" "-t 64 is larger than the model's maxT 16" \
+    ./train_gpt2 -e data/ref/hf_gpt2_f32/model.safetensors -x 0 -g 0 -hf "$R/hf_not_made"
+if [ ! -e "$R/hf_not_made" ]; then ok "... and -hf's directory was not created"; else bad "-hf's directory was created before the refusal"; fi
+expect_error "a checkpoint read from a pipe" "has no size (a pipe?): it must be a regular file" \
+    bash -c "cat data/ref/ref_a_model.bin | ./train_gpt2 -e /dev/stdin -x 0 -g 0"
+cp data/reverse_val.bin "$R/pairs_n.bin"; patch_int "$R/pairs_n.bin" 2 2147483647
+expect_error "a pair file claiming 2^31-1 pairs" "pairs_n.bin' is truncated: 2147483647 pairs need at least" \
+    ./train_seq2seq -e "$R/s2s/model_00000001.bin" -j "$R/pairs_n.bin" -x 0
+big_prompt=$(perl -e 'print "ROMEO:\nBut soft, what light\n" x 4000')  # 112,000 bytes (less the last \n)
+./train_gpt2 -nl 1 -nh 1 -nc 8 -x 0 -g 4 -pr "$big_prompt" > /dev/null 2> "$R/big_prompt.err"
+if [ "$(wc -l < "$R/big_prompt.err")" -eq 1 ] && [ "$(wc -c < "$R/big_prompt.err")" -lt 300 ] \
+      && grep -qF "error: 'ROMEO:\nBut soft, what light\nROMEO:\nBut s... (111999 bytes)' is 111999 tokens" \
+         "$R/big_prompt.err"; then
+    ok "a 112 KB -pr is quoted by its first 40 bytes in one line: $(cut -c1-100 "$R/big_prompt.err")..."
+else
+    bad "a 112 KB -pr: $(wc -l < "$R/big_prompt.err") lines, $(wc -c < "$R/big_prompt.err") bytes: $(cut -c1-150 "$R/big_prompt.err")"
+fi
+cp "$R/S/shard_0.bin" "$R/run[1].bin"
+if ./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -g 0 -v 0 -j "" -x 1 -o "" -i "$R/run[1].bin" > "$R/bracket.log" 2>&1; then
+    ok "-i 'run[1].bin' (a name with a wildcard character, matching nothing but itself) is read as that file"
+else
+    bad "-i 'run[1].bin': $(head -n 1 "$R/bracket.log")"
+fi
+expect_error "a missing -i names its flag" "-i '$R/no_such.bin': No such file" ./train_gpt2 -i "$R/no_such.bin" -x 1 -o ""
+expect_error "a missing -j names its flag" "-j '$R/no_such.bin': No such file" ./train_gpt2 -j "$R/no_such.bin" -x 1 -o ""
+expect_error "a missing -e names its flag" "-e '$R/no_such.bin': No such file" ./train_gpt2 -e "$R/no_such.bin" -x 0
+expect_error "a fresh model's shape out of range names its flags" "the fresh model (-nl, -nh, -nc, -mt, -kv): model shape out of range" \
+    ./train_gpt2 -nc 100000 -x 1 -o ""
+expect_error "data/prepare -o DIR/" "-o '$R/' is a prefix of file names" ./data/prepare -i data/tiny_shakespeare.txt -o "$R/"
+mkfifo "$R/a_fifo"  # (main wrote a_fifo_train.bin, and for -o /dev/full three files into /dev)
+expect_error "data/prepare -o naming a pipe" "-o '$R/a_fifo' is a device or other special file" \
+    ./data/prepare -i data/tiny_shakespeare.txt -o "$R/a_fifo"

@@ -154,6 +154,29 @@ static inline long long file_size(FILE* f) {
     return size;
 }
 
+// A text the user gave (a -pr prompt), quoted in an error line: its first 40 bytes (not
+// cutting a UTF-8 character), a line break as \n, and its length when it is longer, so that a
+// 100 KB prompt is not echoed whole and the error stays one line. out: 160 bytes.
+static inline const char* excerpt(const char* text, char out[160]) {
+    size_t n = strlen(text), i = 0, o = 0;
+    for (; i < n && i < 40 && o < 150; i++) {
+        if (text[i] == '\n' || text[i] == '\r') { out[o++] = '\\'; out[o++] = text[i] == '\n' ? 'n' : 'r'; }
+        else out[o++] = text[i];
+    }
+    while (i < n && i > 0 && ((unsigned char)text[i] & 0xC0) == 0x80 && o < 150) out[o++] = text[i++];
+    out[o] = 0;
+    if (i < n) snprintf(out + o, 160 - o, "... (%zu bytes)", n);
+    return out;
+}
+
+// the size of a file whose size is checked against its header: a pipe or another stream,
+// whose size is unknown (file_size: -1), is refused by name rather than called "-1 bytes"
+static inline long long file_size_of(FILE* f, const char* path) {
+    long long n = file_size(f);
+    if (n < 0) die("'%s' has no size (a pipe?): it must be a regular file", path);
+    return n;
+}
+
 // reads the 256-int header every llm.c file starts with (doc/formats.md) and checks its magic
 static inline void read_header(FILE* f, const char* path, int32_t header[256], int32_t magic,
                                const char* kind) {

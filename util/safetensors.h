@@ -220,7 +220,7 @@ static const char* json_flat_string(Json* j, char** at, const char* end) {
 
 static JsonFlat* json_flat_read(const char* path) {
     FILE* f = fopenCheck(path, "rb");
-    long long size = file_size(f);
+    long long size = file_size_of(f, path);
     if (size > (1 << 20)) die("'%s' is %lld bytes: a config.json has at most 1 MB", path, size);
     char* text = mallocCheck(size + 1);
     fread_check(text, 1, size, f, path, "text");
@@ -422,7 +422,7 @@ static void safetensors_open(SafeTensors* st, const char* path) {
     memset(st, 0, sizeof *st);
     st->path = path;
     st->f = fopenCheck(path, "rb");
-    uint64_t size = (uint64_t)file_size(st->f), n = 0;
+    uint64_t size = (uint64_t)file_size_of(st->f, path), n = 0;
     unsigned char len[8];
     fread_check(len, 1, 8, st->f, path, "8-byte header length of a safetensors file");
     for (int i = 7; i >= 0; i--)

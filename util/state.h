@@ -87,8 +87,9 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
         die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
             (unsigned long long)get_u64(h, 5), n);
     long long expected = 1024LL + 2LL * (long long)(n * sizeof(float));
-    if (file_size(f) != expected)
-        die("'%s' is truncated or too long: %lld bytes, expected %lld", path, file_size(f), expected);
+    long long actual = file_size_of(f, path);
+    if (actual != expected)
+        die("'%s' is truncated or too long: %lld bytes, expected %lld", path, actual, expected);
     fread_check(m, sizeof(float), n, f, path, "AdamW moments");
     fread_check(v, sizeof(float), n, f, path, "AdamW moments");
     fclose(f);
