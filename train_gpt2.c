@@ -945,7 +945,8 @@ static int is_gpt2(GPT2Config c) {
 // print garbage, a val loss of nan with exit status 0, or a file no one can use
 void check_finite_weights(const float* params, size_t n, const char* what) {
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(params[i])) die("%s: weight %zu of %zu is %s", what, i, n, isnan(params[i]) ? "nan" : "inf");
+        if (!isfinite(params[i]))
+            die("%s: weight %zu of %zu is %s", what, i, n, isnan(params[i]) ? "nan" : "inf");
 }
 
 // the n parameters after a checkpoint's header into params; checksummed: slot 255 must be

@@ -141,8 +141,8 @@ static Args parse_args(int argc, char** argv) {
     if (a.chunk_bytes < 1) usage_error("-cs (chunk size) must be >= 1");
     struct stat sb;  // -o is a prefix of file names: PREFIX_train.bin beside, not inside, what it names
     if (a.prefix && (!a.prefix[0] || a.prefix[strlen(a.prefix) - 1] == '/'))
-        usage_error("-o '%s' is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin), not a directory",
-                    a.prefix);
+        usage_error("-o '%s' is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin), not a "
+                    "directory", a.prefix);
     if (a.prefix && stat(a.prefix, &sb) == 0 && !S_ISREG(sb.st_mode))
         usage_error("-o '%s' is a %s: -o is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin)",
                     a.prefix, S_ISDIR(sb.st_mode) ? "directory" : "device or other special file");

@@ -26,8 +26,10 @@ static void crc32c_init_tables(void) {
         crc32c_table[0][b] = c;
     }
     for (int t = 1; t < 8; t++)  // table t: the same byte followed by t zero bytes
-        for (int b = 0; b < 256; b++)
-            crc32c_table[t][b] = (crc32c_table[t - 1][b] >> 8) ^ crc32c_table[0][crc32c_table[t - 1][b] & 0xff];
+        for (int b = 0; b < 256; b++) {
+            uint32_t before = crc32c_table[t - 1][b];
+            crc32c_table[t][b] = (before >> 8) ^ crc32c_table[0][before & 0xff];
+        }
 }
 
 // crc: 0 to start, or the result of the bytes before these (a checksum in pieces)
@@ -36,7 +38,8 @@ static uint32_t crc32c_update(uint32_t crc, const void* data, size_t n) {
     if (!crc32c_table[0][1]) crc32c_init_tables();
     crc = ~crc;
     for (; n >= 8; n -= 8, p += 8) {  // the bytes as they lie in the file, whatever the host's order
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
         crc = crc32c_table[7][lo & 0xff] ^ crc32c_table[6][(lo >> 8) & 0xff] ^
               crc32c_table[5][(lo >> 16) & 0xff] ^ crc32c_table[4][lo >> 24] ^
               crc32c_table[3][p[4]] ^ crc32c_table[2][p[5]] ^ crc32c_table[1][p[6]] ^ crc32c_table[0][p[7]];

@@ -160,8 +160,9 @@ static inline long long file_size(FILE* f) {
 static inline const char* excerpt(const char* text, char out[160]) {
     size_t n = strlen(text), i = 0, o = 0;
     for (; i < n && i < 40 && o < 150; i++) {
-        if (text[i] == '\n' || text[i] == '\r') { out[o++] = '\\'; out[o++] = text[i] == '\n' ? 'n' : 'r'; }
-        else out[o++] = text[i];
+        int newline = text[i] == '\n' || text[i] == '\r';
+        if (newline) out[o++] = '\\';
+        out[o++] = !newline ? text[i] : text[i] == '\n' ? 'n' : 'r';
     }
     while (i < n && i > 0 && ((unsigned char)text[i] & 0xC0) == 0x80 && o < 150) out[o++] = text[i++];
     out[o] = 0;
@@ -189,7 +190,9 @@ static inline void read_header(FILE* f, const char* path, int32_t header[256], i
 // The checksum of our own formats (the training state, checkpoint versions 104 and 201;
 // doc/formats.md): CRC-32C of the header's slots 0..254 and then of the payload, in slot 255.
 // crc: header_checksum(h), then crc32c_update over the payload's pieces in file order.
-static inline uint32_t header_checksum(const int32_t h[256]) { return crc32c_update(0, h, 255 * sizeof(int32_t)); }
+static inline uint32_t header_checksum(const int32_t h[256]) {
+    return crc32c_update(0, h, 255 * sizeof(int32_t));
+}
 static inline void check_checksum(const char* path, const int32_t h[256], uint32_t crc) {
     if ((uint32_t)h[255] != crc)
         die("'%s' is damaged: its checksum (CRC-32C, header slot 255) is %08x, its bytes give %08x", path,
@@ -200,8 +203,8 @@ static inline void check_checksum(const char* path, const int32_t h[256], uint32
 static inline void check_unused_slots(const char* path, const int32_t h[256], int from, int to) {
     for (int i = from; i <= to; i++)
         if (h[i] != 0)
-            die("'%s': header slot %d is %d, expected 0 (the file is damaged, or from a newer program)", path, i,
-                h[i]);
+            die("'%s': header slot %d is %d, expected 0 (the file is damaged, or a newer program's)",
+                path, i, h[i]);
 }
 
 // the temporary file of path: path.tmp, created new (compat_create_new: never through a
@@ -289,7 +292,8 @@ static inline void atomic_keep(void) {
 // is name a temporary file that atomic_open makes in an output directory (a checkpoint's,
 // a state file's, the loss curve's, a -hf export's)?
 static inline int is_our_temporary(const char* name) {
-    static const char* fixed[] = {"loss.tsv.tmp", "loss.svg.tmp", "model.safetensors.tmp", "config.json.tmp"};
+    static const char* fixed[] = {"loss.tsv.tmp", "loss.svg.tmp", "model.safetensors.tmp",
+                                  "config.json.tmp"};
     size_t n = strlen(name);
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (strcmp(name, fixed[i]) == 0) return 1;

@@ -234,7 +234,8 @@ static JsonFlat* json_flat_read(const char* path) {
         JsonMember* it = &flat->item[flat->n];
         it->key = json_flat_string(&j, &at, end);
         for (int k = 0; k < flat->n; k++)  // Python's json keeps the last, a first-wins reader the first
-            if (strcmp(flat->item[k].key, it->key) == 0) die("'%s': the key \"%s\" appears twice", path, it->key);
+            if (strcmp(flat->item[k].key, it->key) == 0)
+                die("'%s': the key \"%s\" appears twice", path, it->key);
         it->text = "";
         json_expect(&j, ':');
         int c = json_peek(&j);

@@ -56,7 +56,8 @@ void write_train_state(const char* path, const TrainState* st, const float* m, c
     h[15] = st->shuffle;
     put_u64(h, 16, st->data_tokens);
     h[18] = st->max_steps;
-    h[255] = (int32_t)crc32c_update(crc32c_update(header_checksum(h), m, n * sizeof(float)), v, n * sizeof(float));
+    uint32_t crc = crc32c_update(header_checksum(h), m, n * sizeof(float));
+    h[255] = (int32_t)crc32c_update(crc, v, n * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m, sizeof(float), n, f, tmp);
     fwrite_check(v, sizeof(float), n, f, tmp);
@@ -69,8 +70,8 @@ static void check_state_fields(const char* path, const TrainState* st) {
     const char* bad = st->step < 0 ? "step" : st->B < 1 ? "B" : st->T < 1 ? "T"
                     : st->epoch < 0 || st->epoch > INT32_MAX ? "data pass (slots 7-8)"
                     : st->batch_index > ((size_t)1 << 40) ? "batch index (slots 9-10)"
-                    : st->shuffle != 0 && st->shuffle != 1 ? "-sh (slot 15)" : st->max_steps < 0 ? "-x (slot 18)"
-                    : NULL;
+                    : st->shuffle != 0 && st->shuffle != 1 ? "-sh (slot 15)"
+                    : st->max_steps < 0 ? "-x (slot 18)" : NULL;
     if (bad) die("'%s' is damaged: its %s is out of range", path, bad);
 }
 
@@ -81,7 +82,8 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
     int32_t h[256];
     read_header(f, path, h, STATE_MAGIC, "training state file");
     if (h[1] < 1 || h[1] > STATE_VERSION)
-        die("'%s': training state version %d is not supported (expected 1 to %d)", path, h[1], STATE_VERSION);
+        die("'%s': training state version %d is not supported (expected 1 to %d)", path, h[1],
+            STATE_VERSION);
     check_unused_slots(path, h, h[1] == 1 ? 13 : 19, h[1] == STATE_VERSION ? 254 : 255);
     if (get_u64(h, 5) != n)
         die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
