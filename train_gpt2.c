@@ -911,7 +911,7 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
 // stay 0.
 void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
     if (config.num_kv_heads == 0) config.num_kv_heads = config.num_heads;
-    check_config(config, "model shape");
+    check_config(config, "the fresh model (-nl, -nh, -nc, -mt, -kv)");
     gpt2_allocate_parameters(model, config);
     ParameterTensors p = model->params;
     size_t C = config.channels, L = config.num_layers;
@@ -934,42 +934,69 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 }
 
 // llm.c's checkpoint (doc/formats.md): a 256-int header with the shape, then every parameter.
-// A model with a block variant is written as version 103, which llm.c refuses (it reads
-// only 3), so it never misreads one; the variant settings are in the spare slots 8-12.
-#define CHECKPOINT_VARIANTS 103
-#define CHECKPOINT_SEQ2SEQ 200  // the encoder-decoder of train_seq2seq.c, refused here
+// A model with a block variant is written as version 104, which llm.c refuses (it reads
+// only 3), so it never misreads one; the variant settings are in the spare slots 8-12, and
+// slot 255 holds a checksum (CRC-32C). Version 103, the same without the checksum, is read.
+// GPT-2 itself stays llm.c's version 3, byte for byte, with no checksum: llm.c's readers
+// accept only 3 (and its slots are llm.c's to give).
+#define CHECKPOINT_VARIANTS 104
+#define CHECKPOINT_VARIANTS_NO_CHECKSUM 103
+#define CHECKPOINT_SEQ2SEQ 201  // the encoder-decoder of train_seq2seq.c, refused here
+#define CHECKPOINT_SEQ2SEQ_NO_CHECKSUM 200
 
 static int is_gpt2(GPT2Config c) {
     return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
            c.activation == ACT_GELU && c.mask == MASK_CAUSAL;
 }
 
+// weights that are nan or inf are refused on load and before every export: they would
+// print garbage, a val loss of nan with exit status 0, or a file no one can use
+void check_finite_weights(const float* params, size_t n, const char* what) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(params[i]))
+            die("%s: weight %zu of %zu is %s", what, i, n, isnan(params[i]) ? "nan" : "inf");
+}
+
+// the n parameters after a checkpoint's header into params; checksummed: slot 255 must be
+// the CRC-32C of the header and the parameters
+void read_checkpoint_parameters(FILE* f, const char* path, const int32_t h[256], float* params, size_t n,
+                                int checksummed) {
+    fread_check(params, sizeof(float), n, f, path, "parameters");
+    fclose(f);
+    if (checksummed) check_checksum(path, h, crc32c_update(header_checksum(h), params, n * sizeof(float)));
+    char what[4200];
+    snprintf(what, sizeof what, "'%s'", path);
+    check_finite_weights(params, n, what);
+}
+
 void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, 20240326, "llm.c model checkpoint");
-    if (h[1] == CHECKPOINT_SEQ2SEQ)
-        die("'%s' is an encoder-decoder checkpoint (version 200): use train_seq2seq", path);
-    if (h[1] != 3 && h[1] != CHECKPOINT_VARIANTS)
+    if (h[1] == CHECKPOINT_SEQ2SEQ || h[1] == CHECKPOINT_SEQ2SEQ_NO_CHECKSUM)
+        die("'%s' is an encoder-decoder checkpoint (version %d): use train_seq2seq", path, h[1]);
+    int variants = h[1] == CHECKPOINT_VARIANTS || h[1] == CHECKPOINT_VARIANTS_NO_CHECKSUM;
+    if (h[1] != 3 && !variants)
         die("'%s': checkpoint version %d is not supported (3: float32 parameters; %d: with block variants)%s",
             path, h[1], CHECKPOINT_VARIANTS, h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
     GPT2Config c = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
                     .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
-    if (h[1] == CHECKPOINT_VARIANTS) {
+    if (variants) {
         c.num_kv_heads = h[8]; c.pos_encoding = h[9]; c.ln_place = h[10];
         c.activation = h[11]; c.mask = h[12];
+        check_unused_slots(path, h, 13, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
     }
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
     fill_in_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_PARAMETER_TENSORS), expected = 1024 + 4 * n;
-    long long actual = file_size(f);
+    long long actual = file_size_of(f, path);
     if (actual != expected)
         die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
     gpt2_allocate_parameters(model, c);
-    fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path, "parameters");
-    fclose(f);
+    read_checkpoint_parameters(f, path, h, model->params_memory, model->num_parameters,
+                               h[1] == CHECKPOINT_VARIANTS);
 }
 
 void gpt2_write_checkpoint(const GPT2* model, const char* path) {
@@ -983,6 +1010,8 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
         h[1] = CHECKPOINT_VARIANTS;
         h[8] = c.num_kv_heads; h[9] = c.pos_encoding; h[10] = c.ln_place;
         h[11] = c.activation; h[12] = c.mask;
+        h[255] = (int32_t)crc32c_update(header_checksum(h), model->params_memory,
+                                        model->num_parameters * sizeof(float));
     }
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, tmp);
@@ -1657,6 +1686,9 @@ void gpt2_build_from_safetensors(GPT2* model, const char* path) {
     hf_check(&hf);  // every tensor, before the weights are allocated
     gpt2_allocate_parameters(model, c);
     hf_read(&hf, model->params_memory);
+    char what[4200];
+    snprintf(what, sizeof what, "'%s'", path);
+    check_finite_weights(model->params_memory, model->num_parameters, what);
 }
 
 // an llm.c checkpoint, or (by its name) a Hugging Face one
@@ -1678,6 +1710,7 @@ static void hf_check_representable(GPT2Config c, const char* what) {
 // -hf DIR: DIR/model.safetensors and DIR/config.json
 void gpt2_write_safetensors(const GPT2* model, const char* dir) {
     hf_check_representable(model->config, "-hf");
+    check_finite_weights(model->params_memory, model->num_parameters, "-hf (nothing written)");
     hf_write(dir, llmc_shape_of(model->config), model->params_memory);
 }
 
@@ -1729,6 +1762,7 @@ void setup_model(const Options* o, Run* r) {
                  r->resume_step);
         gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (!is_fresh) {
+        require_file(o->init, "-e", 0);
         gpt2_build_from_file(&r->model, o->init);  // llm.c's checkpoint, or Hugging Face's .safetensors
     } else {
         fresh.vocab_size = r->tokenizer.vocab_size;
@@ -1755,12 +1789,12 @@ void setup_model(const Options* o, Run* r) {
     } else if (!is_fresh && (o->gen_tokens > 0 || o->attention_map[0]))
         printf("note: no tokenizer at '%s' (here or beside the program): tokens are printed as ids; "
                "name one with -tok\n", tokenizer_path);
+    if (o->T > c.max_seq_len && (o->max_steps != 0 || o->gen_tokens == 0) && !o->attention_map[0])
+        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);  // before -hf's DIR is made
     if (o->hf_out[0]) {  // -hf: refused now rather than after training
         hf_check_representable(c, "-hf");
         if (dist.rank == 0) check_output_dir(o->hf_out, "-hf");
     }
-    if (o->T > c.max_seq_len && (o->max_steps != 0 || o->gen_tokens == 0) && !o->attention_map[0])
-        die("-t %d is larger than the model's maxT %d", o->T, c.max_seq_len);
     if (r->have_tokenizer && r->tokenizer.vocab_size != c.vocab_size) {
         printf("note: tokenizer '%s' has %d tokens, the model %d: samples are printed as token ids\n",
                tokenizer_path, r->tokenizer.vocab_size, c.vocab_size);
@@ -1905,13 +1939,14 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
             die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
     snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", dir, step);
+    atomic_begin();  // the four files land together, or none does
     gpt2_write_checkpoint(model, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", dir, step);
     write_train_state(path, st, model->m_memory, model->v_memory, model->num_parameters);
     snprintf(title, sizeof title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s", dir,
              model->num_parameters / 1e6, o->B, o->T, o->train_path);
     history_save(&r->history, dir, title);
-    atomic_keep();  // a later error does not remove this checkpoint
+    atomic_keep();
     if (o->keep_checkpoints > 0) prune_checkpoints(dir, o->keep_checkpoints, o->major_every);  // -nk, -nm
 }
 
@@ -2060,6 +2095,8 @@ int main(int argc, char** argv) {
         if (evaluate) print_evaluation(&o, val_loss, r.val_batches);
     }
     export_hf(&o, &r);  // -hf DIR
+    if (stop_signal && dist.size == 1)  // during the final save or the export, which finished first
+        stop_together("stopped by signal %d after the run's last write: its files are whole", stop_signal);
     run_free(&r, &o);
     return 0;
 }

@@ -251,7 +251,7 @@ static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
 // projections into the residual stream scaled by 1/sqrt(2L) for a stack of L layers,
 // biases 0, layernorm weights 1, padding rows of wte 0
 void seq2seq_init_random(Seq2Seq* m, Seq2SeqConfig c, uint64_t seed) {
-    s2s_check_config(c, "model shape");
+    s2s_check_config(c, "the fresh model (-nl, -nle, -nld, -nh, -nc, -mt)");
     s2s_allocate_parameters(m, c);
     memset(m->params_memory, 0, m->num_parameters * sizeof(float));
     Seq2SeqParams p = m->params;
@@ -699,6 +699,7 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = 0;
     h[13] = c.dec_layers;
+    h[255] = (int32_t)crc32c_update(header_checksum(h), m->params_memory, m->num_parameters * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
     atomic_commit(f, tmp, path);
@@ -708,10 +709,10 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, CHECKPOINT_MAGIC, "llm.c model checkpoint");
-    if (h[1] == 3 || h[1] == CHECKPOINT_VARIANTS)
+    if (h[1] == 3 || h[1] == CHECKPOINT_VARIANTS || h[1] == CHECKPOINT_VARIANTS_NO_CHECKSUM)
         die("'%s' is a GPT-2 checkpoint (version %d): use train_gpt2; train_seq2seq reads encoder-decoder "
             "checkpoints (version %d)", path, h[1], CHECKPOINT_SEQ2SEQ);
-    if (h[1] != CHECKPOINT_SEQ2SEQ)
+    if (h[1] != CHECKPOINT_SEQ2SEQ && h[1] != CHECKPOINT_SEQ2SEQ_NO_CHECKSUM)
         die("'%s': checkpoint version %d is not supported (%d: an encoder-decoder)", path, h[1],
             CHECKPOINT_SEQ2SEQ);
     Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
@@ -721,16 +722,16 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     if (h[8] != h[5] || h[12] != 0)
         die("'%s': key/value heads %d (must equal the heads %d) or mask %d (must be 0) not supported", path,
             h[8], h[5], h[12]);
+    check_unused_slots(path, h, 14, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
-    long long actual = file_size(f);
+    long long actual = file_size_of(f, path);
     if (actual != expected)
         die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
             actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
     s2s_allocate_parameters(m, c);
-    fread_check(m->params_memory, sizeof(float), m->num_parameters, f, path, "parameters");
-    fclose(f);
+    read_checkpoint_parameters(f, path, h, m->params_memory, m->num_parameters, h[1] == CHECKPOINT_SEQ2SEQ);
 }
 
 // ----------------------------------------------------------------------------
@@ -761,16 +762,16 @@ typedef struct {
     float* buffers;    // the memory of everything from self_kv on
 } DecodeCache;
 
-void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int B) {
-    size_t C = c.channels, Ld = c.dec_layers, T = c.max_seq_len, NH = c.num_heads;
+void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int batch) {
+    size_t B = (size_t)batch, C = c.channels, Ld = c.dec_layers, T = c.max_seq_len, NH = c.num_heads;
     float** ptrs[] = {&dc->self_kv, &dc->cross_kv, &dc->x, &dc->ln, &dc->qkv, &dc->atty, &dc->proj,
                       &dc->fch, &dc->fch_act, &dc->scores, &dc->probs, &dc->mean, &dc->rstd, &dc->logits};
     size_t sizes[] = {Ld * B * T * 2 * C, Ld * B * T * 2 * C, B * C, B * C, B * 3 * C, B * C, B * C,
                       B * 4 * C, B * 4 * C, B * NH * T, B * NH * T, B, B, B * (size_t)c.padded_vocab_size};
     int n = sizeof sizes / sizeof sizes[0];
     dc->buffers = point_tensors(ptrs, n, alignedCallocCheck(sum_sizes(sizes, n), sizeof(float)), sizes);
-    dc->src_len = mallocCheck((size_t)B * sizeof(int));
-    dc->capacity = B;
+    dc->src_len = mallocCheck(B * sizeof(int));
+    dc->capacity = batch;
 }
 
 void decode_cache_free(DecodeCache* dc) { aligned_free(dc->buffers); free(dc->src_len); }
@@ -1083,6 +1084,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
                  r->resume_step);
         seq2seq_build_from_checkpoint(&r->model, r->last_checkpoint);
     } else if (o->init[0]) {
+        require_file(o->init, "-e", 0);
         seq2seq_build_from_checkpoint(&r->model, o->init);
     } else {
         const PairSet* ps = r->have_train ? &r->train : r->have_val ? &r->val : NULL;
@@ -1120,8 +1122,12 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
 
 // the data, the tokenizer, the model, the optimiser's state when resuming
 static void s2s_setup(const S2SOptions* o, S2SRun* r) {
+    if (o->attention_map[0] && !o->val_path[0])  // now, not after the training
+        die("-am needs held-out pairs (-j) to draw one of them");
     r->have_train = o->max_steps > 0;
     if (r->have_train) pairs_load(&r->train, o->train_path);
+    if (r->have_train && r->train.num_pairs < o->B)  // before anything of B's size is allocated
+        die("'%s' has %d pairs, fewer than one batch (-b %d)", o->train_path, r->train.num_pairs, o->B);
     r->have_val = o->val_path[0] != 0;
     if (r->have_val) pairs_load(&r->val, o->val_path);
     s2s_setup_model(o, r);
@@ -1141,8 +1147,6 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
     if (r->have_train) {
         pair_batch_alloc(&r->batch, o->B, r->train.max_src, r->train.max_tgt);
         r->order = mallocCheck((size_t)r->train.num_pairs * sizeof(int));
-        if (r->train.num_pairs < o->B)
-            die("'%s' has %d pairs, fewer than one batch (-b %d)", o->train_path, r->train.num_pairs, o->B);
     }
     r->state = (TrainState){0, o->B, c.max_seq_len, 0, 0, r->sampler.rng, (uint64_t)o->seed, 1,
                             r->have_train ? (uint64_t)r->train.num_pairs : 0, 0};
@@ -1152,8 +1156,11 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
         seq2seq_allocate_moments(&r->model);
         TrainState now = r->state;
         read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
-        now.step = r->state.step;
+        now.step = r->resume_step;
         if (r->have_train) check_resumed_state(&r->state, now, r->last_checkpoint);
+        if (r->have_train && r->state.batch_index > (size_t)r->train.num_pairs / (size_t)o->B)
+            die("'%s': saved data position %zu is past the %d batches of '%s'", path, r->state.batch_index,
+                r->train.num_pairs / o->B, o->train_path);
         r->sampler.rng = r->state.sampler_rng;
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
@@ -1194,6 +1201,7 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
             die("the weights became nan or inf before step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
     snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, step);
+    atomic_begin();  // the four files land together, or none does
     seq2seq_write_checkpoint(m, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, step);
     TrainState st = r->state;
@@ -1342,6 +1350,8 @@ int main(int argc, char** argv) {
     if (r.have_val) s2s_report(&o, &r);
     if (r.have_val && (o.temperature > 0 || o.top_k > 0)) print_sampled_examples(&o, &r);
     if (o.attention_map[0]) draw_cross_attention(&o, &r);
+    if (stop_signal)  // during the final save, evaluation or drawing: what was written is whole
+        stop_together("stopped by signal %d after the run's last write: its files are whole", stop_signal);
     s2s_run_free(&r);
     return 0;
 }

@@ -139,6 +139,13 @@ static Args parse_args(int argc, char** argv) {
     if (a.eot && !bpe) usage_error("-eot 1 needs -m bpe: a character vocabulary has no end-of-text token");
     if (a.tokenizer && !bpe) usage_error("-tok is for -m bpe; -m %s writes its own tokenizer", a.mode);
     if (a.chunk_bytes < 1) usage_error("-cs (chunk size) must be >= 1");
+    struct stat sb;  // -o is a prefix of file names: PREFIX_train.bin beside, not inside, what it names
+    if (a.prefix && (!a.prefix[0] || a.prefix[strlen(a.prefix) - 1] == '/'))
+        usage_error("-o '%s' is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin), not a "
+                    "directory", a.prefix);
+    if (a.prefix && stat(a.prefix, &sb) == 0 && !S_ISREG(sb.st_mode))
+        usage_error("-o '%s' is a %s: -o is a prefix of file names (-o DIR/NAME writes DIR/NAME_train.bin)",
+                    a.prefix, S_ISDIR(sb.st_mode) ? "directory" : "device or other special file");
     if (bpe && !a.tokenizer) {  // the default, here or in the repository this program is in
         a.tokenizer = find_default_path("data/gpt2_tokenizer.bin", 1);
         require_file(a.tokenizer, "-tok", 1);
@@ -538,10 +545,12 @@ static void prepare_pairs(const Args* a, const unsigned char* text, size_t n) {
     write_pairs(train, text, pairs, n_train, V, id_of);
     if (val) write_pairs(val, text, pairs + n_train, n_val, V, id_of);
     write_char_tokenizer(tokenizer, PAIR_SPECIAL_NAMES, PAIR_FIRST_CHAR, chars, num_chars, PAIR_EOS);
-    for (int i = 0; i < num_outputs; i++) {
+    atomic_begin();  // all the outputs land, or none (an old set of files stays whole)
+    for (int i = 0; i < num_outputs; i++)
         atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);
+    atomic_keep();
+    for (int i = 0; i < num_outputs; i++)
         outputs[i].done = 1;
-    }
     int max_src = 0, max_tgt = 0;
     for (int i = 0; i < count; i++) {
         if (pairs[i].src_chars > max_src) max_src = pairs[i].src_chars;
@@ -626,10 +635,12 @@ int main(int argc, char** argv) {
         int newline = chars[id_of['\n']] == '\n' ? id_of['\n'] : 0;
         write_char_tokenizer(tokenizer, NULL, 0, chars, vocab_size, newline);
     }
-    for (int i = 0; i < num_outputs; i++) {
+    atomic_begin();  // all the outputs land, or none (an old set of files stays whole)
+    for (int i = 0; i < num_outputs; i++)
         atomic_commit(outputs[i].f, outputs[i].tmp, outputs[i].path);
+    atomic_keep();
+    for (int i = 0; i < num_outputs; i++)
         outputs[i].done = 1;
-    }
 
     printf("prepare: %s: %zu bytes, %zu tokens (vocabulary %d), %zu train and %zu val -> "
            "%s_{train%s%s}.bin\n", a.input, n, total, vocab_size, n_train, n_val, a.prefix, val ? ",val" : "",

@@ -58,6 +58,13 @@ static void test_compat(void) {
     int replaced = write_text_file(path, "old") && write_text_file(other, "new!") && compat_rename(other, path) == 0
                    && file_holds(path, "new!") && !file_holds(other, "new!");
     check(replaced, "compat_rename replaces an existing file (and the source is gone)");
+    FILE* fresh = compat_create_new(other);
+    int created = fresh && fclose(fresh) == 0;
+    FILE* twice = compat_create_new(path);
+    check(created && !twice && errno == EEXIST,
+          "compat_create_new creates a new file; an existing name it refuses (EEXIST), not writing through");
+    if (twice) fclose(twice);
+    remove(other);
 
     // 64-bit offsets, without a large file: a file opened to be read may be sought past its end
     FILE* f = fopen(path, "rb");
@@ -120,4 +127,27 @@ static void test_compat(void) {
         remove(path);
     }
     rmdir(dir);
+}
+
+// util/crc32c.h: the check value of CRC-32C, and 8 bytes a step (slicing by 8) against one at a
+// time, whole and in pieces, for every length and alignment up to 100 bytes
+static void test_crc32c(void) {
+    printf("-- util/crc32c.h: the checksum of our formats\n");
+    unsigned char bytes[128];
+    uint64_t rng = 38;
+    for (int i = 0; i < 128; i++)
+        bytes[i] = (unsigned char)random_u64(&rng);
+    int same = 1;
+    for (int start = 0; start < 8; start++)
+        for (int n = 0; n <= 100; n++) {
+            uint32_t one = ~0u;
+            for (int i = 0; i < n; i++)
+                one = (one >> 8) ^ crc32c_table[0][(one ^ bytes[start + i]) & 0xff];
+            uint32_t whole = crc32c_update(0, bytes + start, n);
+            uint32_t head = crc32c_update(0, bytes + start, n / 3);
+            uint32_t pieces = crc32c_update(head, bytes + start + n / 3, n - n / 3);
+            same &= whole == ~one && pieces == whole;
+        }
+    check(crc32c_update(0, "123456789", 9) == 0xE3069283u && same,
+          "CRC-32C of \"123456789\" is e3069283 (its check value); 8 bytes a step equal 1 at a time");
 }

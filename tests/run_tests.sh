@@ -155,7 +155,7 @@ for limit in 100 200; do
 done
 
 # ---- 5b. block variants (GQA, RoPE, sinusoids, post-LN, ReLU, no mask): a variant model trains, its
-# checkpoint carries the variant (version 103, slots 8-12), and resuming keeps it, bit for bit
+# checkpoint carries the variant (version 104, slots 8-12), and resuming keeps it, bit for bit
 VAR=(-nl 2 -nh 4 -nc 32 -b 4 -t 32 -v 0 -g 20 -x 40 -n 20 -kv 2 -pe rope -ln post -act relu)
 ./train_gpt2 "${VAR[@]}" -o "$TMP/var" > "$TMP/var.log" 2>&1
 rm -f "$TMP/var/model_00000040.bin" "$TMP/var/state_00000040.bin"
@@ -163,9 +163,9 @@ rm -f "$TMP/var/model_00000040.bin" "$TMP/var/state_00000040.bin"
 header=" $(echo $(od -An -t d4 -N 52 "$TMP/var/model_00000040.bin" 2> /dev/null)) "  # BSD's od pads otherwise
 vlosses() { capture 'step +([0-9]+/40 [|] loss [0-9.]+)' "$1" | awk -F/ '$1 > 20'; }
 if grep -q '^block: 2 key/value heads, positions rope, post-LN, relu, causal attention' "$TMP/var_resumed.log" \
-      && [ "$header" == " 20240326 103 32 65 2 4 32 128 2 1 1 1 0 " ] \
+      && [ "$header" == " 20240326 104 32 65 2 4 32 128 2 1 1 1 0 " ] \
       && [ -n "$(vlosses "$TMP/var.log")" ] && [ "$(vlosses "$TMP/var.log")" == "$(vlosses "$TMP/var_resumed.log")" ]; then
-    ok "-kv 2 -pe rope -ln post -act relu: checkpoint version 103 with the variant's slots; resumed without the flags, the model keeps them and steps 21-40 equal the uninterrupted run's bit for bit"
+    ok "-kv 2 -pe rope -ln post -act relu: checkpoint version 104 with the variant's slots; resumed without the flags, the model keeps them and steps 21-40 equal the uninterrupted run's bit for bit"
 else
     bad "variant checkpoint/resume: header '$header'"; grep -m1 '^block' "$TMP/var_resumed.log"
 fi
@@ -946,6 +946,9 @@ source tests/newcomer_tests.sh
 
 # ---- 9. the encoder-decoder (train_seq2seq.c, test_seq2seq.c)
 source tests/seq2seq_tests.sh
+
+# ---- 9b. nothing lost, nothing trusted: checksums, groups of writes, planted links (issue 38)
+source tests/robustness_tests.sh
 
 # ---- 10. doc/*.md against the sources (tests/doc_check.py): every quoted line, name, step
 # label, check name and "F calls G" must match the code it names; stale lines come as file:line

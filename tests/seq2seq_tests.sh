@@ -56,7 +56,7 @@ fi
 printf 'abc\tcba\n' > "$TMP/one_pair.txt"
 expect_error "a GPT-2 checkpoint given to train_seq2seq" "is a GPT-2 checkpoint (version 3)" \
     ./train_seq2seq -e data/ref/ref_a_model.bin -x 0
-expect_error "an encoder-decoder checkpoint given to train_gpt2" "is an encoder-decoder checkpoint (version 200)" \
+expect_error "an encoder-decoder checkpoint given to train_gpt2" "is an encoder-decoder checkpoint (version 201)" \
     ./train_gpt2 -e "$ckpt" -x 0 -g 0
 head -c 3000 "$ckpt" > "$TMP/s2s_truncated.bin"
 expect_error "a truncated encoder-decoder checkpoint" "s2s_truncated.bin' is truncated" \

@@ -10,6 +10,7 @@ which system it runs on. Paths are byte strings in the program's code page on Wi
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>  // open's O_EXCL, O_NOFOLLOW (compat_create_new)
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +95,24 @@ static inline int compat_mkdir(const char* path) {
 #else
     return mkdir(path, 0755);
 #endif
+}
+
+// A new file opened for writing (binary), created by this call: O_EXCL fails if the name
+// exists, whatever it is, so a symbolic link planted at a temporary file's name is never
+// followed to overwrite its target; O_NOFOLLOW says the same where the name is a link.
+// Windows has no O_NOFOLLOW (its _O_EXCL alone refuses an existing name, links included).
+// Returns a FILE or NULL with errno (EEXIST: something has the name).
+static inline FILE* compat_create_new(const char* path) {
+#ifdef _WIN32
+    int fd = _open(path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+    FILE* f = fd < 0 ? NULL : _fdopen(fd, "wb");
+    if (fd >= 0 && !f) _close(fd);
+#else
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE* f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (fd >= 0 && !f) close(fd);
+#endif
+    return f;
 }
 
 // stat without following a symbolic link (Windows has no lstat: stat, which for the callers'

@@ -19,10 +19,12 @@ still covers the shard once. Validation is always sequential.
 #ifndef UTIL_DATALOADER_H
 #define UTIL_DATALOADER_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "compat.h"  // glob (Windows has none)
 #include "io.h"
 #include "random.h"
@@ -58,7 +60,7 @@ static size_t read_token_header(FILE* f, const char* path) {
     if (h[1] != 1) die("'%s': token file version %d is not supported (expected 1)", path, h[1]);
     if (h[2] < 0) die("'%s': negative token count %d in the header", path, h[2]);
     size_t n = (size_t)h[2];
-    long long expected = 1024LL + 2LL * (long long)n, actual = file_size(f);
+    long long expected = 1024LL + 2LL * (long long)n, actual = file_size_of(f, path);
     if (actual < expected)
         die("'%s' is truncated: its header promises %zu tokens (%lld bytes), the file has %lld bytes",
             path, n, expected, actual);
@@ -131,11 +133,15 @@ static void dataloader_load_shard(DataLoader* d, int s) {
     d->num_batches = shard_batches(d, d->num_tokens);
 }
 
-// the files of -i or -j: the pattern's matches in sorted order, or the one file it names
+// the files of -i or -j: the pattern's matches in sorted order, or the one file it names (a
+// name with a wildcard character in it, 'run[1].bin', that matches nothing but itself exists)
 static void dataloader_find_shards(DataLoader* d, const char* pattern, const char* flag) {
     glob_t g;
+    struct stat sb;
     int rc = strpbrk(pattern, "*?[") ? glob(pattern, 0, NULL, &g) : -1;
+    if (rc == GLOB_NOMATCH && stat(pattern, &sb) == 0) rc = -1;
     if (rc == GLOB_NOMATCH) die("%s '%s': no file matches the pattern", flag, pattern);
+    if (rc < 0 && stat(pattern, &sb) != 0) die("%s '%s': %s", flag, pattern, strerror(errno));
     if (rc > 0) die("%s '%s': cannot read the directories of the pattern", flag, pattern);
     d->num_shards = rc == 0 ? (int)g.gl_pathc : 1;
     d->shards = mallocCheck((size_t)d->num_shards * sizeof(char*));

@@ -107,7 +107,9 @@ static int hf_config_int(const JsonFlat* flat, const char* path, const char* key
     return (int)v;
 }
 
-// config.json's shape and the settings GPT-2 has (anything else is refused with its key)
+// config.json's shape and the settings GPT-2 has (anything else is refused with its key);
+// hf_config_untied: it says tie_word_embeddings false (a file without lm_head.weight gets a note)
+static int hf_config_untied;
 static LlmcShape hf_read_config(const char* path) {
     JsonFlat* flat = json_flat_read(path);
     LlmcShape c = {.num_layers = hf_config_int(flat, path, "n_layer", NULL),
@@ -115,8 +117,8 @@ static LlmcShape hf_read_config(const char* path) {
                     .channels = hf_config_int(flat, path, "n_embd", NULL),
                     .max_seq_len = hf_config_int(flat, path, "n_positions", "n_ctx"),
                     .vocab_size = hf_config_int(flat, path, "vocab_size", NULL)};
-    char kind;
-    double v;
+    char kind = 0;
+    double v = 0;
     const char* s = json_flat_find(flat, "activation_function", &kind, &v);
     if (s && (kind != 's' || (strcmp(s, "gelu_new") && strcmp(s, "gelu_pytorch_tanh"))))
         die("'%s': activation_function '%s': this GPT-2 has GELU's tanh form (gelu_new)", path, s);
@@ -130,6 +132,7 @@ static LlmcShape hf_read_config(const char* path) {
     for (int k = 0; k < 3; k++)
         if (json_flat_find(flat, off[k], &kind, &v) && kind == (k < 2 ? 't' : 'f'))
             die("'%s': %s %s is not GPT-2's attention", path, off[k], k < 2 ? "true" : "false");
+    hf_config_untied = json_flat_find(flat, "tie_word_embeddings", &kind, &v) && kind == 'f';
     json_flat_free(flat);
     c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
     return c;
@@ -301,6 +304,9 @@ static void hf_read(HFReader* r, float* params) {
                 dst[k * p->rows + row] = matrix[row * p->cols + k];
     }
     hf_check_tied_head(&r->st, params);  // wte: the first tensor
+    if (r->have_config && hf_config_untied && !safetensors_find(&r->st, "lm_head.weight"))
+        printf("note: '%s' says tie_word_embeddings false, but '%s' has no lm_head.weight: the output head "
+               "is wte.weight (tied), as GPT-2's\n", r->config_path, r->st.path);
     free(matrix); free(r->tensors); free(r->places);
     safetensors_close(&r->st);
 }
@@ -341,8 +347,9 @@ static void hf_write(const char* dir, LlmcShape c, float* params) {
         out[i] = (SafeTensorOut){p->name, p->cols ? 2 : 1, {p->rows, p->cols}, hf_destination(params, c, p),
                                  p->transpose};
     }
-    char path[4000];  // (room for atomic_open's ".tmp")
+    char path[4096];  // (check_output_dir left room for the names and atomic_open's ".tmp")
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    atomic_begin();  // both files, or neither: an earlier export stays whole
     safetensors_write(path, out, n);
     snprintf(path, sizeof path, "%s/config.json", dir);
     hf_write_config(c, path);

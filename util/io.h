@@ -12,6 +12,7 @@ file or the new one, never half of one.
 #ifndef UTIL_IO_H
 #define UTIL_IO_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@ file or the new one, never half of one.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "crc32c.h"  // the checksum of our own formats
 #include "compat.h"  // what POSIX and Windows do differently: rename, fsync, mkdir, clocks
 #ifdef _OPENMP
 #include <omp.h>
@@ -31,18 +33,20 @@ file or the new one, never half of one.
 // the program that errors name (data/prepare sets its own)
 static const char* error_program = "train_gpt2";
 
-// An error during a group of atomic writes (a checkpoint and its state file, say) removes
-// the temporary file being written and the files of the group already committed, so a full
-// disk leaves the previous checkpoint as the newest, and no stray file (atomic_open below).
+// Atomic writes (atomic_open below). A group of them (a checkpoint, its state file and the
+// loss curve; a -hf export's two files; data/prepare's outputs), begun by atomic_begin(),
+// lands together: each file is written to its .tmp and flushed, and only atomic_keep()
+// renames them all over their targets. An error before that removes the .tmp files and
+// leaves every previous file as it was (a full disk at loss.svg keeps the old loss.tsv).
 static char atomic_pending[4096];        // the temporary file being written, or ""
-static char atomic_group[8][4096];       // committed since the last atomic_keep()
-static int atomic_group_size;
+static struct { char tmp[4096], path[4096]; } atomic_staged[8];  // flushed, not yet renamed
+static int atomic_staged_count, atomic_grouped;
 static inline void atomic_undo(void) {
     if (atomic_pending[0]) remove(atomic_pending);
-    for (int i = 0; i < atomic_group_size; i++)
-        remove(atomic_group[i]);
+    for (int i = 0; i < atomic_staged_count; i++)
+        remove(atomic_staged[i].tmp);
     atomic_pending[0] = 0;
-    atomic_group_size = 0;
+    atomic_staged_count = atomic_grouped = 0;
 }
 
 // print_usage_to: the program's usage (set by the program that parses flags); a bad
@@ -150,6 +154,30 @@ static inline long long file_size(FILE* f) {
     return size;
 }
 
+// A text the user gave (a -pr prompt), quoted in an error line: its first 40 bytes (not
+// cutting a UTF-8 character), a line break as \n, and its length when it is longer, so that a
+// 100 KB prompt is not echoed whole and the error stays one line. out: 160 bytes.
+static inline const char* excerpt(const char* text, char out[160]) {
+    size_t n = strlen(text), i = 0, o = 0;
+    for (; i < n && i < 40 && o < 150; i++) {
+        int newline = text[i] == '\n' || text[i] == '\r';
+        if (newline) out[o++] = '\\';
+        out[o++] = !newline ? text[i] : text[i] == '\n' ? 'n' : 'r';
+    }
+    while (i < n && i > 0 && ((unsigned char)text[i] & 0xC0) == 0x80 && o < 150) out[o++] = text[i++];
+    out[o] = 0;
+    if (i < n) snprintf(out + o, 160 - o, "... (%zu bytes)", n);
+    return out;
+}
+
+// the size of a file whose size is checked against its header: a pipe or another stream,
+// whose size is unknown (file_size: -1), is refused by name rather than called "-1 bytes"
+static inline long long file_size_of(FILE* f, const char* path) {
+    long long n = file_size(f);
+    if (n < 0) die("'%s' has no size (a pipe?): it must be a regular file", path);
+    return n;
+}
+
 // reads the 256-int header every llm.c file starts with (doc/formats.md) and checks its magic
 static inline void read_header(FILE* f, const char* path, int32_t header[256], int32_t magic,
                                const char* kind) {
@@ -157,6 +185,42 @@ static inline void read_header(FILE* f, const char* path, int32_t header[256], i
         die("'%s' is truncated: shorter than the 1024-byte header of a %s", path, kind);
     if (header[0] != magic)
         die("'%s' is not a %s: magic number %d, expected %d", path, kind, header[0], magic);
+}
+
+// The checksum of our own formats (the training state, checkpoint versions 104 and 201;
+// doc/formats.md): CRC-32C of the header's slots 0..254 and then of the payload, in slot 255.
+// crc: header_checksum(h), then crc32c_update over the payload's pieces in file order.
+static inline uint32_t header_checksum(const int32_t h[256]) {
+    return crc32c_update(0, h, 255 * sizeof(int32_t));
+}
+static inline void check_checksum(const char* path, const int32_t h[256], uint32_t crc) {
+    if ((uint32_t)h[255] != crc)
+        die("'%s' is damaged: its checksum (CRC-32C, header slot 255) is %08x, its bytes give %08x", path,
+            (uint32_t)h[255], crc);
+}
+
+// header slots from..to are unused, and must be 0: a damaged file, or a newer program's
+static inline void check_unused_slots(const char* path, const int32_t h[256], int from, int to) {
+    for (int i = from; i <= to; i++)
+        if (h[i] != 0)
+            die("'%s': header slot %d is %d, expected 0 (the file is damaged, or a newer program's)",
+                path, i, h[i]);
+}
+
+// the temporary file of path: path.tmp, created new (compat_create_new: never through a
+// planted link). One left by a killed run is removed first; a link or anything but a
+// regular file at that name is refused, not followed and not removed.
+static inline FILE* atomic_create_tmp(const char* path, char* tmp, size_t tmp_size) {
+    struct stat sb;
+    if (snprintf(tmp, tmp_size, "%s.tmp", path) >= (int)tmp_size) die("'%s': the path is too long", path);
+    FILE* f = compat_create_new(tmp);
+    if (!f && errno == EEXIST && compat_lstat(tmp, &sb) == 0 && S_ISREG(sb.st_mode) && remove(tmp) == 0)
+        f = compat_create_new(tmp);  // a killed run's leftover
+    if (!f && errno == EEXIST)
+        die("'%s' exists and is not a file a killed run left (a link, a directory?): it is not written "
+            "through nor removed", tmp);
+    if (!f) die("cannot create '%s' (%s)", tmp, strerror(errno));
+    return f;
 }
 
 // write to a temporary file, flush it to disk, then rename over the target: a crash
@@ -169,39 +233,121 @@ static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
         die("'%s' exists and is not a regular file (a %s): it is not replaced", path,
             S_ISDIR(sb.st_mode) ? "directory" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "device" :
             S_ISFIFO(sb.st_mode) ? "pipe" : "special file");
-    snprintf(tmp, tmp_size, "%s.tmp", path);
-    FILE* f = fopenCheck(tmp, "wb");
+    FILE* f = atomic_create_tmp(path, tmp, tmp_size);
     size_t n = strlen(tmp);
     if (n < sizeof atomic_pending) memcpy(atomic_pending, tmp, n + 1);
     return f;
 }
 
+static inline void atomic_rename(const char* tmp, const char* path) {
+    if (compat_rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
+}
+
+// the file is complete: flushed to disk, then renamed over path, or in a group (atomic_begin)
+// staged for atomic_keep to rename
 static inline void atomic_commit(FILE* f, const char* tmp, const char* path) {
     if (fflush(f) != 0 || compat_fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
-    if (compat_rename(tmp, path) != 0) die("cannot rename '%s' to '%s' (%s)", tmp, path, strerror(errno));
+    if (!atomic_grouped) {
+        atomic_rename(tmp, path);
+        atomic_pending[0] = 0;
+        return;
+    }
+    int i = atomic_staged_count;
+    if (i == 8 || strlen(tmp) >= sizeof atomic_staged[i].tmp || strlen(path) >= sizeof atomic_staged[i].path)
+        die("internal: too many files in one group of writes (at '%s')", path);
+    strcpy(atomic_staged[i].tmp, tmp);
+    strcpy(atomic_staged[i].path, path);
+    atomic_staged_count++;
     atomic_pending[0] = 0;
-    size_t n = strlen(path);
-    if (atomic_group_size < 8 && n < sizeof atomic_group[0])
-        memcpy(atomic_group[atomic_group_size++], path, n + 1);
 }
 
-// the group of files written since the last call is complete: an error no longer removes them
-static inline void atomic_keep(void) { atomic_group_size = 0; }
+// the files written from here to atomic_keep() land together or not at all
+static inline void atomic_begin(void) { atomic_grouped = 1; }
+
+// the group is complete: every staged file renamed over its target. The new names first:
+// a rename that adds a name (model_STEP.bin) can fail for want of room in the directory, and
+// then the new names already landed are removed, leaving the directory as it was; a rename
+// over an existing name (loss.tsv) needs no room, and comes after them.
+static inline void atomic_keep(void) {
+    int n = atomic_staged_count, order[8], is_new[8], k = 0;
+    struct stat sb;
+    for (int i = 0; i < n; i++)
+        is_new[i] = stat(atomic_staged[i].path, &sb) != 0;
+    for (int pass = 1; pass >= 0; pass--)  // the new names, then the replaced ones
+        for (int i = 0; i < n; i++)
+            if (is_new[i] == pass) order[k++] = i;
+    atomic_grouped = 0;
+    for (int landed = 0; landed < n; landed++) {
+        int i = order[landed];
+        if (compat_rename(atomic_staged[i].tmp, atomic_staged[i].path) == 0) continue;
+        int error = errno;
+        for (int j = 0; j < landed; j++)  // (all new names: the replacing renames come last)
+            if (is_new[order[j]]) remove(atomic_staged[order[j]].path);
+        die("cannot rename '%s' to '%s' (%s)", atomic_staged[i].tmp, atomic_staged[i].path, strerror(error));
+    }
+    atomic_staged_count = 0;
+}
+
+// is name a temporary file that atomic_open makes in an output directory (a checkpoint's,
+// a state file's, the loss curve's, a -hf export's)?
+static inline int is_our_temporary(const char* name) {
+    static const char* fixed[] = {"loss.tsv.tmp", "loss.svg.tmp", "model.safetensors.tmp",
+                                  "config.json.tmp"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (strcmp(name, fixed[i]) == 0) return 1;
+    return n > 14 && (strncmp(name, "model_", 6) == 0 || strncmp(name, "state_", 6) == 0) &&
+           strcmp(name + n - 8, ".bin.tmp") == 0;
+}
+
+// The temporary files a killed run left in dir are removed (one line says how many); a link
+// or anything but a regular file by such a name is refused before any work (atomic_open would
+// refuse it at the first save, not follow it).
+static inline void remove_stale_temporaries(const char* dir, const char* flag) {
+    DIR* d = opendir(dir);
+    if (!d) return;
+    int removed = 0;
+    for (struct dirent* e; (e = readdir(d)) != NULL;) {
+        char path[4096];
+        struct stat sb;
+        if (!is_our_temporary(e->d_name)) continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+        if (compat_lstat(path, &sb) != 0) continue;
+        if (!S_ISREG(sb.st_mode)) {
+            closedir(d);
+            die("%s: '%s' is not a file a killed run left (a link, a directory?): it is not written through "
+                "nor removed", flag, path);
+        }
+        removed += remove(path) == 0;
+    }
+    closedir(d);
+    if (removed)
+        printf("%s: removed %d temporary file%s that a killed run left in '%s'\n", flag, removed,
+               removed == 1 ? "" : "s", dir);
+}
 
 // An output directory, checked before any work: created if missing (one level: its parent
 // must exist), and a file written and removed in it, so that a file, a missing parent or an
 // unwritable directory is refused in the first second, not when the first result is saved.
+// The temporary files a killed run left there are removed.
+// The paths in it (DIR/state_00000000.bin.tmp, DIR/model.safetensors.tmp) must fit the
+// program's 4096-byte path buffers: a longer DIR is refused here, not cut short at the save.
+#define OUTPUT_NAME_ROOM 48  // the longest name put in an output directory, with room to spare
 static inline void check_output_dir(const char* dir, const char* flag) {
     struct stat sb;
     char probe[4096];
+    if (strlen(dir) + OUTPUT_NAME_ROOM >= sizeof probe)
+        die("%s: the directory's path is %zu characters; at most %zu fit (the file names go after it)", flag,
+            strlen(dir), sizeof probe - OUTPUT_NAME_ROOM - 1);
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) die("%s: '%s' is not a directory", flag, dir);
     if (compat_mkdir(dir) != 0 && errno != EEXIST)
         die("%s: cannot create directory '%s' (%s)", flag, dir, strerror(errno));
     snprintf(probe, sizeof probe, "%s/.train_gpt2_write_test_%d", dir, (int)getpid());
-    FILE* f = fopen(probe, "wb");
+    FILE* f = compat_create_new(probe);
     if (!f || fclose(f) != 0) die("%s: cannot write in '%s' (%s)", flag, dir, strerror(errno));
     remove(probe);
+    remove_stale_temporaries(dir, flag);
 }
 
 // A default path (data/..., relative to the repository) that is not in the working

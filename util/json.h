@@ -206,7 +206,7 @@ static const char* json_flat_string(Json* j, char** at, const char* end) {
 
 static JsonFlat* json_flat_read(const char* path) {
     FILE* f = fopenCheck(path, "rb");
-    long long size = file_size(f);
+    long long size = file_size_of(f, path);
     if (size > (1 << 20)) die("'%s' is %lld bytes: a config.json has at most 1 MB", path, size);
     char* text = mallocCheck(size + 1);
     fread_check(text, 1, size, f, path, "text");
@@ -219,6 +219,9 @@ static JsonFlat* json_flat_read(const char* path) {
         if (flat->n == JSON_FLAT_MAX) json_fail(&j, "more than 1024 members");
         JsonMember* it = &flat->item[flat->n];
         it->key = json_flat_string(&j, &at, end);
+        for (int k = 0; k < flat->n; k++)  // Python's json keeps the last, a first-wins reader the first
+            if (strcmp(flat->item[k].key, it->key) == 0)
+                die("'%s': the key \"%s\" appears twice", path, it->key);
         it->text = "";
         json_expect(&j, ':');
         int c = json_peek(&j);

@@ -78,15 +78,16 @@ void pairs_load(PairSet* ps, const char* path) {
     if (h[4] < 1 || h[4] > PAIR_MAX_LEN || h[5] < 1 || h[5] > PAIR_MAX_LEN)
         die("'%s': longest source %d or target %d in the header is not in 1..%d", path, h[4], h[5],
             PAIR_MAX_LEN);
+    // before allocating: the file must hold at least two lengths and two tokens per pair
+    long long body = file_size_of(f, path) - 1024;
+    if (body < 8LL * h[2])
+        die("'%s' is truncated: %d pairs need at least %lld bytes after the header, it has %lld", path,
+            h[2], 8LL * h[2], body);
     if (h[6] < 1 || h[6] > INT32_MAX - h[2])
-        die("'%s': first text line %d in the header is not >= 1", path, h[6]);
+        die("'%s': first text line %d in the header is not >= 1, or with %d pairs passes 2^31-1", path,
+            h[6], h[2]);
     *ps = (PairSet){.num_pairs = h[2], .vocab_size = h[3], .max_src = h[4], .max_tgt = h[5],
                     .first_line = h[6]};
-    // before allocating: the file must hold at least two lengths and two tokens per pair
-    long long body = file_size(f) - 1024;
-    if (body < 8LL * ps->num_pairs)
-        die("'%s' is truncated: %d pairs need at least %lld bytes after the header, it has %lld", path,
-            ps->num_pairs, 8LL * ps->num_pairs, body);
     if (body % 2) die("'%s' has an odd size: a pair file holds uint16 values after its header", path);
     size_t words = (size_t)body / 2, p = 0;
     ps->tokens = mallocCheck((size_t)body);

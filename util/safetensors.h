@@ -129,6 +129,10 @@ static int st_by_offset(const void* a, const void* b) {
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
+static int st_by_name(const void* a, const void* b) {
+    return strcmp((*(const SafeTensor* const*)a)->name, (*(const SafeTensor* const*)b)->name);
+}
+
 // every tensor's bytes agree with its dtype and shape, lie in the data, and the tensors
 // cover the data without gaps or overlaps; names are unique
 static void st_check_layout(const SafeTensors* st, uint64_t data_size) {
@@ -163,14 +167,14 @@ static void st_check_layout(const SafeTensors* st, uint64_t data_size) {
                 order[i]->begin < at ? "overlaps another tensor" : "leaves a gap after the tensor before it");
         at = order[i]->end;
     }
-    free(order);
     if (at != data_size)
         die("'%s': %llu bytes after the last tensor (the data is %llu bytes)", path,
             (unsigned long long)(data_size - at), (unsigned long long)data_size);
-    for (int i = 0; i < st->num_tensors; i++)
-        for (int k = 0; k < i; k++)
-            if (strcmp(st->tensors[i].name, st->tensors[k].name) == 0)
-                die("'%s': tensor '%s' appears twice", path, st->tensors[i].name);
+    qsort(order, st->num_tensors, sizeof *order, st_by_name);  // sorted, not pairwise: n log n
+    for (int i = 1; i < st->num_tensors; i++)
+        if (strcmp(order[i - 1]->name, order[i]->name) == 0)
+            die("'%s': tensor '%s' appears twice", path, order[i]->name);
+    free(order);
 }
 
 // opens and checks a safetensors file; its tensors are read with safetensors_read
@@ -178,7 +182,7 @@ static void safetensors_open(SafeTensors* st, const char* path) {
     memset(st, 0, sizeof *st);
     st->path = path;
     st->f = fopenCheck(path, "rb");
-    uint64_t size = (uint64_t)file_size(st->f), n = 0;
+    uint64_t size = (uint64_t)file_size_of(st->f, path), n = 0;
     unsigned char len[8];
     fread_check(len, 1, 8, st->f, path, "8-byte header length of a safetensors file");
     for (int i = 7; i >= 0; i--)

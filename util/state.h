@@ -4,9 +4,10 @@ checkpoint. Plumbing; the model's own checkpoint is written by train_gpt2.c.
 
 The training state is everything besides the weights that a resumed run needs to continue
 exactly: AdamW's moments, the step, the data position, the sampler's random stream. Our
-own format (magic 20241124, version 2; doc/formats.md): a header of 256 int32, then m and
-v as float32 in parameter order. Version 2 adds what decides the order of the batches (the
-seed, -sh, the training file's length), so that a state from another run is refused.
+own format (magic 20241124, version 3; doc/formats.md): a header of 256 int32, then m and
+v as float32 in parameter order. Version 2 added what decides the order of the batches (the
+seed, -sh, the training file's length), so that a state from another run is refused; version
+3 a checksum (CRC-32C, slot 255), so that a damaged one is refused too.
 */
 #ifndef UTIL_STATE_H
 #define UTIL_STATE_H
@@ -19,6 +20,7 @@ seed, -sh, the training file's length), so that a state from another run is refu
 #include "io.h"
 
 #define STATE_MAGIC 20241124
+#define STATE_VERSION 3  // 3: with a checksum (CRC-32C, slot 255)
 
 typedef struct {
     int step;          // updates done
@@ -45,7 +47,7 @@ void write_train_state(const char* path, const TrainState* st, const float* m, c
     char tmp[4096];
     FILE* f = atomic_open(path, tmp, sizeof tmp);
     int32_t h[256] = {0};
-    h[0] = STATE_MAGIC; h[1] = 2; h[2] = st->step; h[3] = st->B; h[4] = st->T;
+    h[0] = STATE_MAGIC; h[1] = STATE_VERSION; h[2] = st->step; h[3] = st->B; h[4] = st->T;
     put_u64(h, 5, n);
     put_u64(h, 7, (uint64_t)st->epoch);
     put_u64(h, 9, st->batch_index);
@@ -53,37 +55,59 @@ void write_train_state(const char* path, const TrainState* st, const float* m, c
     put_u64(h, 13, st->seed);
     h[15] = st->shuffle;
     put_u64(h, 16, st->data_tokens);
-    h[18] = st->max_steps;  // a slot older readers ignore (zero in older files)
+    h[18] = st->max_steps;
+    uint32_t crc = crc32c_update(header_checksum(h), m, n * sizeof(float));
+    h[255] = (int32_t)crc32c_update(crc, v, n * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m, sizeof(float), n, f, tmp);
     fwrite_check(v, sizeof(float), n, f, tmp);
     atomic_commit(f, tmp, path);
 }
 
-// reads st and the moments into m and v (n floats each); the file must hold exactly n of each
+// every field of a state read back, within what a run can have written: a damaged file
+// (or a version 1 or 2 one, which has no checksum) is refused here, never used as an index
+static void check_state_fields(const char* path, const TrainState* st) {
+    const char* bad = st->step < 0 ? "step" : st->B < 1 ? "B" : st->T < 1 ? "T"
+                    : st->epoch < 0 || st->epoch > INT32_MAX ? "data pass (slots 7-8)"
+                    : st->batch_index > ((size_t)1 << 40) ? "batch index (slots 9-10)"
+                    : st->shuffle != 0 && st->shuffle != 1 ? "-sh (slot 15)"
+                    : st->max_steps < 0 ? "-x (slot 18)" : NULL;
+    if (bad) die("'%s' is damaged: its %s is out of range", path, bad);
+}
+
+// reads st and the moments into m and v (n floats each); the file must hold exactly n of each.
+// Versions 1 and 2 (no checksum) are read, their unused slots required to be 0.
 void read_train_state(const char* path, TrainState* st, float* m, float* v, size_t n) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, STATE_MAGIC, "training state file");
-    if (h[1] != 1 && h[1] != 2)
-        die("'%s': training state version %d is not supported (expected 1 or 2)", path, h[1]);
+    if (h[1] < 1 || h[1] > STATE_VERSION)
+        die("'%s': training state version %d is not supported (expected 1 to %d)", path, h[1],
+            STATE_VERSION);
+    check_unused_slots(path, h, h[1] == 1 ? 13 : 19, h[1] == STATE_VERSION ? 254 : 255);
     if (get_u64(h, 5) != n)
         die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
             (unsigned long long)get_u64(h, 5), n);
     long long expected = 1024LL + 2LL * (long long)(n * sizeof(float));
-    if (file_size(f) != expected)
-        die("'%s' is truncated or too long: %lld bytes, expected %lld", path, file_size(f), expected);
+    long long actual = file_size_of(f, path);
+    if (actual != expected)
+        die("'%s' is truncated or too long: %lld bytes, expected %lld", path, actual, expected);
+    fread_check(m, sizeof(float), n, f, path, "AdamW moments");
+    fread_check(v, sizeof(float), n, f, path, "AdamW moments");
+    fclose(f);
+    if (h[1] == STATE_VERSION)
+        check_checksum(path, h, crc32c_update(crc32c_update(header_checksum(h), m, n * sizeof(float)), v,
+                                              n * sizeof(float)));
     st->step = h[2]; st->B = h[3]; st->T = h[4];
-    st->epoch = (long)get_u64(h, 7);
+    st->epoch = (long)(int64_t)get_u64(h, 7);
     st->batch_index = (size_t)get_u64(h, 9);
     st->sampler_rng = get_u64(h, 11);
     st->seed = get_u64(h, 13);
     st->shuffle = h[15];
     st->data_tokens = get_u64(h, 16);
     st->max_steps = h[18];
-    fread_check(m, sizeof(float), n, f, path, "AdamW moments");
-    fread_check(v, sizeof(float), n, f, path, "AdamW moments");
-    fclose(f);
+    if (get_u64(h, 7) > INT32_MAX) st->epoch = -1;  // (long is 32 bits on Windows)
+    check_state_fields(path, st);
 }
 
 // A resumed run must be the run that wrote the state: the same step as its checkpoint, the

@@ -78,11 +78,12 @@ static size_t encode_chars(const Tokenizer* tk, const char* text, size_t n, int*
     for (size_t p = 0; p < n;) {
         uint32_t cp;
         int len = utf8_decode(s + p, n - p, &cp);
-        if (cp == UTF8_INVALID) die("'%s' is not valid UTF-8 (byte %zu)", text, p);
+        char quoted[160];
+        if (cp == UTF8_INVALID) die("'%s' is not valid UTF-8 (byte %zu)", excerpt(text, quoted), p);
         int id = token_of_bytes(tk, s + p, len);
         if (id < 0)
-            die("character '%.*s' (U+%04X) of '%s' is not in the tokenizer's vocabulary", len, text + p, cp,
-                text);
+            die("character '%.*s' (U+%04X) at byte %zu of '%s' is not in the tokenizer's vocabulary",
+                cp < 32 ? 0 : len, text + p, cp, p, excerpt(text, quoted));
         ids[count++] = id;
         p += (size_t)len;
     }
@@ -103,8 +104,10 @@ int tokenizer_encode(const Tokenizer* tk, const char* text, int* out, int max_to
         count = bpe_encode(&bpe, (const unsigned char*)text, n, ids);
         bpe_free(&bpe);
     }
+    char quoted[160];
     if (count > (size_t)max_tokens)
-        die("'%s' is %zu tokens, more than the %d that fit (the model's maxT)", text, count, max_tokens);
+        die("'%s' is %zu tokens, more than the %d that fit (the model's maxT)", excerpt(text, quoted), count,
+            max_tokens);
     memcpy(out, ids, count * sizeof(int));
     free(ids);
     return (int)count;

@@ -21,14 +21,16 @@ def floats(n, scale=0.02):
 
 
 def checkpoint(maxT, V, L, NH, C, Vp, version=3, variants=()):
-    """A model checkpoint: header, then the parameters (formats.md: version 3 and 103)."""
+    """A model checkpoint: header, then the parameters (formats.md: version 3, 103, and 104
+    with its checksum)."""
     nkv, pe = (variants[0], variants[1]) if variants else (NH, 0)
     hs = C // NH
     c3 = C + 2 * nkv * hs
     wpe = maxT * C if pe == 0 else 0
     P = Vp * C + wpe + L * (2 * C + c3 * C + c3 + C * C + C + 2 * C + 4 * C * C + 4 * C
                             + 4 * C * C + C) + 2 * C
-    return header(20240326, version, maxT, V, L, NH, C, Vp, *variants) + floats(P)
+    data = header(20240326, version, maxT, V, L, NH, C, Vp, *variants) + floats(P)
+    return checksummed(data) if version == 104 else data
 
 
 def tokens(ids, version=1, count=None):
@@ -41,12 +43,29 @@ def tokenizer(toks, version=2, eot=0):
     return header(20240328, version, len(toks), eot) + body
 
 
-def state(n, version=2, count=None):
+def crc32c(data, crc=0):
+    """CRC-32C (util/crc32c.h), one byte at a time: the checksum of our formats' slot 255."""
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def checksummed(data):
+    """data (a header and its payload) with slot 255 set to the CRC-32C of the rest."""
+    crc = crc32c(data[1024:], crc32c(data[:1020]))
+    return data[:1020] + struct.pack("<I", crc) + data[1024:]
+
+
+def state(n, version=3, count=None):
     """A training state for n parameters (the harness reads 4096): step 10, B 4, T 8."""
     c = n if count is None else count
     slots = [20241124, version, 10, 4, 8, c & 0xFFFFFFFF, c >> 32, 1, 0, 3, 0, 12345, 0,
              1337, 0, 1, 2000, 0]
-    return header(*slots) + floats(2 * n, 0.001)
+    data = header(*slots[:13 if version == 1 else 18]) + floats(2 * n, 0.001)
+    return checksummed(data) if version == 3 else data
 
 
 def pairs(items, V=8, version=1, count=None, longest=None, first_line=1):
@@ -109,6 +128,7 @@ def seeds():
         "checkpoint": {
             "gpt2_tiny.bin": ckpt,
             "variants_gqa_rope.bin": checkpoint(4, 5, 1, 2, 4, 8, 103, (1, 1, 1, 1, 0)),
+            "variants_checksummed.bin": checkpoint(4, 5, 1, 2, 4, 8, 104, (1, 1, 1, 1, 0)),
             "variants_sin_post.bin": checkpoint(4, 5, 2, 2, 4, 8, 103, (2, 2, 1, 0, 1)),
             "truncated.bin": ckpt[:-3],
             "bf16_version5.bin": header(20240326, 5, 4, 5, 1, 2, 4, 8),
@@ -130,7 +150,8 @@ def seeds():
             "huge_vocab.bin": header(20240328, 2, 1 << 30, 0),
         },
         "state": {
-            "v2.bin": state(4096),
+            "v3.bin": state(4096),
+            "v2.bin": state(4096, version=2),
             "v1.bin": state(4096, version=1),
             "other_model.bin": state(4096, count=4095),
             "truncated.bin": state(4096)[:-7],
@@ -154,6 +175,13 @@ def seeds():
             "escapes.safetensors": safetensors([("a\u00e9\n", "I8", [1, 2], b"\1\2")]),
             "huge_length.safetensors": struct.pack("<Q", 1 << 62) + b"{}",
         },
+        # not a seed (its 11.7 MB would make libFuzzer mutate inputs that long): run_fuzz.sh
+        # runs the safetensors harness on it once, within a time bound (a pairwise check of
+        # the names took 105 s)
+        "safetensors_slow": {
+            "many_empty_tensors.safetensors": safetensors(
+                [(f"t{i}", "F32", [0], b"") for i in range(200000)], False),
+        },
         "config": {
             "gpt2.json": json.dumps({"activation_function": "gelu_new", "n_ctx": 1024,
                                      "n_embd": 768, "n_head": 12, "n_inner": None,
@@ -162,6 +190,7 @@ def seeds():
                                          "do_sample": True, "max_length": 50}},
                                      "layer_norm_epsilon": 1e-05}, indent=2).encode(),
             "missing.json": b'{"n_layer": 2, "n_head": 2.5}',
+            "duplicate_key.json": b'{"n_layer": 2, "n_head": 2, "n_layer": 3}',
             "bad.json": b'{"n_layer": 01, "n_head": "\\u12"}',
         },
         "cli": {

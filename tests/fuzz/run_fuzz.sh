@@ -47,5 +47,18 @@ for ((i = 0; i < ${#readers[@]}; i += 2)); do
         fi
     done
 done
+# the inputs too large to be seeds (make_seeds.py's safetensors_slow: 200,000 empty tensors), each
+# run once by the safetensors harness, which must refuse or accept it within 5 s (-timeout)
+if [ -x "$out/fuzz_safetensors" ]; then
+    for input in "$out/seeds/safetensors_slow/"*; do
+        start=$SECONDS
+        if ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_safetensors" -timeout=5 "$input" > "$out/slow.log" 2>&1; then
+            echo "ok   safetensors: ${input##*/} read in $((SECONDS - start)) s (at most 5)"; pass=$((pass + 1))
+        else
+            echo "FAIL safetensors: ${input##*/}: $(grep -m1 -E 'ALARM|ERROR|SUMMARY' "$out/slow.log")"
+            fail=$((fail + 1))
+        fi
+    done
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
