@@ -90,6 +90,7 @@ void setup_model(const Options* o, Run* r) {
         tokenizer_free(&r->tokenizer);
         r->have_tokenizer = 0;
     }
+    dist_shards_setup(r->model.num_parameters, SQUARES_CHUNKS);  // -z 1: this process's shard
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist.rank * o->B;
@@ -98,7 +99,15 @@ void setup_model(const Options* o, Run* r) {
         char path[4096];
         snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
         gpt2_allocate_moments(&r->model);
-        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
+        size_t n = r->model.num_parameters, lo = dist_shard_begin(), shard = dist_shard_end(n) - lo;
+        float* m = dist.zero ? mallocCheck(n * sizeof(float)) : r->model.m_memory;  // -z 1: the file's
+        float* v = dist.zero ? mallocCheck(n * sizeof(float)) : r->model.v_memory;  // whole moments
+        read_train_state(path, &r->state, m, v, n);
+        if (dist.zero) {  // this process keeps its shard of them (util/dist.h)
+            memcpy(r->model.m_memory, m + lo, shard * sizeof(float));
+            memcpy(r->model.v_memory, v + lo, shard * sizeof(float));
+            free(m), free(v);
+        }
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
