@@ -166,6 +166,11 @@ static inline void dist_exit(const char* line, int status, int together) {
 
 static inline void dist_init(int* argc, char*** argv) {
     if (!dist_launched()) return;
+    // -z 1 reduces each bucket to its owner (MPI_Ireduce, "ZeRO-1" above): Open MPI's default
+    // for it picks a chain of segments that each wait for the progress thread's next poll;
+    // the binomial tree (on 2 processes one message) measured half the exposed time, that of
+    // the all-reduce. A value the user sets wins; another MPI ignores the name.
+    setenv("OMPI_MCA_coll_libnbc_ireduce_algorithm", "2", 0);
     int provided;  // the main thread and the progress thread call MPI, never both at once
     MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
