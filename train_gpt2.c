@@ -832,8 +832,8 @@ typedef struct {
     // their gradients, and AdamW's moments (allocated at the first backward / update)
     ParameterTensors grads;
     float* grads_memory;
-    float* m_memory;       // (shard) -z 1: of this process's shard of the parameters (util/dist.h)
-    float* v_memory;       // (shard) and without it of all of them
+    float* m_memory;       // AdamW's moments: with -z 1 of this process's shard of the parameters
+    float* v_memory;       //   alone (util/dist.h, ZeRO-1), else of all of them
     int grads_held;        // the gradients hold a sum (gpt2_backward ran since gpt2_zero_grad)
     double grad_squares;   // the sum of their squares, added up by gpt2_backward as each is final
     uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, rewritten by AdamW (fast/bf16.h)

@@ -471,12 +471,12 @@ Options parse_args(int argc, char** argv) {
         {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
         {o.attention_map[0] && !o.prompt[0], "-am draws the attention maps of a prompt: give one with -pr"},
-        {o.zero != -1 && o.zero != 0 && o.zero != 1, "-z (ZeRO stage) must be 0 or 1: llm.c's stages 2 and 3 "
-                                                     "(gradients and weights sharded too) are not supported here"},
+        {o.zero < -1 || o.zero > 1 || (o.zero == -1 && flag_given(&o, "-z")),
+         "-z (ZeRO stage) must be 0 or 1: llm.c's stages 2 and 3 (gradients, weights sharded) are not here"},
         {o.zero == 1 && dist.size == 1, DIST_MPI ? "-z 1 shards AdamW's state over the processes of mpirun "
             "-np N (N >= 2): this run is one process (leave -z out, or -z 0)" : "-z 1 shards AdamW's state "
             "over MPI processes: this train_gpt2 is built without MPI (make MPI=1; or leave -z out)"},
-        {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (-z 0 for more)"}};
+        {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
     if (o.zero < 0) o.zero = dist.size > 1 && dist.size <= DIST_MAX_SHARDS;  // on under mpirun
     if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
@@ -583,9 +583,9 @@ static void print_training_done(const Options* o, int steps, double seconds_per_
     printf("done: %d step%s, %.1f ms/step (%.0f tok/s)", steps, steps == 1 ? "" : "s", 1e3 * seconds_per_step,
            (double)o->B * dist.size * o->T * o->grad_accum / seconds_per_step);
     if (dist.allreduce_calls > 0) {  // exposed: waited for after the backward pass; hidden: behind it
-        double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;  // -z 1: a reduce-scatter
-        printf(", %s %.2f ms/step exposed (%.1f%%)", dist.zero ? "reduce-scatter" : "all-reduce", ms,
-               ms / (10 * seconds_per_step));
+        double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;
+        const char* sum = dist.zero && dist.buckets ? "reduce-scatter" : "all-reduce";  // -z 1's buckets
+        printf(", %s %.2f ms/step exposed (%.1f%%)", sum, ms, ms / (10 * seconds_per_step));
         if (dist.buckets)
             printf(" + %.2f ms/step hidden behind the backward pass (buckets of %zu KiB)",
                    1e3 * dist.hidden_seconds / dist.allreduce_calls, DIST_BUCKET_BYTES >> 10);
