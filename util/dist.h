@@ -14,6 +14,10 @@ Data parallelism is three ideas, one function each:
   clips the same way and makes the same AdamW update;
 - the weights therefore stay identical, which dist_check_weights verifies at every
   validation by comparing a checksum across the processes.
+With -z 1 (ZeRO-1, the default under mpirun; the section "ZeRO-1" below) the last two
+change: each process gets the mean gradients of its shard of the parameters alone, updates
+that shard with the moments of that shard alone, and the new weights are gathered from
+their owners, so they are identical by construction.
 Only process 0 prints (the others' stdout goes to /dev/null), samples and writes files.
 
 Errors: before training (dist_setup_done) a process that fails, say one that cannot open
