@@ -840,8 +840,8 @@ typedef struct {
     // their gradients, and AdamW's moments (allocated at the first backward / update)
     ParameterTensors grads;
     float* grads_memory;
-    float* m_memory;
-    float* v_memory;
+    float* m_memory;       // AdamW's moments: with -z 1 of this process's shard of the parameters
+    float* v_memory;       //   alone (util/dist.h, ZeRO-1), else of all of them
     int grads_held;        // the gradients hold a sum (gpt2_backward ran since gpt2_zero_grad)
     double grad_squares;   // the sum of their squares, added up by gpt2_backward as each is final
     uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, rewritten by AdamW (fast/bf16.h)
@@ -1361,12 +1361,25 @@ void gpt2_backward(GPT2* model) {
 // ----------------------------------------------------------------------------
 // AdamW, gradient clipping, learning-rate schedule
 
+// N processes: the squares of the mean gradients, by the chunks of fast/buffers.h added in
+// chunk order; with -z 1 a process holds the mean of its shard alone, sums its shard's chunks
+// and gathers the others' sums (util/dist.h), so the total is the same bits either way
+static double mean_grad_squares(const GPT2* model) {
+    double partial[SQUARES_CHUNKS], total = 0.0;
+    int first, last;
+    dist_shard_chunks(SQUARES_CHUNKS, &first, &last);
+    sum_of_squares_chunks(model->grads_memory, model->num_parameters, first, last, partial);
+    dist_gather_chunks(partial);
+    for (int j = 0; j < SQUARES_CHUNKS; j++)
+        total += partial[j];
+    return total;
+}
+
 // the global L2 norm of all gradients, sqrt(sum of g^2), in double, in an order that does
 // not depend on the number of threads (fast/buffers.h): summed by gpt2_backward as they were
 // written, or by a pass of its own over N processes' mean (the all-reduce writes it last)
 float gpt2_grad_norm(const GPT2* model) {
-    return (float)sqrt(dist.size > 1 ? sum_of_squares(model->grads_memory, model->num_parameters)
-                                     : model->grad_squares);
+    return (float)sqrt(dist.size > 1 ? mean_grad_squares(model) : model->grad_squares);
 }
 
 // the factor that brings the gradients' global norm down to max_norm (1 when it is already
@@ -1376,11 +1389,13 @@ float grad_clip_scale(float norm, float max_norm) {
     return (max_norm > 0.0f && norm > max_norm) ? max_norm / norm : 1.0f;
 }
 
-// AdamW's moments, zero until the first update (or read from a training-state file)
+// AdamW's moments, zero until the first update (or read from a training-state file): of
+// this process's shard of the parameters with -z 1 (util/dist.h), else of all of them
 void gpt2_allocate_moments(GPT2* model) {
     if (model->m_memory) return;
-    model->m_memory = alignedCallocCheck(model->num_parameters, sizeof(float));
-    model->v_memory = alignedCallocCheck(model->num_parameters, sizeof(float));
+    size_t n = dist_shard_end(model->num_parameters) - dist_shard_begin();
+    model->m_memory = alignedCallocCheck(n, sizeof(float));
+    model->v_memory = alignedCallocCheck(n, sizeof(float));
 }
 
 // the optimiser's settings: AdamW, the learning-rate schedule, clipping
@@ -1429,11 +1444,37 @@ void adamw_update(float* params, uint16_t* params_bf16, const float* grads, floa
     }
 }
 
+// -z 1 (ZeRO-1, util/dist.h): AdamW on this process's shard [lo, hi) of the parameters, with
+// the moments of that shard alone; then every process's new weights to every process, and
+// the bf16 copy (-prec bf16) of the other shards from them
+static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+    size_t n = model->num_parameters, lo = dist_shard_begin(), hi = dist_shard_end(n);
+    size_t sizes[NUM_PARAMETER_TENSORS], start = 0;  // the shard's part of each tensor
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; start += model->param_sizes[k++]) {
+        size_t from = start > lo ? start : lo, to = start + model->param_sizes[k];
+        to = to < hi ? to : hi;
+        sizes[k] = to > from ? to - from : 0;
+    }
+    uint16_t* bf16 = model->params_bf16 ? model->params_bf16 + lo : NULL;
+    adamw_update(model->params_memory + lo, bf16, model->grads_memory + lo, model->m_memory,
+                 model->v_memory, sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
+    dist_gather_weights(model->params_memory);
+    if (bf16) {
+        bf16_round_all(model->params_bf16, model->params_memory, lo);
+        bf16_round_all(model->params_bf16 + hi, model->params_memory + hi, n - hi);
+    }
+}
+
 void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+    double t0 = now_seconds(), gathered = dist.gather_seconds;
+    int first = !model->m_memory;  // the first update touches the moments' new pages: not timed
     gpt2_allocate_moments(model);
-    adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
-                 model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
-                 grad_scale, t);
+    if (dist.zero) gpt2_update_shard(model, opt, lr, grad_scale, t);
+    else adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
+                      model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
+                      grad_scale, t);
+    if (first) dist.gather_seconds = gathered;
+    else dist.update_seconds += now_seconds() - t0, dist.updates++;
 }
 
 // ----------------------------------------------------------------------------
@@ -1801,6 +1842,7 @@ void setup_model(const Options* o, Run* r) {
         tokenizer_free(&r->tokenizer);
         r->have_tokenizer = 0;
     }
+    dist_shards_setup(r->model.num_parameters, SQUARES_CHUNKS);  // -z 1: this process's shard
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist.rank * o->B;
@@ -1809,7 +1851,15 @@ void setup_model(const Options* o, Run* r) {
         char path[4096];
         snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
         gpt2_allocate_moments(&r->model);
-        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
+        size_t n = r->model.num_parameters, lo = dist_shard_begin(), shard = dist_shard_end(n) - lo;
+        float* m = dist.zero ? mallocCheck(n * sizeof(float)) : r->model.m_memory;  // -z 1: the file's
+        float* v = dist.zero ? mallocCheck(n * sizeof(float)) : r->model.v_memory;  // whole moments
+        read_train_state(path, &r->state, m, v, n);
+        if (dist.zero) {  // this process keeps its shard of them (util/dist.h)
+            memcpy(r->model.m_memory, m + lo, shard * sizeof(float));
+            memcpy(r->model.v_memory, v + lo, shard * sizeof(float));
+            free(m), free(v);
+        }
         printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
@@ -1933,6 +1983,13 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
     const GPT2* model = &r->model;
     const char* dir = o->out_dir;
     char path[4096], title[512];
+    float *m = model->m_memory, *v = model->v_memory;
+    if (dist.zero) {  // -z 1: the state file holds the whole moments; process 0 gathers them
+        m = dist.rank == 0 ? mallocCheck(model->num_parameters * sizeof(float)) : NULL;
+        v = dist.rank == 0 ? mallocCheck(model->num_parameters * sizeof(float)) : NULL;
+        dist_gather_moments(m, model->m_memory);
+        dist_gather_moments(v, model->v_memory);
+    }
     if (dist.rank != 0) return;  // N processes: the weights are the same, process 0 writes them
     for (size_t i = 0; i < model->num_parameters; i++)
         if (!isfinite(model->params_memory[i]))
@@ -1942,7 +1999,8 @@ static void save_checkpoint(const Options* o, Run* r, int step, const TrainState
     atomic_begin();  // the four files land together, or none does
     gpt2_write_checkpoint(model, r->last_checkpoint);
     snprintf(path, sizeof path, "%s/state_%08d.bin", dir, step);
-    write_train_state(path, st, model->m_memory, model->v_memory, model->num_parameters);
+    write_train_state(path, st, m, v, model->num_parameters);
+    if (dist.zero) free(m), free(v);
     snprintf(title, sizeof title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s", dir,
              model->num_parameters / 1e6, o->B, o->T, o->train_path);
     history_save(&r->history, dir, title);
@@ -2018,10 +2076,19 @@ static double train_step(const Options* o, Run* r, int step, double elapsed, dou
     return dt;
 }
 
+// N processes: AdamW's state per process, all the moments or (-z 1) a shard's (util/dist.h)
+static void print_optimizer_memory(const GPT2* model) {
+    if (dist.size == 1) return;
+    size_t n = model->num_parameters, shard = dist_shard_end(n) - dist_shard_begin();
+    printf("optimizer: AdamW's moments %.1f MiB per process (%s)\n", 2.0 * shard * sizeof(float) / 1048576,
+           dist.zero ? "-z 1: sharded over the processes, process 0's shard" : "-z 0: all of them on each");
+}
+
 // the training loop: validation every -v steps, a sample every -s, checkpoints every -n,
 // and all three at the end
 void train(const Options* o, Run* r) {
     print_training_settings(o, max_threads(), &r->train, r->have_val ? &r->val : NULL, r->val_batches);
+    print_optimizer_memory(&r->model);
     double train_seconds = 0.0, start = now_seconds(), stepping = 0.0;
     int timed_steps = 0;
     float val_loss = -1.0f;
@@ -2077,6 +2144,7 @@ static void draw_attention_map(const Options* o, Run* r) {
 int main(int argc, char** argv) {
     dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
+    dist.zero = o.zero;  // -z 1: AdamW's state sharded over the processes (util/dist.h)
     gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)
     static Run r;  // zeroed
     setup_model(&o, &r);

@@ -8,8 +8,9 @@
 #   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
 #   7. our GPT-2 encoder (data/prepare) against tiktoken, MB/s
 #   9. (when train_gpt2 is built with Open MPI) 1 process x all threads against N processes x
-#      1 thread, the same global batch, default and 124M shapes (B=4 per process), the
-#      all-reduce's time hidden behind the backward pass and exposed after it, and the sweep
+#      1 thread with ZeRO-1 (-z 1) and without (-z 0), the same global batch, default and 124M
+#      shapes (B=4 per process): the ratio, the gradients' sum hidden behind the backward pass
+#      and exposed after it, the optimizer's time and memory per process, and the sweep
 #      of all-reduce piece sizes that chose util/dist.h's bucket size (bench/allreduce_sweep.c)
 #  10. -prec bf16 against fp32, both shapes, alternating rounds in this run: ratios
 #  11. an AVX2 build (-march=x86-64-v3: the avx2+fma 6x16 kernel) beside this one, alternating:
@@ -285,11 +286,13 @@ ab_against_base() {
 }
 
 # part 9: data parallelism (util/dist.h). The same global batch on 1 process with all the
-# threads and on N processes (one per CPU) of one thread each; train_gpt2's own step time
-# (the mean after the first step) and its all-reduce time per step, hidden behind the
-# backward pass (buckets) and exposed after it. The 124M shape (B=4 per process, as in issue
-# 27) uses GPT-2's tokenizer (V = 50257), on Tiny Shakespeare encoded with it. Then the
-# sweep of piece sizes for the 124M gradient (bench/allreduce_sweep.c, 3 rounds).
+# threads and on N processes (one per CPU) of one thread each, with ZeRO-1 (-z 1, the
+# default) and without (-z 0); train_gpt2's own step time (the mean after the first step),
+# the ratio N x 1 / 1 x N, the gradients' sum per step, hidden behind the backward pass
+# (buckets) and exposed after it, and the optimizer's time and state memory per process.
+# The 124M shape (B=4 per process, as in issue 27) uses GPT-2's tokenizer (V = 50257), on
+# Tiny Shakespeare encoded with it. Then the sweep of piece sizes for the 124M gradient
+# (bench/allreduce_sweep.c, 3 rounds).
 mpi_scaling() {
     section "9. data parallelism over MPI: 1 process x $(cpu_count) threads vs $(cpu_count) processes x 1 thread"
     if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 2> /dev/null | grep -q libmpi; then
@@ -309,20 +312,26 @@ mpi_scaling() {
             args+=(-e d12 -tok data/gpt2_tokenizer.bin -i "$OUT/ts_gpt2_train.bin")
         fi
         [ $((B % n)) -eq 0 ] || { echo "$shape: B=$B is not divisible by $n processes; skipped"; continue; }
-        local one many
+        local one many z out
         one=$(OMP_NUM_THREADS=$n ./train_gpt2 "${args[@]}" -b $B -x $x 2>&1 | grep '^done:')
-        many=$("${mpirun[@]}" ./train_gpt2 "${args[@]}" -b $((B / n)) -x $x 2>&1 | grep '^done:')
         echo "$shape, B=$B T=64, $x steps:"
         echo "  1 process x $n threads:   ${one:-!! no result}"
-        echo "  $n processes x 1 thread:  ${many:-!! no result}"
-        local a b
-        a=$(echo "$one" | capture '([0-9.]+) ms/step'); b=$(echo "$many" | capture '^done: [0-9]+ steps, ([0-9.]+)')
-        [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v s="$shape" \
-            'BEGIN { printf "  %s: step time, processes / threads: %.3f\n", s, b / a }'
-        local e h
-        e=$(echo "$many" | capture 'exposed [(]([0-9.]+)%'); h=$(echo "$many" | capture '([0-9.]+) ms/step hidden')
-        [ -n "$e" ] && echo "  $shape: all-reduce exposed $e% of the step, $h ms/step hidden behind the backward pass"
-        [ -z "$one" ] || [ -z "$many" ] && crashed=1
+        for z in 1 0; do  # ZeRO-1 (-z 1, the default under mpirun: doc/mpi.md), then unsharded
+            out=$("${mpirun[@]}" ./train_gpt2 "${args[@]}" -b $((B / n)) -x $x -z $z 2>&1)
+            many=$(echo "$out" | grep '^done:')
+            echo "  $n processes x 1 thread, -z $z:  ${many:-!! no result}"
+            local a b
+            a=$(echo "$one" | capture '([0-9.]+) ms/step'); b=$(echo "$many" | capture '^done: [0-9]+ steps, ([0-9.]+)')
+            [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v s="$shape" -v z=$z -v n=$n \
+                'BEGIN { printf "  %s, -z %s: step time, %d x 1 / 1 x %d: %.3f\n", s, z, n, n, b / a }'
+            local e h
+            e=$(echo "$many" | capture 'exposed [(]([0-9.]+)%'); h=$(echo "$many" | capture '([0-9.]+) ms/step hidden')
+            [ -n "$e" ] && echo "  $shape, -z $z: gradients' sum exposed $e% of the step, $h ms/step hidden behind the backward pass"
+            echo "  $shape, -z $z: optimizer per process: $(echo "$many" | grep -oE 'AdamW [^,]+'); state:" \
+                 "$(echo "$out" | capture "optimizer: AdamW's moments ([0-9.]+ MiB) per process")"
+            [ -z "$many" ] && crashed=1
+        done
+        [ -z "$one" ] && crashed=1
     done
     rm -f "$OUT"/ts_gpt2_*.bin
     if mpicc -O2 -o bench/allreduce_sweep bench/allreduce_sweep.c 2> "$OUT/sweep_build.log"; then

@@ -25,13 +25,34 @@ static void zero_floats(float* p, size_t n) {
 // zero the gradients first. The stored value is the same float as 0 + the sum.
 typedef enum { GRAD_ADD = 0, GRAD_STORE = 1 } GradWrite;
 
+// The norm's chunks: sum_of_squares_list splits each buffer into SQUARES_CHUNKS; a ZeRO-1
+// shard (util/dist.h) is a run of whole chunks of the gradient buffer, so that the shards'
+// partial sums, added in chunk order, are the unsharded sum's bits
+enum { SQUARES_CHUNKS = 64 };
+
+// the squares of chunk j of g[0..len), summed in double from float sums of short blocks
+// (which vectorise)
+static double chunk_squares(const float* g, size_t len, int j) {
+    enum { BLOCK = 1024 };
+    size_t lo = len * j / SQUARES_CHUNKS, hi = len * (j + 1) / SQUARES_CHUNKS;
+    double s = 0.0;
+    for (size_t b = lo; b < hi; b += BLOCK) {
+        size_t e = b + BLOCK < hi ? b + BLOCK : hi;
+        float block = 0.0f;
+        #pragma omp simd reduction(+ : block)
+        for (size_t i = b; i < e; i++)
+            block += g[i] * g[i];
+        s += block;
+    }
+    return s;
+}
+
 // The squares of several buffers p[s] of n[s] floats (at most 16), all summed in one
-// parallel region. Each buffer is split into a fixed number of chunks, each summed in
-// double from float sums of short blocks (which vectorise), and the chunks are combined in
-// order (buffer 0's, then buffer 1's, ...): the result does not depend on the number of
-// threads.
+// parallel region. Each buffer is split into SQUARES_CHUNKS chunks, and the chunks are
+// combined in order (buffer 0's, then buffer 1's, ...): the result does not depend on the
+// number of threads.
 static double sum_of_squares_list(const float* const* p, const size_t* n, int count) {
-    enum { CHUNKS = 64, BLOCK = 1024, MAX_BUFFERS = 16 };
+    enum { CHUNKS = SQUARES_CHUNKS, MAX_BUFFERS = 16 };
     double partial[MAX_BUFFERS * CHUNKS];
     if (count > MAX_BUFFERS) count = MAX_BUFFERS;
     size_t all = 0;
@@ -39,24 +60,20 @@ static double sum_of_squares_list(const float* const* p, const size_t* n, int co
         all += n[s];
     (void)all;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel for schedule(static) if (all >= 65536)
-    for (int j = 0; j < count * CHUNKS; j++) {
-        const float* g = p[j / CHUNKS];
-        size_t len = n[j / CHUNKS], lo = len * (j % CHUNKS) / CHUNKS, hi = len * (j % CHUNKS + 1) / CHUNKS;
-        double s = 0.0;
-        for (size_t b = lo; b < hi; b += BLOCK) {
-            size_t e = b + BLOCK < hi ? b + BLOCK : hi;
-            float block = 0.0f;
-            #pragma omp simd reduction(+ : block)
-            for (size_t i = b; i < e; i++)
-                block += g[i] * g[i];
-            s += block;
-        }
-        partial[j] = s;
-    }
+    for (int j = 0; j < count * CHUNKS; j++)
+        partial[j] = chunk_squares(p[j / CHUNKS], n[j / CHUNKS], j % CHUNKS);
     double total = 0.0;
     for (int j = 0; j < count * CHUNKS; j++)
         total += partial[j];
     return total;
+}
+
+// partial[j] = the squares of chunk j of g[0..n), for the chunks first .. last - 1 (a
+// ZeRO-1 shard's); the sum of all SQUARES_CHUNKS in order is sum_of_squares(g, n)
+static void sum_of_squares_chunks(const float* g, size_t n, int first, int last, double* partial) {
+    #pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int j = first; j < last; j++)
+        partial[j] = chunk_squares(g, n, j);
 }
 
 // The squares of layer l's slices of count tensors that lie one after the other from p,

@@ -3,7 +3,10 @@
 # 2 processes of batch B against one process of batch 2B, identical weights across the
 # processes (and a build whose processes diverge is caught), determinism, a killed
 # process, a stop signal and resume, resume with another number of processes, bad input
-# under mpirun, and the buckets overlapped with the backward pass against the blocking sum. The last line is "N passed, M failed".
+# under mpirun, the buckets overlapped with the backward pass against the blocking sum, and
+# ZeRO-1 (-z 1, the default under mpirun: AdamW sharded) against -z 0, bit for bit, with
+# resume across process counts, mutants that must be caught, and its bad input.
+# The last line is "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
 source tests/posix.sh  # capture, now_ms, with_timeout: GNU's and BSD's tools alike
@@ -47,9 +50,10 @@ if [ "$ok_files" == "loss.svg loss.tsv model_00000030.bin state_00000030.bin " ]
 else
     bad "2 processes wrote: $ok_files"
 fi
-if grep -q 'processes: 2, each B=4: a global batch of 8 rows' "$TMP/two.log" && grep -qE 'all-reduce [0-9.]+ ms/step' "$TMP/two.log" \
+if grep -q 'processes: 2, each B=4: a global batch of 8 rows' "$TMP/two.log" \
+      && grep -qE '(all-reduce|reduce-scatter) [0-9.]+ ms/step' "$TMP/two.log" \
       && [ "$(grep -c '^step' "$TMP/two.log")" -eq "$(grep -c '^step' "$TMP/one.log")" ]; then
-    ok "2 processes: one process prints (one line per step), says the global batch and the all-reduce's time: $(grep -oE 'all-reduce [^,]+' "$TMP/two.log")"
+    ok "2 processes: one process prints (one line per step), says the global batch and the gradients' sum's time: $(grep -oE '(all-reduce|reduce-scatter) [^,]+' "$TMP/two.log")"
 else
     bad "2 processes: the output is not one process's"
 fi
@@ -64,13 +68,14 @@ fi
 
 # ---- 3. the weights stay identical across the processes: checked at every validation (-v 10);
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
+# (-z 0: with -z 1 each shard's new weights come from its owner, so they agree by construction)
 mkdir -p "$TMP/diverge/util"
 cp -r train_gpt2.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
 sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
     > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
       "$TMP/diverge/train_gpt2.c" -lm 2> "$TMP/diverge/build.log"; then
-    mpi 2 "$TMP/diverge/train_gpt2" "${SMALL[@]}" -b 4 -x 30 -o "" > "$TMP/diverge.log" 2> "$TMP/diverge.err"; rc=$?
+    mpi 2 "$TMP/diverge/train_gpt2" "${SMALL[@]}" -b 4 -x 30 -z 0 -o "" > "$TMP/diverge.log" 2> "$TMP/diverge.err"; rc=$?
     if [ $rc -ne 0 ] && grep -q 'the weights of the 2 processes differ at step 10' "$TMP/diverge.err" \
           && [ "$(wc -l < "$TMP/diverge.err")" -eq 1 ]; then
         ok "weights compared across processes at each validation: a diverging build stops at step 10 with one line ($(cut -c1-90 "$TMP/diverge.err")...)"
@@ -212,11 +217,11 @@ if [ -n "${BASE_BIN:-}" ]; then
     mpi 2 "$BASE_BIN" "${BK[@]}" -o "$TMP/base" > "$TMP/base.log" 2>&1
     same_run "2 processes, buckets vs $BASE_BIN" "$TMP/bk0" "$TMP/base"
 fi
-split='all-reduce [0-9.]+ ms/step exposed \([0-9.]+%\) \+ [0-9.]+ ms/step hidden behind the backward pass \(buckets of [0-9]+ KiB\)'
+split='reduce-scatter [0-9.]+ ms/step exposed \([0-9.]+%\) \+ [0-9.]+ ms/step hidden behind the backward pass \(buckets of [0-9]+ KiB\)'
 if grep -qE "$split" "$TMP/bk0.log" && grep -qE 'all-reduce [0-9.]+ ms/step exposed .*blocking [(]DIST_BLOCKING=1[)]' "$TMP/bl0.log"; then
-    ok "the summary splits the all-reduce: $(grep -oE "$split" "$TMP/bk0.log")"
+    ok "the summary splits the gradients' sum (-z 1: a reduce-scatter): $(grep -oE "$split" "$TMP/bk0.log")"
 else
-    bad "the summary does not split the all-reduce: $(grep '^done' "$TMP/bk0.log")"
+    bad "the summary does not split the gradients' sum: $(grep '^done' "$TMP/bk0.log")"
 fi
 # 3 processes (oversubscribed): buckets against the blocking path; the weights stay the same
 # on all three (checked at each validation); the sums of 3 numbers may round differently
@@ -229,6 +234,101 @@ if [ $rc3 -eq 0 ] && [ "$rel" != mismatch ] && awk -v r="$rel" 'BEGIN { exit !(r
 else
     bad "3 processes: exit $rc3, largest relative difference $rel"
 fi
+
+# ---- 9. ZeRO-1 (-z 1, util/dist.h): each process reduces, updates and keeps the moments of
+# its shard of the parameters, then the weights are gathered. On 2 processes the same bits as
+# -z 0: the losses and norms of every step, the model and the state file (the whole moments,
+# gathered to process 0). The -z 1 runs are those of section 8 (-z 1 is the default there).
+steps() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+ [|] lr [^|]+[|] norm [0-9.]+)' "$1"; }
+same_bits() {  # dir A, dir B: the same step lines and checkpoint files, bit for bit
+    [ -n "$(steps "$1.log")" ] && [ "$(steps "$1.log")" == "$(steps "$2.log")" ] \
+        && cmp -s "$1/model_00000020.bin" "$2/model_00000020.bin" && cmp -s "$1/state_00000020.bin" "$2/state_00000020.bin"
+}
+zero_vs_unsharded() {  # label, the -z 1 run's dir, then train_gpt2's flags: a -z 0 run beside it
+    local label=$1 z1=$2; shift 2
+    mpi 2 ./train_gpt2 "$@" -z 0 -o "${z1}_z0" > "${z1}_z0.log" 2>&1
+    if grep -q 'optimizer: .* (-z 1' "$z1.log" && same_bits "$z1" "${z1}_z0"; then
+        ok "ZeRO-1 vs -z 0, $label: the same $(steps "$z1.log" | wc -l) losses and norms, model and state files, bit for bit"
+    else
+        bad "ZeRO-1 vs -z 0, $label: the steps or files differ ($(cmp "$z1/state_00000020.bin" "${z1}_z0/state_00000020.bin" 2>&1 | head -c 120))"
+    fi
+}
+zero_vs_unsharded "2 processes" "$TMP/bk0" "${BK[@]}"
+zero_vs_unsharded "2 processes, -d 512 (2 micro-batches)" "$TMP/bk512" "${BK[@]}" -d 512
+zero_vs_unsharded "2 processes, GPT-2's vocabulary (wte early)" "$TMP/bpe_bk0" "${BPE[@]}"
+mpi 2 ./train_gpt2 "${BK[@]}" -prec bf16 -o "$TMP/zbf16" > "$TMP/zbf16.log" 2>&1
+zero_vs_unsharded "2 processes, -prec bf16 (the other shard's bf16 copy)" "$TMP/zbf16" "${BK[@]}" -prec bf16
+# the header says the optimizer's memory per process: -z 1 about half of -z 0's on 2 processes
+mib() { capture "optimizer: AdamW's moments ([0-9.]+) MiB per process" "$1"; }
+z1=$(mib "$TMP/bpe_bk0.log"); z0=$(mib "$TMP/bpe_bk0_z0.log")
+if [ -n "$z1" ] && [ -n "$z0" ] && awk -v a="$z1" -v b="$z0" 'BEGIN { exit !(a > 0 && a <= b / 2 + 0.1) }'; then
+    ok "the header says AdamW's state per process: $z1 MiB with -z 1, $z0 MiB with -z 0 (2 processes)"
+else
+    bad "AdamW's state per process: '$z1' MiB with -z 1, '$z0' MiB with -z 0"
+fi
+
+# resume across process counts, from state files that hold the whole moments: 1 process of
+# B=8 continues a -z 1 run of 2 x B=4 in section 6; here 2 processes (-z 1) continue a run of
+# 1 x B=8 (the losses agree to rounding), and -z 0 continues -z 1 on 2 processes, bit for bit
+./train_gpt2 "${SMALL[@]}" -b 8 -x 120 -n 20 -o "$TMP/one_full" > "$TMP/one_full.log" 2>&1
+cp -r "$TMP/one_full" "$TMP/one_to_two"; rm -f "$TMP"/one_to_two/*_000001[0-2]0.bin
+mpi 2 ./train_gpt2 "${RUN[@]}" -z 1 -o "$TMP/one_to_two" -y 1 > "$TMP/one_to_two.log" 2>&1; rc=$?
+rel=$(max_rel <(after "$TMP/one_to_two.log" 80) <(after "$TMP/one_full.log" 80))
+if [ $rc -eq 0 ] && grep -q 'resuming from .* at step 80' "$TMP/one_to_two.log" && [ "$rel" != mismatch ] \
+      && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-5) }'; then
+    ok "a 1 x B=8 run resumed by 2 processes of B=4 with -z 1 at step 80: the 40 losses agree to $rel relative"
+else
+    bad "resume of 1 x B=8 by 2 x B=4 -z 1: exit $rc, difference $rel"
+fi
+cp -r "$TMP/full" "$TMP/z1_to_z0"; rm -f "$TMP"/z1_to_z0/*_000001[0-2]0.bin
+mpi 2 ./train_gpt2 "${RUN[@]}" -z 0 -o "$TMP/z1_to_z0" -y 1 > "$TMP/z1_to_z0.log" 2>&1
+if [ "$(after "$TMP/z1_to_z0.log" 80 | wc -l)" -eq 40 ] && [ "$(after "$TMP/z1_to_z0.log" 80)" == "$(after "$TMP/full.log" 80)" ]; then
+    ok "a -z 1 run resumed with -z 0 on 2 processes at step 80: the 40 losses equal the uninterrupted run's, bit for bit"
+else
+    bad "a -z 1 run resumed with -z 0 does not reproduce the losses"
+fi
+
+# mutants: a build in which process 1 skips its shard's update, and one in which each process
+# clips by its own shard's norm (the chunk sums not gathered): the bits check must fail on each
+zero_mutant() {  # name, sed expression on train_gpt2.c
+    local name=$1 dir="$TMP/mutant"
+    rm -rf "$dir"; mkdir -p "$dir/util"
+    cp -r train_gpt2.c train_setup.h fast "$dir/"; cp util/*.h "$dir/util/"
+    sed "$2" train_gpt2.c > "$dir/train_gpt2.c"
+    if cmp -s train_gpt2.c "$dir/train_gpt2.c" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
+          -o "$dir/train_gpt2" "$dir/train_gpt2.c" -lm 2> "$dir/build.log"; then
+        bad "ZeRO-1 mutant ($name): no mutant built: $(head -3 "$dir/build.log" 2> /dev/null)"; return
+    fi
+    mpi 2 "$dir/train_gpt2" "${BK[@]}" -z 1 -o "$dir/run" > "$dir/run.log" 2>&1
+    if same_bits "$dir/run" "$TMP/bk0_z0"; then bad "ZeRO-1 mutant ($name): not caught, the same bits as -z 0"
+    else ok "ZeRO-1 mutant ($name): caught, its steps or files differ from -z 0's"; fi
+}
+zero_mutant "process 1 skips its shard's AdamW" \
+    's|^    adamw_update(model->params_memory + lo,|    if (dist.rank != 1) adamw_update(model->params_memory + lo,|'
+zero_mutant "each process clips by its shard's norm" \
+    's|^    double partial\[SQUARES_CHUNKS\], total|    double partial[SQUARES_CHUNKS] = {0}, total|;s|^    dist_gather_chunks(partial);||'
+
+# bad input: -z 1 on one process (run directly, or mpirun -np 1), a stage that is not 0 or 1,
+# a value that is not a number: one line naming -z, exit 2, from every process one line
+./train_gpt2 "${SMALL[@]}" -z 1 -x 5 -o "" > /dev/null 2> "$TMP/z_one.err"; rc=$?
+if [ $rc -eq 2 ] && [ "$(grep -c 'error' "$TMP/z_one.err")" -eq 1 ] && grep -q 'error: -z 1 shards' "$TMP/z_one.err"; then
+    ok "-z 1 without mpirun: exit 2, one line: $(head -n 1 "$TMP/z_one.err")"
+else
+    bad "-z 1 without mpirun: exit $rc, $(cat "$TMP/z_one.err")"
+fi
+expect_mpi_error "-z 1 on one process" "-z 1 shards AdamW's state over the processes" \
+    -np 1 ./train_gpt2 "${SMALL[@]}" -z 1 -x 5 -o ""
+expect_mpi_error "-z 2" "-z (ZeRO stage) must be 0 or 1" -np 2 ./train_gpt2 "${SMALL[@]}" -z 2 -x 5 -o ""
+expect_mpi_error "-z one" "flag -z expects an integer, got 'one'" -np 2 ./train_gpt2 "${SMALL[@]}" -z one -x 5 -o ""
+# a sharded resume given the state file of another model: refused by every process before
+# training, one line naming the file, and the directory is left as it was
+./train_gpt2 "${SMALL[@]}" -nc 32 -b 8 -x 1 -o "$TMP/other_shape" > /dev/null 2>&1
+cp -r "$TMP/full" "$TMP/shape"; cp "$TMP/other_shape/state_00000001.bin" "$TMP/shape/state_00000120.bin"
+before=$(cksum "$TMP"/shape/*)
+expect_mpi_error "-z 1 resuming the state file of another model" "'$TMP/shape/state_00000120.bin' belongs to a model with" \
+    -np 2 ./train_gpt2 "${RUN[@]}" -x 140 -z 1 -o "$TMP/shape" -y 1
+[ "$before" == "$(cksum "$TMP"/shape/*)" ] && ok "  ... and wrote nothing: $TMP/shape is as it was" \
+    || bad "  ... the refused resume changed $TMP/shape"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

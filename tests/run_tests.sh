@@ -494,10 +494,14 @@ expect_usage() {  # (redefined for these checks' names)
     if [ $rc -eq 2 ] && [[ "$line" == "train_gpt2: error: "*"$want"* ]]; then ok "$name -> exit 2: $line"
     else bad "$name -> exit $rc: $line"; fi
 }
-for refused in "-h 1" "-sl 3" "-sg 3" "-w 0" "-ge 2" "-z 1" "-r 1" "-lg 10" "-pn 2" "-pg 8" \
+for refused in "-h 1" "-sl 3" "-sg 3" "-w 0" "-ge 2" "-r 1" "-lg 10" "-pn 2" "-pg 8" \
                "-pi tcp" "-pm tcp" "-ps 10.0.0.1" "-pf /tmp" "-pp /tmp"; do
     expect_usage "llm.c's $refused" "${refused} is not supported here" ./train_gpt2 $refused
 done
+# llm.c's -z (ZeRO stage): 1 shards AdamW over mpirun's processes (tests/mpi_tests.sh); on one
+# process, or in a build without MPI, it is refused, as are the stages 2 and 3
+expect_usage "-z 1 on one process" "-z 1 shards AdamW's state over" ./train_gpt2 -z 1
+expect_usage "llm.c's -z 3" "-z (ZeRO stage) must be 0 or 1" ./train_gpt2 -z 3
 ./train_gpt2 "${SMALL[@]}" -h 0 -k cosine -sl 0 -sg 0.0 -a 0 -f 1 -w 1 -ge 0 -z 0 -r 0 -lg -1 -pn 1 -x 0 -m 1 \
     > "$TMP/llmc_off.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -qE '^val loss [0-9.]+ [(]1 batch of' "$TMP/llmc_off.log"; then

@@ -62,6 +62,7 @@ typedef struct {
     const char* precision;       // -prec fp32 | bf16: the matmuls' operands (fast/bf16.h)
     int bf16;                    // -prec bf16
     const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
+    int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
     unsigned long long given;    // bit k: FLAGS[k] was on the command line
 } Options;
 
@@ -182,6 +183,11 @@ static const Flag FLAGS[] = {
      "at the end (after training, or at once with `-x 0`), write the model to this directory as Hugging "
      "Face's GPT-2: `model.safetensors` + `config.json`; refused at the start for a model with block "
      "variants"},
+    {"-z", 'i', OPT(zero), "ZeRO stage: 1 = AdamW's state sharded over the processes",
+     "1 under mpirun -np N >= 2",
+     "ZeRO stage (llm.c's): 1 = each of the `mpirun` processes runs AdamW on its shard of the parameters "
+     "and keeps that shard's moments (ZeRO-1, the same bits as 0 on 2 processes); 0 = each runs all of it; "
+     "needs 2 or more processes; 2 and 3 are refused"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 _Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= 64, "Options.given has a bit per flag");
@@ -204,7 +210,6 @@ static const LlmcFlag LLMC_OFF[] = {
     {"-f", "0 1", "TF32 matmuls; a CPU has none: fp32, or -prec bf16"},
     {"-w", "1", "float32 master weights; the weights are float32 here"},
     {"-ge", "-1 0", "GELU fused into the matmul on the GPU"},
-    {"-z", "0", "ZeRO optimizer-state sharding"},
     {"-r", "0", "recompute activations in the backward; here all are kept"},
     {"-lg", "-1", "logging GPU information"},
     {"-pn", NULL, "number of processes; here mpirun -np N sets it"},
@@ -227,7 +232,7 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32", .hf_out = ""};
+        .precision = "fp32", .hf_out = "", .zero = -1};
     return o;
 }
 
@@ -465,8 +470,15 @@ Options parse_args(int argc, char** argv) {
         {o.resume && o.overwrite, "-y 1 resumes the run in -o, -ow 1 replaces it: give one of them"},
         {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
-        {o.attention_map[0] && !o.prompt[0], "-am draws the attention maps of a prompt: give one with -pr"}};
+        {o.attention_map[0] && !o.prompt[0], "-am draws the attention maps of a prompt: give one with -pr"},
+        {o.zero < -1 || o.zero > 1 || (o.zero == -1 && flag_given(&o, "-z")),
+         "-z (ZeRO stage) must be 0 or 1: llm.c's stages 2 and 3 (gradients, weights sharded) are not here"},
+        {o.zero == 1 && dist.size == 1, DIST_MPI ? "-z 1 shards AdamW's state over the processes of mpirun "
+            "-np N (N >= 2): this run is one process (leave -z out, or -z 0)" : "-z 1 shards AdamW's state "
+            "over MPI processes: this train_gpt2 is built without MPI (make MPI=1; or leave -z out)"},
+        {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
+    if (o.zero < 0) o.zero = dist.size > 1 && dist.size <= DIST_MAX_SHARDS;  // on under mpirun
     if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
     if (!flag_given(&o, "-j")) o.val_path = find_default_path(o.val_path, 0);
     if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);
@@ -572,11 +584,17 @@ static void print_training_done(const Options* o, int steps, double seconds_per_
            (double)o->B * dist.size * o->T * o->grad_accum / seconds_per_step);
     if (dist.allreduce_calls > 0) {  // exposed: waited for after the backward pass; hidden: behind it
         double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;
-        printf(", all-reduce %.2f ms/step exposed (%.1f%%)", ms, ms / (10 * seconds_per_step));
+        const char* sum = dist.zero && dist.buckets ? "reduce-scatter" : "all-reduce";  // -z 1's buckets
+        printf(", %s %.2f ms/step exposed (%.1f%%)", sum, ms, ms / (10 * seconds_per_step));
         if (dist.buckets)
             printf(" + %.2f ms/step hidden behind the backward pass (buckets of %zu KiB)",
                    1e3 * dist.hidden_seconds / dist.allreduce_calls, DIST_BUCKET_BYTES >> 10);
         else printf(", blocking (DIST_BLOCKING=1)");
+    }
+    if (dist.size > 1 && dist.updates > 0) {  // the optimizer: on a shard with -z 1, then the gather
+        double gather = 1e3 * dist.gather_seconds / dist.updates;
+        printf(", AdamW %.2f ms/step", 1e3 * dist.update_seconds / dist.updates - gather);
+        if (dist.zero) printf(" on a shard (-z 1) + all-gather %.2f ms/step", gather);
     }
     if (!isnan(val_loss)) printf(", final val loss %.4f", val_loss);
     if (checkpoint[0]) printf(", checkpoint %s", checkpoint);

@@ -14,6 +14,10 @@ Data parallelism is three ideas, one function each:
   clips the same way and makes the same AdamW update;
 - the weights therefore stay identical, which dist_check_weights verifies at every
   validation by comparing a checksum across the processes.
+With -z 1 (ZeRO-1, the default under mpirun; the section "ZeRO-1" below) the last two
+change: each process gets the mean gradients of its shard of the parameters alone, updates
+that shard with the moments of that shard alone, and the new weights are gathered from
+their owners, so they are identical by construction.
 Only process 0 prints (the others' stdout goes to /dev/null), samples and writes files.
 
 Errors: before training (dist_setup_done) a process that fails, say one that cannot open
@@ -35,6 +39,12 @@ mpirun, these functions are those of a single process: N = 1, no communication.
 #include <time.h>
 #endif
 
+#ifdef USE_MPI
+#define DIST_MPI 1  // built with MPI: mpirun -np N runs N processes
+#else
+#define DIST_MPI 0
+#endif
+
 // the largest piece of the gradients one nonblocking all-reduce sums (see "buckets" below)
 #define DIST_BUCKET_BYTES ((size_t)1 << 20)
 
@@ -46,8 +56,60 @@ typedef struct {
     long allreduce_calls;      // pass (exposed), and in how many steps
     double hidden_seconds;     // time the buckets were in flight while the backward pass ran
     int buckets;               // 1: buckets overlapped with the backward; 0: DIST_BLOCKING=1
+    int zero;                  // -z 1: AdamW's state sharded over the processes (ZeRO-1, below)
+    double update_seconds;     // time in the updates: AdamW (on this process's shard with -z 1)
+    double gather_seconds;     //   and, -z 1, the new weights' way to every process (of those)
+    long updates;              // the updates timed
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0};
+
+// ---- ZeRO-1 (-z 1): the optimizer sharded over the processes
+//
+// Without it every process runs AdamW over all the parameters and keeps both moments of all
+// of them (1 GB at 124M): the same work and memory N times. With it, process r owns the
+// shard [bounds[r], bounds[r+1]) of the parameter buffer (contiguous, N about equal parts):
+// - the gradients' buckets are each reduced to the process that owns them (MPI_Ireduce, a
+//   bucket never straddles two shards): the buckets together are a reduce-scatter, half the
+//   bytes an all-reduce sends, still overlapped with the backward pass;
+// - each process runs AdamW on its shard alone and keeps the moments of its shard alone;
+// - the updated weights go from each owner to all (dist_gather_weights), before the next
+//   forward pass;
+// - the gradient norm (clipping) is summed by the chunks of fast/buffers.h's sum_of_squares:
+//   a shard is a run of whole chunks, each process sums its own, and every process adds all
+//   the chunks' sums in chunk order, as the unsharded path does (dist_gather_chunks).
+// Bits, on 2 processes: a reduced element is a + b as in the all-reduce, the norm adds the
+// same chunk sums in the same order, AdamW is element by element: the weights, losses and
+// files are those of -z 0, bit for bit (tests/mpi_tests.sh). The state file holds the whole
+// moments, gathered to process 0 when written (dist_gather_moments) and cut to each
+// process's shard when read, so a run resumes on any number of processes.
+#define DIST_MAX_SHARDS 64  // a shard is at least one chunk of the norm's (SQUARES_CHUNKS)
+typedef struct {
+    size_t n;                                // the parameters
+    size_t bounds[DIST_MAX_SHARDS + 1];      // process r's shard: [bounds[r], bounds[r + 1])
+    int first_chunk[DIST_MAX_SHARDS + 1];    // its chunks of the norm's: [first_chunk[r], ..[r + 1])
+} DistShards;
+static DistShards shards;
+
+// -z 1: the shards of n parameters, cut at the norm's chunk boundaries (chunk j of `chunks`
+// starts at n * j / chunks, as in fast/buffers.h); without -z 1 one shard of all n
+static inline void dist_shards_setup(size_t n, int chunks) {
+    int N = dist.zero ? dist.size : 1;
+    if (N > chunks || N > DIST_MAX_SHARDS) die("-z 1: %d processes, at most %d shards", N, chunks);
+    shards.n = n;
+    for (int r = 0; r <= N; r++) {
+        shards.first_chunk[r] = chunks * r / N;
+        shards.bounds[r] = n * (size_t)shards.first_chunk[r] / (size_t)chunks;
+    }
+}
+
+// this process's shard [begin, end) of n parameters, and its chunks [first, last) of the
+// norm's `chunks`: all of them without -z 1
+static inline size_t dist_shard_begin(void) { return dist.zero ? shards.bounds[dist.rank] : 0; }
+static inline size_t dist_shard_end(size_t n) { return dist.zero ? shards.bounds[dist.rank + 1] : n; }
+static inline void dist_shard_chunks(int chunks, int* first, int* last) {
+    *first = dist.zero ? shards.first_chunk[dist.rank] : 0;
+    *last = dist.zero ? shards.first_chunk[dist.rank + 1] : chunks;
+}
 
 // the rows of a global batch (N·B rows of T tokens) that this process computes
 static inline const int* dist_rows(const int* global_batch, int B, int T) {
@@ -108,6 +170,11 @@ static inline void dist_exit(const char* line, int status, int together) {
 
 static inline void dist_init(int* argc, char*** argv) {
     if (!dist_launched()) return;
+    // -z 1 reduces each bucket to its owner (MPI_Ireduce, "ZeRO-1" above): Open MPI's default
+    // for it picks a chain of segments that each wait for the progress thread's next poll;
+    // the binomial tree (on 2 processes one message) measured half the exposed time, that of
+    // the all-reduce. A value the user sets wins; another MPI ignores the name.
+    setenv("OMPI_MCA_coll_libnbc_ireduce_algorithm", "2", 0);
     int provided;  // the main thread and the progress thread call MPI, never both at once
     MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
@@ -194,6 +261,7 @@ typedef struct {
     float* at;  // a range of the gradient buffer, final on this process
     int count;  // at most DIST_BUCKET_BYTES / 4 floats
     int wte;    // 1: a piece of wte queued after the output head (dist_head_done)
+    int owner;  // -z 1: the process whose shard it lies in gets the sum; -1: all (all-reduce)
 } Bucket;
 
 typedef struct {
@@ -225,6 +293,16 @@ typedef struct {
 static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
                               .landed = PTHREAD_COND_INITIALIZER};
 
+// the sum of a bucket's floats over the processes starts: to all of them, or (-z 1) to the
+// owner of the shard it lies in
+static void dist_bucket_start(const Bucket* b, MPI_Request* req) {
+    if (b->owner < 0)
+        MPI_Iallreduce(MPI_IN_PLACE, b->at, b->count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
+    else if (b->owner == dist.rank)
+        MPI_Ireduce(MPI_IN_PLACE, b->at, b->count, MPI_FLOAT, MPI_SUM, b->owner, MPI_COMM_WORLD, req);
+    else MPI_Ireduce(b->at, NULL, b->count, MPI_FLOAT, MPI_SUM, b->owner, MPI_COMM_WORLD, req);
+}
+
 // the progress thread: starts the queued buckets, tests those in flight, scales those landed
 static void* dist_progress(void* unused) {
     (void)unused;
@@ -244,16 +322,17 @@ static void* dist_progress(void* unused) {
         q->started += n;
         pthread_mutex_unlock(&q->lock);
         for (int k = active; k < active + n; k++)
-            MPI_Iallreduce(MPI_IN_PLACE, flying[k].at, flying[k].count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                           &req[k]);
+            dist_bucket_start(&flying[k], &req[k]);
         active += n;
         int done = 0, kept = 0, wte_done = 0;
         MPI_Testsome(active, req, &done, which, MPI_STATUSES_IGNORE);
         if (done == MPI_UNDEFINED) done = 0;
         for (int k = 0; k < done; k++) {
-            for (int i = 0; i < flying[which[k]].count; i++)
-                flying[which[k]].at[i] *= scale;
-            wte_done += flying[which[k]].wte;
+            Bucket* b = &flying[which[k]];
+            if (b->owner < 0 || b->owner == dist.rank)  // (another's shard: its owner got the sum)
+                for (int i = 0; i < b->count; i++)
+                    b->at[i] *= scale;
+            wte_done += b->wte;
         }
         for (int k = 0; k < active; k++)  // the requests still in flight, in order
             if (req[k] != MPI_REQUEST_NULL) { req[kept] = req[k]; flying[kept++] = flying[k]; }
@@ -286,12 +365,27 @@ static void dist_overlap_begins(DistBuckets* q) {
     q->busy = 1;
 }
 
+// -z 1: the owner of the gradient at `at` (-1 outside the gradient buffer, or without -z 1),
+// and *count cut at the end of its shard
+static int dist_owner(const float* at, size_t* count) {
+    const float* grads = buckets.grads;
+    if (!dist.zero || at < grads || at >= grads + shards.n) return -1;
+    size_t offset = (size_t)(at - grads);
+    int r = 0;
+    while (offset >= shards.bounds[r + 1]) r++;
+    if (*count > shards.bounds[r + 1] - offset) *count = shards.bounds[r + 1] - offset;
+    return r;
+}
+
 // appends the buckets of n floats at `at` to the queue (the caller holds the lock); their number
 static int dist_queue(float* at, size_t n) {
     const size_t most = DIST_BUCKET_BYTES / sizeof(float);
     int count = 0;
-    for (size_t done = 0; done < n; done += most, count++)
-        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)(n - done < most ? n - done : most), 0};
+    for (size_t done = 0, piece; done < n; done += piece, count++) {
+        piece = n - done < most ? n - done : most;
+        int owner = dist_owner(at + done, &piece);
+        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)piece, 0, owner};
+    }
     return count;
 }
 
@@ -318,6 +412,7 @@ static void dist_buckets_build(void) {
         q->capacity += (int)((slice + most - 1) / most) * (layered ? q->layers : 1);
     }
     q->capacity += (int)((q->sizes[0] + most - 1) / most);  // wte's batch rows, packed (at most all)
+    q->capacity += dist.size;  // -z 1: a bucket cut at a shard's end is two
     q->queue = mallocCheck((size_t)q->capacity * sizeof *q->queue);
     q->layer_queued = calloc((size_t)q->layers, 1);
     if (!q->layer_queued || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
@@ -462,6 +557,62 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
     dist.allreduce_calls++;
 }
 
+// ---- ZeRO-1's gathers (the section "ZeRO-1" above); the progress thread is idle in each
+
+// partial[first_chunk[r] .. first_chunk[r + 1] - 1], summed by process r, to every process
+static inline void dist_gather_chunks(double* partial) {
+    if (!dist.zero) return;
+    int counts[DIST_MAX_SHARDS], starts[DIST_MAX_SHARDS];
+    for (int r = 0; r < dist.size; r++) {
+        starts[r] = shards.first_chunk[r];
+        counts[r] = shards.first_chunk[r + 1] - starts[r];
+    }
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, partial, counts, starts, MPI_DOUBLE, MPI_COMM_WORLD);
+}
+
+// process r's shard, at `shard`, in pieces of at most 2^30 floats (MPI counts are int): the
+// requests of one broadcast from r to all (to = -1) or of sends to process `to` (its
+// receives there), appended at req; their number
+static int dist_shard_pieces(float* shard, int r, int to, MPI_Request* req) {
+    const size_t most = (size_t)1 << 30, n = shards.bounds[r + 1] - shards.bounds[r];
+    int k = 0;
+    for (size_t at = 0; at < n; at += most, k++) {
+        int count = n - at < most ? (int)(n - at) : (int)most;
+        if (to < 0) MPI_Ibcast(shard + at, count, MPI_FLOAT, r, MPI_COMM_WORLD, &req[k]);
+        else if (dist.rank == r) MPI_Isend(shard + at, count, MPI_FLOAT, to, r, MPI_COMM_WORLD, &req[k]);
+        else MPI_Irecv(shard + at, count, MPI_FLOAT, r, r, MPI_COMM_WORLD, &req[k]);
+    }
+    return k;
+}
+
+// after AdamW: every process's updated shard of the weights to every process (all of them
+// broadcast at once, so that the N owners send at the same time)
+static inline void dist_gather_weights(float* params) {
+    if (!dist.zero) return;
+    double t0 = now_seconds();
+    int most = (int)(shards.n >> 30) + 2 * DIST_MAX_SHARDS, n = 0;
+    MPI_Request* req = mallocCheck((size_t)most * sizeof *req);
+    for (int r = 0; r < dist.size; r++)
+        n += dist_shard_pieces(params + shards.bounds[r], r, -1, req + n);
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    free(req);
+    dist.gather_seconds += now_seconds() - t0;
+}
+
+// the whole moment `all` (n floats) on process 0 from every process's shard of it, `mine`
+// (the state file holds the whole moments); all may be NULL on the other processes
+static inline void dist_gather_moments(float* all, const float* mine) {
+    int most = (int)(shards.n >> 30) + 2 * DIST_MAX_SHARDS, n = 0;
+    MPI_Request* req = mallocCheck((size_t)most * sizeof *req);
+    if (dist.rank == 0) {
+        memcpy(all, mine, (shards.bounds[1] - shards.bounds[0]) * sizeof(float));
+        for (int r = 1; r < dist.size; r++)
+            n += dist_shard_pieces(all + shards.bounds[r], r, 0, req + n);
+    } else n = dist_shard_pieces((float*)mine, dist.rank, 0, req);  // (sent, not written)
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    free(req);
+}
+
 // the weights of every process must be the same bits: compare a checksum of them
 static inline void dist_check_weights(const float* params, size_t n, int step) {
     if (dist.size == 1) return;
@@ -494,6 +645,9 @@ static inline void dist_gradients_finish(float* grads, size_t n) { (void)grads; 
 static inline void dist_check_weights(const float* params, size_t n, int step) {
     (void)params; (void)n; (void)step;
 }
+static inline void dist_gather_chunks(double* partial) { (void)partial; }
+static inline void dist_gather_weights(float* params) { (void)params; }
+static inline void dist_gather_moments(float* all, const float* mine) { (void)all; (void)mine; }
 #endif
 
 // whether any process has been asked to stop (util/io.h's stop_signal), the same answer for
