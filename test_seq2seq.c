@@ -263,8 +263,8 @@ static void test_kv_cache(void) {
                 seq2seq_encode(&m, pb.src + b * 5, pb.src_len + b, 1, 5, -1);
                 seq2seq_decode_teacher(&m, in, NULL, t + 1);
                 const float* z = m.acts.logits + (size_t)t * 16;
-                int best = 0;
-                for (int v = 1; v < V; v++)
+                int best = PAIR_EOS;  // decoding's choice: EOS or a character, never PAD or BOS
+                for (int v = PAIR_EOS + 1; v < V; v++)
                     best = z[v] > z[best] ? v : best;
                 int want = t < out_len[b] ? out[b * MAXT + t] : PAIR_EOS;
                 agree = best == want;
@@ -319,6 +319,166 @@ static void test_checkpoint(void) {
 }
 
 // ----------------------------------------------------------------------------
+// 5. article 002's lesson, measured: a half-trained model on reversal pairs
+
+// n random reversal pairs over the characters 3..V-1, of 1..6 characters (pairs.h's layout)
+typedef struct { PairSet ps; uint16_t* tokens; size_t* offset; int *src_len, *tgt_len; } OwnedPairs;
+static OwnedPairs reversal_pairs(int n, uint64_t seed) {
+    OwnedPairs p = {{0}, mallocCheck((size_t)n * 14 * sizeof(uint16_t)), mallocCheck((size_t)n * sizeof(size_t)),
+                    mallocCheck((size_t)n * sizeof(int)), mallocCheck((size_t)n * sizeof(int))};
+    uint64_t rng = splitmix64(seed);
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        int len = 1 + (int)(splitmix64(rng++) % 6);
+        p.tokens[k++] = p.src_len[i] = p.tgt_len[i] = len;
+        p.tokens[k++] = len;
+        p.offset[i] = k;
+        for (int t = 0; t < len; t++)
+            p.tokens[k + t] = p.tokens[k + 2 * len - 1 - t] = 3 + (int)(splitmix64(rng++) % (V - 3));
+        k += 2 * len;
+    }
+    p.ps = (PairSet){.num_pairs = n, .vocab_size = V, .max_src = 6, .max_tgt = 6, .tokens = p.tokens,
+                     .offset = p.offset, .src_len = p.src_len, .tgt_len = p.tgt_len};
+    return p;
+}
+
+static void free_pairs(OwnedPairs* p) { free(p->tokens); free(p->offset); free(p->src_len); free(p->tgt_len); }
+
+// 1 + 1 layers, C 16, trained by AdamW on 512 pairs for `steps` steps, B 16; written to a
+// checkpoint and read back
+static void half_trained_model(Seq2Seq* m, int steps, const char* path) {
+    Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 1,
+                       .dec_layers = 1, .num_heads = 2, .channels = 16};
+    Seq2Seq t;
+    seq2seq_init_random(&t, c, 3502);
+    OwnedPairs train = reversal_pairs(512, 35);
+    PairBatch pb;
+    pair_batch_alloc(&pb, 16, 6, 6);
+    AdamWConfig opt = {.lr = 1e-2f, .warmup = 0, .max_steps = 0, .final_lr_frac = 1.0f, .beta1 = 0.9f,
+                       .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.0f, .grad_clip = 1.0f};
+    int ids[16];
+    for (int step = 0; step < steps; step++) {
+        for (int b = 0; b < 16; b++)
+            ids[b] = (step * 16 + b) % 512;
+        pair_batch_fill(&pb, &train.ps, ids, 16);
+        seq2seq_train_step(&t, &pb, step, &opt);
+    }
+    seq2seq_write_checkpoint(&t, path);
+    seq2seq_free(&t);
+    seq2seq_build_from_checkpoint(m, path);
+    pair_batch_free(&pb);
+    free_pairs(&train);
+}
+
+// one held-out pair scored alone, without evaluate: its greedy tokens from seq2seq_decode
+// (B 1) against its target, and the argmax of its own teacher-forced forward over the
+// tokens decoding may emit (EOS and the characters)
+typedef struct { int right, tf_right, exact, tf_exact, after, after_greedy, after_tf; } Tally;
+static void tally_pair(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int i, Tally* y) {
+    PairBatch pb;
+    pair_batch_alloc(&pb, 1, ps->max_src, ps->max_tgt);
+    pair_batch_fill(&pb, ps, &i, 1);
+    Sampler greedy;
+    sampler_init(&greedy, V, 0.0f, 0, 0);
+    int out[MAXT], len, first_wrong = -1, all = 1, tf_all = 1;
+    seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, 1, pb.Ts, out, &len);
+    seq2seq_forward(m, &pb, -1);
+    for (int t = 0; t <= ps->tgt_len[i]; t++) {
+        int got = t < len ? out[t] : t == len && len < MAXT ? PAIR_EOS : -1, best = PAIR_EOS;
+        for (int v = PAIR_EOS + 1; v < V; v++)
+            if (m->acts.probs[t * 16 + v] > m->acts.probs[t * 16 + best]) best = v;
+        int g = got == pb.dec_tgt[t], tf = best == pb.dec_tgt[t];
+        y->right += g; y->tf_right += tf; all &= g; tf_all &= tf;
+        if (first_wrong >= 0) { y->after++; y->after_greedy += g; y->after_tf += tf; }
+        else if (!g) first_wrong = t;
+    }
+    y->exact += all; y->tf_exact += tf_all;
+    sampler_free(&greedy);
+    pair_batch_free(&pb);
+}
+
+static void test_teacher_forcing_measured(void) {
+    printf("-- article 002 measured: decoding against teacher forcing, a half-trained model's checkpoint\n");
+    Seq2Seq m;
+    compat_mkdir("tests/tmp");
+    half_trained_model(&m, 300, "tests/tmp/s2s_half.bin");
+    OwnedPairs val = reversal_pairs(200, 36);
+    DecodeCache dc;
+    decode_cache_init(&dc, m.config, 16);
+    Sampler sampled;
+    sampler_init(&sampled, V, 1.0f, 0, 7);
+    EvalStats e = evaluate(&m, &dc, &val.ps, 200, 16, &sampled, 0, NULL);
+    Tally y = {0};
+    for (int i = 0; i < 200; i++)
+        tally_pair(&m, &dc, &val.ps, i, &y);
+    check(e.tf_sequences == e.greedy_exact && y.tf_exact == y.exact && e.greedy_exact == y.exact &&
+          y.exact > 0 && y.exact < 200, "exact match %d of 200 = teacher-forced sequence accuracy %d (and %d, "
+          "%d recomputed pair by pair): greedy decoding sees the teacher-forced input until its first wrong "
+          "token", e.greedy_exact, e.tf_sequences, y.exact, y.tf_exact);
+    check(e.greedy_right == y.right && e.tf_right == y.tf_right && e.after == y.after &&
+          e.after_greedy == y.after_greedy && e.after_tf == y.after_tf && y.after_greedy < y.after_tf,
+          "free-running accuracy is the decoded tokens': %d of %d positions right (teacher forced %d); after "
+          "the first wrong greedy token %d of %d (teacher forced %d of the same), as recomputed pair by pair",
+          e.greedy_right, e.positions, e.tf_right, e.after_greedy, e.after, e.after_tf);
+    check(e.sampled_right <= e.positions && e.sampled_right > 0, "sampled decoding scored too: %d of %d "
+          "positions right", e.sampled_right, e.positions);
+    eval_stats_free(&e);
+    sampler_free(&sampled);
+    decode_cache_free(&dc);
+    free_pairs(&val);
+    seq2seq_free(&m);
+    remove("tests/tmp/s2s_half.bin");
+}
+
+
+// ----------------------------------------------------------------------------
+// 6. decoding never emits PAD or BOS (E27), greedy or sampled
+
+// A model whose every decoder position outputs a multiple of the special token's
+// embedding (the final layernorm's weight 0, its bias that embedding), the embedding made
+// the longest: the tied head's largest logit is the special's, so only the decoding's rule
+// keeps it out. The loss still covers every token: p(special) stays the largest there.
+static void test_no_special_outputs(void) {
+    printf("-- decoding never emits PAD or BOS, even where they are the most likely tokens\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    for (int special = PAIR_PAD; special <= PAIR_BOS; special++) {
+        Seq2Seq m;
+        small_model(&m, &VARIANTS[0], 3600 + special);
+        float* w = m.params.wte + special * C;
+        for (int i = 0; i < C; i++) {
+            w[i] *= 3.0f;
+            m.params.lnfw[i] = 0.0f;
+            m.params.lnfb[i] = w[i];
+        }
+        seq2seq_forward(&m, &pb, -1);
+        int argmax = 0;
+        for (int v = 1; v < V; v++)
+            argmax = m.acts.logits[v] > m.acts.logits[argmax] ? v : argmax;
+        DecodeCache dc;
+        decode_cache_init(&dc, m.config, 3);
+        Sampler samplers[3];
+        sampler_init(&samplers[0], V, 0.0f, 0, 0);
+        sampler_init(&samplers[1], V, 1.0f, 0, 5);
+        sampler_init(&samplers[2], V, 1.0f, 2, 5);
+        int out[3 * MAXT], out_len[3], emitted = 0, tokens = 0;
+        for (int k = 0; k < 3; k++) {
+            seq2seq_decode(&m, &dc, &samplers[k], pb.src, pb.src_len, 3, 5, out, out_len);
+            for (int b = 0; b < 3; b++)
+                for (int t = 0; t < out_len[b]; t++, tokens++)
+                    emitted += out[b * MAXT + t] == PAIR_PAD || out[b * MAXT + t] == PAIR_BOS;
+            sampler_free(&samplers[k]);
+        }
+        check(argmax == special && m.acts.probs[special] > 0.5f && emitted == 0 && tokens > 0, "%s is the most "
+              "likely token (p %.2f at the first position) and none of %d tokens decoded greedily, sampled and "
+              "top-2 sampled is PAD or BOS", special == PAIR_PAD ? "PAD" : "BOS", m.acts.probs[special], tokens);
+        decode_cache_free(&dc);
+        seq2seq_free(&m);
+    }
+    pair_batch_free(&pb);
+}
+
+// ----------------------------------------------------------------------------
 
 #include "tests/errata_seq2seq.h"  // errata E26-E28 (doc/errata.md)
 
@@ -342,6 +502,8 @@ int main(int argc, char** argv) {
     test_padding_invariance();
     test_kv_cache();
     test_checkpoint();
+    test_teacher_forcing_measured();
+    test_no_special_outputs();
     test_errata_seq2seq();
 #ifdef HAVE_SEQ2SEQ_REFERENCE
     check_seq2seq_references(dir);

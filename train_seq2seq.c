@@ -844,8 +844,9 @@ const float* decoder_forward_token(const Seq2Seq* m, DecodeCache* dc, const int*
 }
 
 // Decodes B sources (src (B,Ts), src_len (B)): BOS first, then each step's token, chosen
-// by the sampler (temperature 0: greedy), is fed back until EOS or maxT. out (B,maxT)
-// receives each output without BOS and EOS, out_len (B) its length.
+// by the sampler (temperature 0: greedy) among EOS and the characters, is fed back until
+// EOS or maxT. out (B,maxT) receives each output without BOS and EOS, out_len (B) its
+// length (maxT: no EOS came).
 void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* src, const int* src_len, int B,
                     int Ts, int* out, int* out_len) {
     Seq2SeqConfig c = m->config;
@@ -858,10 +859,14 @@ void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* sr
         out_len[b] = 0;
     }
     for (int pos = 0; pos < maxT && running > 0; pos++) {
-        const float* logits = decoder_forward_token(m, dc, tokens);
+        decoder_forward_token(m, dc, tokens);
         for (int b = 0; b < B; b++) {
             if (tokens[b] == PAIR_EOS) continue;  // finished: fed EOS until the others are
-            tokens[b] = sampler_sample(sampler, logits + (size_t)b * Vp);
+            float* logits = dc->logits + (size_t)b * Vp;
+            // PAD and BOS are inputs only, never a target: the loss is unchanged and an
+            // untrained model's argmax could pick them, so decoding never may (E27)
+            logits[PAIR_PAD] = logits[PAIR_BOS] = -INFINITY;
+            tokens[b] = sampler_sample(sampler, logits);
             if (tokens[b] == PAIR_EOS) running--;
             else out[(size_t)b * maxT + out_len[b]++] = tokens[b];
         }
@@ -871,14 +876,79 @@ void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* sr
 
 // ----------------------------------------------------------------------------
 // evaluation on held-out pairs: teacher forcing against decoding (article 002)
+//
+// Greedy exact match equals teacher-forced SEQUENCE accuracy by construction: while its
+// prefix is right, greedy decoding feeds the decoder exactly the teacher-forced input,
+// so both take the same argmax at the first wrong token and both fail there. The
+// difference between the two regimes shows only where their inputs differ: at the
+// positions after the first wrong token, where decoding reads its own mistake and
+// teacher forcing the truth. evaluate counts both there, position by position.
 
 typedef struct {
-    double loss;       // mean loss per target position, teacher forced
-    double token_acc;  // fraction of target positions whose most likely token is right, given the
-                       //   true previous tokens (teacher forcing)
-    double exact;      // fraction of pairs whose greedily decoded output equals the target
-    int pairs;
+    double loss;           // mean loss per target position, teacher forced
+    int pairs, positions;  // held-out pairs; their target positions (the target, then EOS)
+    int tf_right;          // positions whose most likely token is the target's, given the true prefix
+    int tf_sequences;      // pairs with every position right under teacher forcing
+    int greedy_right, greedy_exact;    // positions a greedy decoding emits right; pairs all right
+    int sampled_right, sampled_exact;  // the same for a sampled decoding (if asked)
+    int erring;            // pairs with a wrong greedy token
+    int after, after_greedy, after_tf;  // positions after the first wrong greedy token; right in each
+    int *pos_n, *pos_tf, *pos_greedy, *pos_sampled;  // (maxT) per target position: pairs, right
+    int *gap_n, *gap_greedy, *gap_tf;  // (maxT) k positions after the first wrong greedy token
 } EvalStats;
+
+static void eval_stats_init(EvalStats* e, int maxT) {
+    memset(e, 0, sizeof *e);
+    int** counts[] = {&e->pos_n, &e->pos_tf, &e->pos_greedy, &e->pos_sampled, &e->gap_n, &e->gap_greedy,
+                      &e->gap_tf};
+    for (int k = 0; k < 7; k++)
+        *counts[k] = callocCheck((size_t)maxT + 1, sizeof(int));
+}
+
+static void eval_stats_free(EvalStats* e) {
+    free(e->pos_n); free(e->pos_tf); free(e->pos_greedy); free(e->pos_sampled);
+    free(e->gap_n); free(e->gap_greedy); free(e->gap_tf);
+}
+
+// the most likely token that decoding may emit (EOS or a character; seq2seq_decode's rule)
+static int best_output_token(const float* probs, int V) {
+    int best = PAIR_EOS;
+    for (int v = PAIR_EOS + 1; v < V; v++)
+        best = probs[v] > probs[best] ? v : best;
+    return best;
+}
+
+// the token a decoding emitted at position t: its output, then EOS (if it came), then none
+static int emitted_token(const int* out, int out_len, int maxT, int t) {
+    return t < out_len ? out[t] : t == out_len && out_len < maxT ? PAIR_EOS : -1;
+}
+
+// one pair's decodings scored against its target tgt (n + 1 positions, EOS last) and the
+// teacher-forced argmax tf_best (n + 1): per position, and after the first wrong greedy token.
+// Returns whether the greedy output is the target.
+static int score_pair(EvalStats* e, const int* tgt, const int* tf_best, int n, const int* greedy,
+                       int greedy_len, const int* sampled, int sampled_len, int maxT) {
+    int tf_all = 1, greedy_all = 1, sampled_all = 1, first_wrong = -1;
+    for (int t = 0; t <= n; t++) {
+        int tf = tf_best[t] == tgt[t], g = emitted_token(greedy, greedy_len, maxT, t) == tgt[t];
+        int s = sampled && emitted_token(sampled, sampled_len, maxT, t) == tgt[t];
+        e->pos_n[t]++; e->pos_tf[t] += tf; e->pos_greedy[t] += g; e->pos_sampled[t] += s;
+        e->tf_right += tf; e->greedy_right += g; e->sampled_right += s;
+        tf_all &= tf; greedy_all &= g; sampled_all &= s;
+        if (first_wrong >= 0) {  // decoding reads its own mistake here, teacher forcing the truth
+            e->after++; e->after_greedy += g; e->after_tf += tf;
+            int k = t - first_wrong;
+            e->gap_n[k]++; e->gap_greedy[k] += g; e->gap_tf[k] += tf;
+        } else if (!g) {
+            first_wrong = t;
+        }
+    }
+    e->positions += n + 1;
+    e->tf_sequences += tf_all; e->greedy_exact += greedy_all; e->sampled_exact += sampled && sampled_all;
+    e->erring += first_wrong >= 0;
+    e->pairs++;
+    return greedy_all;
+}
 
 // one decoded example: "  mark source -> output"
 static void print_example(const Tokenizer* tk, const char* mark, const int* src, int src_len, const int* out,
@@ -892,54 +962,56 @@ static void print_example(const Tokenizer* tk, const char* mark, const int* src,
     printf("\n");
 }
 
-// the first n pairs of ps, B at a time; decode = 0 skips the decoding (exact stays 0).
-// Prints the first `examples` pairs: source, decoded output, and whether it is right.
-EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B, int decode, int examples,
-                   const Tokenizer* tk) {
+// decoding buffers for B pairs of up to maxT tokens
+typedef struct { int *greedy, *greedy_len, *sampled, *sampled_len, *tf_best; } DecodedBatch;
+
+// the first n pairs of ps, B at a time: teacher forced, decoded greedily and, with a
+// sampler, sampled. Prints the first `examples` pairs: source, greedy output, whether it
+// is right. Free the result with eval_stats_free.
+EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B, Sampler* sampler,
+                   int examples, const Tokenizer* tk) {
     Seq2SeqConfig c = m->config;
     int maxT = c.max_seq_len, V = c.vocab_size, Vp = c.padded_vocab_size;
     n = n < ps->num_pairs ? n : ps->num_pairs;
+    EvalStats e;
+    eval_stats_init(&e, maxT);
     PairBatch pb;
     pair_batch_alloc(&pb, B, ps->max_src, ps->max_tgt);
     Sampler greedy;
     sampler_init(&greedy, V, 0.0f, 0, 0);
-    int *ids = mallocCheck((size_t)B * sizeof(int)), *out = mallocCheck((size_t)B * maxT * sizeof(int));
-    int* out_len = mallocCheck((size_t)B * sizeof(int));
-    double loss_sum = 0.0, right = 0.0, positions = 0.0, exact = 0.0;
+    size_t BT = (size_t)B * maxT, I = sizeof(int);
+    DecodedBatch d = {callocCheck(BT, I), callocCheck(B, I), callocCheck(BT, I), callocCheck(B, I),
+                      callocCheck(BT, I)};
+    int* ids = mallocCheck((size_t)B * sizeof(int));
+    double loss_sum = 0.0;
     for (int i0 = 0; i0 < n; i0 += B) {
         int b_n = n - i0 < B ? n - i0 : B;
         for (int b = 0; b < b_n; b++)
             ids[b] = i0 + b;
         pair_batch_fill(&pb, ps, ids, b_n);
         loss_sum += (double)seq2seq_forward(m, &pb, -1) * m->num_targets;
-        for (int i = 0; i < b_n * pb.Tt; i++) {
-            if (pb.dec_tgt[i] < 0) continue;
-            const float* p = m->acts.probs + (size_t)i * Vp;
-            int best = 0;
-            for (int v = 1; v < V; v++)
-                best = p[v] > p[best] ? v : best;
-            right += best == pb.dec_tgt[i];
-            positions++;
-        }
-        if (!decode) continue;
-        seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, b_n, pb.Ts, out, out_len);
+        for (int i = 0; i < b_n * pb.Tt; i++)
+            d.tf_best[i] = best_output_token(m->acts.probs + (size_t)i * Vp, V);
+        seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, b_n, pb.Ts, d.greedy, d.greedy_len);
+        if (sampler)
+            seq2seq_decode(m, dc, sampler, pb.src, pb.src_len, b_n, pb.Ts, d.sampled, d.sampled_len);
         for (int b = 0; b < b_n; b++) {
-            const uint16_t* target = ps->tokens + ps->offset[ids[b]] + ps->src_len[ids[b]];
-            int ok = out_len[b] == ps->tgt_len[ids[b]];
-            for (int t = 0; ok && t < out_len[b]; t++)
-                ok = out[(size_t)b * maxT + t] == target[t];
-            exact += ok;
+            int *out = d.greedy + (size_t)b * maxT;
+            int *sampled = sampler ? d.sampled + (size_t)b * maxT : NULL;
+            int right = score_pair(&e, pb.dec_tgt + b * pb.Tt, d.tf_best + b * pb.Tt, ps->tgt_len[ids[b]],
+                                   out, d.greedy_len[b], sampled, d.sampled_len[b], maxT);
             if (i0 + b < examples)
-                print_example(tk, ok ? "  right" : "  WRONG", pb.src + b * pb.Ts, pb.src_len[b],
-                              out + (size_t)b * maxT, out_len[b]);
+                print_example(tk, right ? "  right" : "  WRONG", pb.src + b * pb.Ts, pb.src_len[b], out,
+                              d.greedy_len[b]);
         }
     }
     sampler_free(&greedy);
-    free(ids); free(out); free(out_len);
+    free(ids); free(d.greedy); free(d.greedy_len); free(d.sampled); free(d.sampled_len); free(d.tf_best);
     pair_batch_free(&pb);
-    EvalStats st = {loss_sum / positions, right / positions, exact / n, n};
-    return st;
+    e.loss = loss_sum / e.positions;
+    return e;
 }
+
 
 // ----------------------------------------------------------------------------
 // the program: flags (util/cli.h's table), the run's setup, the training loop
@@ -1203,13 +1275,21 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
     atomic_keep();
 }
 
+static double percent(int right, int of) { return of > 0 ? 100.0 * right / of : 0.0; }
+
 // the held-out loss, teacher-forced token accuracy and greedy exact match (1,000 pairs of
-// reversal: about half a second, most of it the decoding)
+// reversal: about half a second, most of it the decoding), and where the two regimes differ:
+// the positions after the first wrong greedy token
 static void s2s_validate(const S2SOptions* o, S2SRun* r, int step) {
-    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, 0, NULL);
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, NULL, 0, NULL);
     printf("step %5d | val loss %.4f | teacher-forced token accuracy %.2f%% | exact match %.2f%% "
-           "(%d held-out pairs)\n", step, e.loss, 100 * e.token_acc, 100 * e.exact, e.pairs);
+           "(%d held-out pairs)\n", step, e.loss, percent(e.tf_right, e.positions),
+           percent(e.greedy_exact, e.pairs), e.pairs);
+    printf("           after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher "
+           "forced %.2f%% of the same positions right\n", e.erring, e.after,
+           percent(e.after_greedy, e.after), percent(e.after_tf, e.after));
     history_val(&r->history, step, (float)e.loss);
+    eval_stats_free(&e);
 }
 
 void s2s_train(const S2SOptions* o, S2SRun* r) {
@@ -1259,18 +1339,50 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
                r->last_checkpoint[0] ? ", checkpoint " : "", r->last_checkpoint);
 }
 
-// exact match of the decoded outputs beside teacher-forced token accuracy: article 002
+// accuracy per target position (1 = the first character; a pair's last is its EOS),
+// greedy / sampled / teacher forced, and k positions after the first wrong greedy token
+static void print_positions(const EvalStats* e, int maxT) {
+    printf("  per target position, %% right (greedy / sampled / teacher forced):");
+    for (int t = 0; t < maxT && e->pos_n[t] > 0; t++)
+        printf("%s %d: %.0f/%.0f/%.0f", t % 6 ? "" : "\n   ", t + 1, percent(e->pos_greedy[t], e->pos_n[t]),
+               percent(e->pos_sampled[t], e->pos_n[t]), percent(e->pos_tf[t], e->pos_n[t]));
+    printf("\n  k positions after the first wrong greedy token, %% right (greedy / teacher forced):");
+    for (int k = 1; k <= maxT && e->gap_n[k] > 0; k++)
+        printf("%s k=%d: %.0f/%.0f", (k - 1) % 6 ? "" : "\n   ", k, percent(e->gap_greedy[k], e->gap_n[k]),
+               percent(e->gap_tf[k], e->gap_n[k]));
+    printf("\n");
+}
+
+// exact match beside teacher-forced sequence accuracy (equal by construction), then the
+// measurement of article 002's lesson: free-running decoding against teacher forcing at
+// the same positions, and after the first wrong token
 static void s2s_report(const S2SOptions* o, S2SRun* r) {
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     if (o->examples > 0)
         printf("greedy decoding of the first %d held-out pairs, token by token (source -> output):\n",
                o->examples);
-    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, o->examples, tk);
+    float temperature = o->temperature > 0.0f ? o->temperature : 1.0f;  // sampled: -tp, or 1
+    Sampler sampled;  // its own stream: the printed samples (-tp, -tk) stay those of the run's
+    sampler_init(&sampled, r->model.config.vocab_size, temperature, o->top_k,
+                 (uint64_t)o->seed ^ 0x45564CULL);
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, &sampled, o->examples, tk);
     printf("held-out: %d pairs | exact match %.2f%% (greedy decoding) | teacher-forced token accuracy "
-           "%.2f%% | val loss %.4f\n", e.pairs, 100 * e.exact, 100 * e.token_acc, e.loss);
-    printf("(teacher forcing gives every position the true previous tokens; decoding feeds back its own, so "
-           "one wrong token can spoil the rest of a sequence: the gap between the two is article 002's "
-           "lesson)\n");
+           "%.2f%% | val loss %.4f\n", e.pairs, percent(e.greedy_exact, e.pairs),
+           percent(e.tf_right, e.positions), e.loss);
+    printf("teacher-forced sequence accuracy %.2f%% = exact match %.2f%%: while its prefix is right, greedy "
+           "decoding reads exactly the teacher-forced input, so both fail at the same first wrong token\n",
+           percent(e.tf_sequences, e.pairs), percent(e.greedy_exact, e.pairs));
+    printf("decoding reads its own tokens (article 002), teacher forcing the true ones, at the same %d "
+           "positions:\n  token accuracy: greedy %.2f%%, sampled (-tp %g -tk %d) %.2f%% (exact match "
+           "%.2f%%), teacher forced %.2f%%\n", e.positions, percent(e.greedy_right, e.positions),
+           temperature, o->top_k, percent(e.sampled_right, e.positions), percent(e.sampled_exact, e.pairs),
+           percent(e.tf_right, e.positions));
+    printf("  after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher forced "
+           "%.2f%% of the same positions right\n", e.erring, e.after, percent(e.after_greedy, e.after),
+           percent(e.after_tf, e.after));
+    print_positions(&e, r->model.config.max_seq_len);
+    sampler_free(&sampled);
+    eval_stats_free(&e);
 }
 
 // -am: the cross-attention maps of the first held-out pair, teacher forced on its target:
