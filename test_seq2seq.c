@@ -324,8 +324,9 @@ static void test_checkpoint(void) {
 // n random reversal pairs over the characters 3..V-1, of 1..6 characters (pairs.h's layout)
 typedef struct { PairSet ps; uint16_t* tokens; size_t* offset; int *src_len, *tgt_len; } OwnedPairs;
 static OwnedPairs reversal_pairs(int n, uint64_t seed) {
-    OwnedPairs p = {{0}, mallocCheck((size_t)n * 14 * sizeof(uint16_t)), mallocCheck((size_t)n * sizeof(size_t)),
-                    mallocCheck((size_t)n * sizeof(int)), mallocCheck((size_t)n * sizeof(int))};
+    OwnedPairs p = {{0}, mallocCheck((size_t)n * 14 * sizeof(uint16_t)),
+                    mallocCheck((size_t)n * sizeof(size_t)), mallocCheck((size_t)n * sizeof(int)),
+                    mallocCheck((size_t)n * sizeof(int))};
     uint64_t rng = splitmix64(seed);
     size_t k = 0;
     for (int i = 0; i < n; i++) {
@@ -342,7 +343,9 @@ static OwnedPairs reversal_pairs(int n, uint64_t seed) {
     return p;
 }
 
-static void free_pairs(OwnedPairs* p) { free(p->tokens); free(p->offset); free(p->src_len); free(p->tgt_len); }
+static void free_pairs(OwnedPairs* p) {
+    free(p->tokens); free(p->offset); free(p->src_len); free(p->tgt_len);
+}
 
 // 1 + 1 layers, C 16, trained by AdamW on 512 pairs for `steps` steps, B 16; written to a
 // checkpoint and read back
@@ -412,13 +415,14 @@ static void test_teacher_forcing_measured(void) {
     for (int i = 0; i < 200; i++)
         tally_pair(&m, &dc, &val.ps, i, &y);
     check(e.tf_sequences == e.greedy_exact && y.tf_exact == y.exact && e.greedy_exact == y.exact &&
-          y.exact > 0 && y.exact < 200, "exact match %d of 200 = teacher-forced sequence accuracy %d (and %d, "
-          "%d recomputed pair by pair): greedy decoding sees the teacher-forced input until its first wrong "
-          "token", e.greedy_exact, e.tf_sequences, y.exact, y.tf_exact);
+          y.exact > 0 && y.exact < 200, "exact match %d of 200 = teacher-forced sequence accuracy %d "
+          "(and %d, %d recomputed pair by pair): greedy decoding sees the teacher-forced input until its "
+          "first wrong token", e.greedy_exact, e.tf_sequences, y.exact, y.tf_exact);
     check(e.greedy_right == y.right && e.tf_right == y.tf_right && e.after == y.after &&
           e.after_greedy == y.after_greedy && e.after_tf == y.after_tf && y.after_greedy < y.after_tf,
-          "free-running accuracy is the decoded tokens': %d of %d positions right (teacher forced %d); after "
-          "the first wrong greedy token %d of %d (teacher forced %d of the same), as recomputed pair by pair",
+          "free-running accuracy is the decoded tokens': %d of %d positions right (teacher forced %d); "
+          "after the first wrong greedy token %d of %d (teacher forced %d of the same), as recomputed pair "
+          "by pair",
           e.greedy_right, e.positions, e.tf_right, e.after_greedy, e.after, e.after_tf);
     check(e.sampled_right <= e.positions && e.sampled_right > 0, "sampled decoding scored too: %d of %d "
           "positions right", e.sampled_right, e.positions);
@@ -469,9 +473,10 @@ static void test_no_special_outputs(void) {
                     emitted += out[b * MAXT + t] == PAIR_PAD || out[b * MAXT + t] == PAIR_BOS;
             sampler_free(&samplers[k]);
         }
-        check(argmax == special && m.acts.probs[special] > 0.5f && emitted == 0 && tokens > 0, "%s is the most "
-              "likely token (p %.2f at the first position) and none of %d tokens decoded greedily, sampled and "
-              "top-2 sampled is PAD or BOS", special == PAIR_PAD ? "PAD" : "BOS", m.acts.probs[special], tokens);
+        check(argmax == special && m.acts.probs[special] > 0.5f && emitted == 0 && tokens > 0, "%s is the "
+              "most likely token (p %.2f at the first position) and none of %d tokens decoded greedily, "
+              "sampled and top-2 sampled is PAD or BOS", special == PAIR_PAD ? "PAD" : "BOS",
+              m.acts.probs[special], tokens);
         decode_cache_free(&dc);
         seq2seq_free(&m);
     }
