@@ -25,10 +25,15 @@ if [ "$(losses "$TMP/s2s.log" | wc -l)" -eq 10 ] && cmp -s <(losses "$TMP/s2s.lo
 else
     bad "train_seq2seq -y 1: the resumed losses differ"; diff <(losses "$TMP/s2s.log") <(losses "$TMP/s2s_resumed.log") | head -4
 fi
+# exact match printed beside teacher-forced sequence accuracy, its equal by construction
+tf_seq=$(capture '^teacher-forced sequence accuracy ([0-9.]+)% = exact match' "$TMP/s2s.log")
+exact_seq=$(capture '^teacher-forced sequence accuracy [0-9.]+% = exact match ([0-9.]+)%' "$TMP/s2s.log")
 if grep -qE '^held-out: 48 pairs [|] exact match [0-9.]+% [(]greedy decoding[)] [|] teacher-forced token accuracy [0-9.]+%' \
         "$TMP/s2s.log" && [ "$(grep -cE '^ +(right|WRONG) ' "$TMP/s2s.log")" -eq 2 ] \
+      && [ -n "$tf_seq" ] && [ "$tf_seq" == "$exact_seq" ] \
+      && grep -qE '^  after the first wrong greedy token [(][0-9]+ pairs, [0-9]+ positions[)]: greedy [0-9.]+%, teacher forced [0-9.]+%' "$TMP/s2s.log" \
       && grep -q 'data-steps="30"' "$TMP/s2s/loss.svg"; then
-    ok "train_seq2seq: exact match beside teacher-forced token accuracy on 48 held-out pairs, 2 decoded examples, loss.svg"
+    ok "train_seq2seq: exact match beside teacher-forced token and sequence accuracy, after the first wrong token, on 48 held-out pairs, 2 decoded examples, loss.svg"
 else
     bad "train_seq2seq: no held-out report, examples or loss curve"; tail -n 4 "$TMP/s2s.log"
 fi
