@@ -27,14 +27,16 @@ Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 // ----------------------------------------------------------------------------
 // a small model and a padded batch
 
-typedef struct { const char* name; int pe, ln, act; float dropout; } Variant;
+typedef struct { const char* name; int pe, ln, act; float dropout; int mask; } Variant;
 static const Variant VARIANTS[] = {
-    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f},
-    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f},
-    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f},
-    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f},
-    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f},
+    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL},
+    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL},
+    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f, MASK_CAUSAL},
+    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL},
+    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f, MASK_CAUSAL},
+    {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE},  // -causal 0
 };
+#define UNMASKED (NUM_VARIANTS - 1)  // the -causal 0 variant: no KV-cache check (decoding differs)
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 enum { V = 9, MAXT = 8, C = 8, NH = 2 };
 
@@ -44,7 +46,7 @@ enum { V = 9, MAXT = 8, C = 8, NH = 2 };
 static void small_model(Seq2Seq* m, const Variant* v, uint64_t seed) {
     Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 2,
                        .dec_layers = 2, .num_heads = NH, .channels = C, .pos_encoding = v->pe,
-                       .ln_place = v->ln, .activation = v->act};
+                       .ln_place = v->ln, .activation = v->act, .mask = v->mask};
     seq2seq_init_random(m, c, seed);
     uint64_t rng = seed * 7 + 1;
     for (size_t i = 0; i < m->num_parameters; i++)
@@ -175,7 +177,7 @@ static void test_padding_invariance(void) {
     PairBatch tight, loose;
     make_batch(&tight, &PAIRS, 5, 7);
     make_batch(&loose, &PAIRS, 8, 8);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < NUM_VARIANTS; k += k == 1 ? UNMASKED - 1 : 1) {  // 0, 1, UNMASKED
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 200 + k);
         gradients(&m, &tight, -1);
@@ -300,7 +302,7 @@ static int same_file(const char* a, const char* b) {
 static void test_checkpoint(void) {
     printf("-- checkpoints\n");
     compat_mkdir("tests/tmp");
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < NUM_VARIANTS; k += k == 1 ? UNMASKED - 1 : 1) {  // 0, 1, UNMASKED
         Seq2Seq m, back;
         small_model(&m, &VARIANTS[k], 400 + k);
         seq2seq_write_checkpoint(&m, "tests/tmp/s2s_a.bin");
@@ -347,11 +349,11 @@ static void free_pairs(OwnedPairs* p) {
     free(p->tokens); free(p->offset); free(p->src_len); free(p->tgt_len);
 }
 
-// 1 + 1 layers, C 16, trained by AdamW on 512 pairs for `steps` steps, B 16; written to a
-// checkpoint and read back
-static void half_trained_model(Seq2Seq* m, int steps, const char* path) {
+// 1 + 1 layers, C 16, the decoder's mask (MASK_CAUSAL or MASK_NONE), trained by AdamW on
+// 512 pairs for `steps` steps, B 16; written to a checkpoint and read back
+static void half_trained_model(Seq2Seq* m, int mask, int steps, const char* path) {
     Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 1,
-                       .dec_layers = 1, .num_heads = 2, .channels = 16};
+                       .dec_layers = 1, .num_heads = 2, .channels = 16, .mask = mask};
     Seq2Seq t;
     seq2seq_init_random(&t, c, 3502);
     OwnedPairs train = reversal_pairs(512, 35);
@@ -404,7 +406,7 @@ static void test_teacher_forcing_measured(void) {
     printf("-- article 002 measured: decoding against teacher forcing, a half-trained model's checkpoint\n");
     Seq2Seq m;
     compat_mkdir("tests/tmp");
-    half_trained_model(&m, 300, "tests/tmp/s2s_half.bin");
+    half_trained_model(&m, MASK_CAUSAL, 300, "tests/tmp/s2s_half.bin");
     OwnedPairs val = reversal_pairs(200, 36);
     DecodeCache dc;
     decode_cache_init(&dc, m.config, 16);
@@ -434,6 +436,47 @@ static void test_teacher_forcing_measured(void) {
     remove("tests/tmp/s2s_half.bin");
 }
 
+
+// the decoder's mask off (-causal 0, E34): a position's logits change with a later input
+// token, and a model trained so reads the answer: right under teacher forcing, wrong when
+// decoding, which has no later tokens to read
+static void test_decoder_mask_off(void) {
+    printf("-- the decoder's mask off (-causal 0): what article 003's \"optional\" mask prevents\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    float moved[2];
+    for (int k = 0; k < 2; k++) {  // pair 1 (target of 6): its input token 4 changed, logits 0-3 compared
+        Seq2Seq m;
+        small_model(&m, &VARIANTS[k ? UNMASKED : 0], 3400);
+        seq2seq_forward(&m, &pb, -1);
+        float before[4 * 16];
+        memcpy(before, m.acts.logits + (size_t)7 * 16, sizeof before);
+        pb.dec_in[7 + 4] = pb.dec_in[7 + 4] == 3 ? 4 : 3;
+        seq2seq_forward(&m, &pb, -1);
+        pb.dec_in[7 + 4] = PAIRS.tgt[1][3];
+        moved[k] = 0.0f;
+        for (int i = 0; i < 4 * 16; i++)
+            moved[k] = fmaxf(moved[k], fabsf(m.acts.logits[7 * 16 + i] - before[i]));
+        seq2seq_free(&m);
+    }
+    check(moved[0] == 0.0f && moved[1] > 1e-3f, "a later decoder input changes the logits of earlier "
+          "positions by %.1e with the mask, by %.2e without", moved[0], moved[1]);
+    pair_batch_free(&pb);
+    Seq2Seq m;
+    half_trained_model(&m, MASK_NONE, 300, "tests/tmp/s2s_nomask.bin");
+    OwnedPairs val = reversal_pairs(200, 36);
+    DecodeCache dc;
+    decode_cache_init(&dc, m.config, 16);
+    EvalStats e = evaluate(&m, &dc, &val.ps, 200, 16, NULL, 0, NULL);
+    check(e.tf_right > 0.9 * e.positions && e.greedy_right < 0.5 * e.positions, "trained without the mask "
+          "(300 steps): teacher forced %d of %d positions right, greedy decoding %d (exact match %d of 200)",
+          e.tf_right, e.positions, e.greedy_right, e.greedy_exact);
+    eval_stats_free(&e);
+    decode_cache_free(&dc);
+    free_pairs(&val);
+    seq2seq_free(&m);
+    remove("tests/tmp/s2s_nomask.bin");
+}
 
 // ----------------------------------------------------------------------------
 // 6. decoding never emits PAD or BOS (E27), greedy or sampled
@@ -509,6 +552,7 @@ int main(int argc, char** argv) {
     test_checkpoint();
     test_teacher_forcing_measured();
     test_no_special_outputs();
+    test_decoder_mask_off();
     test_errata_seq2seq();
 #ifdef HAVE_SEQ2SEQ_REFERENCE
     check_seq2seq_references(dir);

@@ -17,7 +17,8 @@ Reading order:
   5. checkpoints (version 200 of llm.c's header, doc/formats.md);
   6. inference: the decoder one token at a time with a KV cache, the cross-attention's
      K and V computed once per source (decoder_forward_token, seq2seq_decode);
-  7. evaluation: exact match of the decoded sequence beside teacher-forced token accuracy;
+  7. evaluation: decoding (greedy, sampled) against teacher forcing at the same positions,
+     and after the first wrong token (exact match = teacher-forced sequence accuracy);
   8. the program: flags, the training loop, checkpoints and resume, the pictures.
 Tokens (util/pairs.h): PAD = 0, BOS = 1, EOS = 2, characters from 3. A batch holds B pairs:
 src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...; dec_tgt
@@ -42,6 +43,8 @@ typedef struct {
     int num_heads;          // NH
     int channels;           // C
     int pos_encoding, ln_place, activation;  // train_gpt2.c's POS_LEARNED|POS_SIN, LN_*, ACT_*
+    int mask;               // the decoder's self-attention: MASK_CAUSAL, or MASK_NONE (-causal 0,
+                            //   an experiment: in training each position reads what it predicts)
 } Seq2SeqConfig;
 
 // all parameters, in the checkpoint's order. L.. arrays hold one slice per layer.
@@ -208,6 +211,7 @@ typedef struct {
     int batch_size;       // B the buffers hold
     int B, Ts, Tt;        // the last forward's batch
     int *src, *src_len, *dec_in, *dec_tgt;  // (B,T) (B) (B,T) (B,T) its tokens
+    int* dec_len;         // (B) real decoder inputs (BOS + target): -causal 0's key-padding mask
     int num_targets;      // positions carrying loss in it
     float mean_loss;      // its loss, or -1 without targets
     float dropout_p;      // dropout (training only): probability, seed, the step of the forward
@@ -228,9 +232,9 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
         die("%s: model shape out of range (V %d, Vp %d, C %d, Le %d, Ld %d, maxT %d)", source, c.vocab_size,
             c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
     if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
-        (unsigned)c.activation > ACT_RELU)
-        die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d)", source,
-            c.pos_encoding, c.ln_place, c.activation);
+        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
+        die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
+            "mask %d)", source, c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
 
 static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
@@ -282,7 +286,7 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
     if (m->acts_memory && B <= m->batch_size && (!dropout || m->acts.att_dropped)) return;
     if (m->acts_memory) B = B > m->batch_size ? B : m->batch_size;
     aligned_free(m->acts_memory); aligned_free(m->scratch_memory);
-    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
+    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt); free(m->dec_len);
     Seq2SeqConfig c = m->config;
     size_t sizes[NUM_S2S_ACTIVATIONS + 1], C = c.channels, BT = (size_t)B * c.max_seq_len;
     s2s_activation_sizes(sizes, c, B, dropout);
@@ -294,6 +298,7 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
         alignedMallocCheck(sum_sizes(s, NUM_S2S_SCRATCH) * sizeof(float)), s);
     m->src = mallocCheck(BT * sizeof(int));
     m->src_len = mallocCheck((size_t)B * sizeof(int));
+    m->dec_len = mallocCheck((size_t)B * sizeof(int));
     m->dec_in = mallocCheck(BT * sizeof(int));
     m->dec_tgt = mallocCheck(BT * sizeof(int));
     m->batch_size = B;
@@ -303,7 +308,7 @@ void seq2seq_free(Seq2Seq* m) {
     aligned_free(m->params_memory); aligned_free(m->grads_memory);
     aligned_free(m->m_memory); aligned_free(m->v_memory);
     free(m->sinusoids); aligned_free(m->acts_memory); aligned_free(m->scratch_memory);
-    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
+    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt); free(m->dec_len);
     memset(m, 0, sizeof *m);
 }
 
@@ -405,8 +410,10 @@ static AttentionShape sublayer_attention(const Seq2Seq* m, Sublayer u) {
     if (!u.decoder)
         return (AttentionShape){.B = m->B, .T = m->Ts, .C = C, .NH = NH, .NKV = NH, .causal = 0,
                                 .key_len = m->src_len};
-    if (u.kind == SUB_SELF)
-        return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 1};
+    if (u.kind == SUB_SELF)  // -causal 0: every real position of the target, padding masked
+        return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH,
+                                .causal = c.mask == MASK_CAUSAL,
+                                .key_len = c.mask == MASK_NONE ? m->dec_len : NULL};
     return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = m->Ts,
                             .q_row = C, .kv_row = 2 * C, .key_len = m->src_len};
 }
@@ -511,6 +518,12 @@ float seq2seq_decode_teacher(Seq2Seq* m, const int* dec_in, const int* dec_tgt, 
     check_tokens(dec_in, (size_t)BT, V, "decoder input");
     memcpy(m->dec_in, dec_in, (size_t)BT * sizeof(int));
     m->Tt = Tt;
+    for (int b = 0; b < B; b++) {  // the real inputs: one per target position (all without targets)
+        m->dec_len[b] = dec_tgt ? 0 : Tt;
+        for (int t = 0; dec_tgt && t < Tt; t++)
+            m->dec_len[b] += dec_tgt[b * Tt + t] >= 0;
+        if (m->dec_len[b] == 0) m->dec_len[b] = 1;  // no target: its loss is 0 whatever it reads
+    }
     Seq2SeqActs a = m->acts;
     encoder_forward(a.tgt_embed, dec_in, m->params.wte, s2s_positions(m), B, Tt, C);
     DropoutMask embed_drop = s2s_dropout(m, 1, DROP_EMBED);
@@ -685,7 +698,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
 // checkpoints: llm.c's 256-int header, version 200, then the parameters in file order.
 // Slots (doc/formats.md): 2 maxT, 3 V, 4 Le, 5 NH, 6 C, 7 Vp, 8 key/value heads (= NH),
 // 9 positions, 10 layernorm, 11 activation (train_gpt2.c's numbering of the variants),
-// 12 mask (0: the decoder is causal), 13 Ld.
+// 12 mask (0: the decoder's self-attention is causal; 1: none, -causal 0), 13 Ld.
 
 void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     char tmp[4096];
@@ -694,7 +707,7 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     int32_t h[256] = {0};
     h[0] = CHECKPOINT_MAGIC; h[1] = CHECKPOINT_SEQ2SEQ; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
-    h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = 0;
+    h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = c.mask;
     h[13] = c.dec_layers;
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
@@ -713,11 +726,10 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
             CHECKPOINT_SEQ2SEQ);
     Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
                        .channels = h[6], .padded_vocab_size = h[7], .pos_encoding = h[9], .ln_place = h[10],
-                       .activation = h[11], .dec_layers = h[13]};
+                       .activation = h[11], .mask = h[12], .dec_layers = h[13]};
     s2s_check_config(c, path);
-    if (h[8] != h[5] || h[12] != 0)
-        die("'%s': key/value heads %d (must equal the heads %d) or mask %d (must be 0) not supported", path,
-            h[8], h[5], h[12]);
+    if (h[8] != h[5])
+        die("'%s': key/value heads %d (must equal the heads %d) not supported", path, h[8], h[5]);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
@@ -1036,6 +1048,7 @@ typedef struct {
     const char* attention_map;                      // -am
     const char *pe, *ln, *act;                      // -pe -ln -act
     int variant[3];                                 // their indices in VARIANT_WORDS; -1 = not given
+    int causal;                                     // -causal: 1, 0, or -1 = not given
 } S2SOptions;
 
 #define S2S_OPT(field) offsetof(S2SOptions, field)
@@ -1075,6 +1088,8 @@ static const Flag S2S_FLAGS[] = {
     {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
     {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the Transformer's)", "pre", NULL},
     {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu", "gelu", NULL},
+    {"-causal", 'i', S2S_OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
+     "the model's (1 when fresh)", NULL},
 };
 #define NUM_S2S_FLAGS ((int)(sizeof S2S_FLAGS / sizeof S2S_FLAGS[0]))
 
@@ -1087,7 +1102,8 @@ static S2SOptions s2s_default_options(void) {
         .val_every = 250, .checkpoint_every = 0, .resume = 0, .layers = 2, .enc_layers = 0, .dec_layers = 0,
         .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
         .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
-        .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}};
+        .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1},
+        .causal = -1};
     return o;
 }
 
@@ -1105,7 +1121,8 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
         {o.val_every < 0, "-v must be >= 0"},
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
         {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};
+        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
@@ -1176,6 +1193,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
         if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->resume_step >= 0 || o->init[0]))
             usage_error("%s: the loaded model was built otherwise; a block variant is chosen when a model is "
                         "created", VARIANT_FLAGS[k]);
+    if (o->causal >= 0) r->model.config.mask = c.mask = o->causal ? MASK_CAUSAL : MASK_NONE;  // may switch
     if (r->have_train) check_pairs(&r->train, o->train_path, c);
     if (r->have_val) check_pairs(&r->val, o->val_path, c);
     r->model.dropout_p = o->dropout;
@@ -1185,6 +1203,10 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
            c.padded_vocab_size, r->model.num_parameters / 1e6);
     printf("block: positions %s, %s-LN, %s\n", VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place],
            VARIANT_WORDS[2][c.activation]);
+    if (c.mask == MASK_NONE)
+        printf("-causal 0: the decoder's self-attention has no mask, so in training each position reads the "
+               "token it predicts; decoding cannot (an experiment: article 003's \"optional\" mask, "
+               "doc/seq2seq.md)\n");
 }
 
 // the data, the tokenizer, the model, the optimiser's state when resuming
@@ -1369,9 +1391,15 @@ static void s2s_report(const S2SOptions* o, S2SRun* r) {
     printf("held-out: %d pairs | exact match %.2f%% (greedy decoding) | teacher-forced token accuracy "
            "%.2f%% | val loss %.4f\n", e.pairs, percent(e.greedy_exact, e.pairs),
            percent(e.tf_right, e.positions), e.loss);
-    printf("teacher-forced sequence accuracy %.2f%% = exact match %.2f%%: while its prefix is right, greedy "
-           "decoding reads exactly the teacher-forced input, so both fail at the same first wrong token\n",
-           percent(e.tf_sequences, e.pairs), percent(e.greedy_exact, e.pairs));
+    if (r->model.config.mask == MASK_CAUSAL)
+        printf("teacher-forced sequence accuracy %.2f%% = exact match %.2f%%: while its prefix is right, "
+               "greedy decoding reads exactly the teacher-forced input, so both fail at the same first "
+               "wrong token\n",
+               percent(e.tf_sequences, e.pairs), percent(e.greedy_exact, e.pairs));
+    else
+        printf("teacher-forced sequence accuracy %.2f%%, exact match %.2f%%: not equal by construction here "
+               "(-causal 0: teacher forcing reads later target tokens, decoding cannot)\n",
+               percent(e.tf_sequences, e.pairs), percent(e.greedy_exact, e.pairs));
     printf("decoding reads its own tokens (article 002), teacher forcing the true ones, at the same %d "
            "positions:\n  token accuracy: greedy %.2f%%, sampled (-tp %g -tk %d) %.2f%% (exact match "
            "%.2f%%), teacher forced %.2f%%\n", e.positions, percent(e.greedy_right, e.positions),
