@@ -1083,7 +1083,8 @@ static const Flag S2S_FLAGS[] = {
     {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)", "0 = all", NULL},
     {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, accuracy)", NULL, NULL},
     {"-g", 'i', S2S_OPT(examples), "decoded examples to print", NULL, NULL},
-    {"-am", 's', S2S_OPT(attention_map), "draw the cross-attention maps of a held-out pair into this SVG",
+    {"-am", 's', S2S_OPT(attention_map), "draw the cross-attention maps of a held-out pair into this SVG "
+     "(self-attention: beside it, _encoder.svg, _decoder.svg)",
      "none", NULL},
     {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
     {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the Transformer's)", "pre", NULL},
@@ -1413,6 +1414,35 @@ static void s2s_report(const S2SOptions* o, S2SRun* r) {
     eval_stats_free(&e);
 }
 
+// -am's self-attention maps, beside the cross-attention's: the encoder's (Le layers, Ts x Ts,
+// sites 0..Le-1) or the decoder's (Ld layers, Tt x Tt, sites Le + 2l), of the pair the last
+// forward ran on, into the -am path with "_encoder" or "_decoder" before its ".svg"
+static void draw_self_attention(const S2SOptions* o, S2SRun* r, const PairBatch* pb, int decoder) {
+    Seq2Seq* m = &r->model;
+    Seq2SeqConfig c = m->config;
+    int L = decoder ? c.dec_layers : c.enc_layers, NH = c.num_heads, T = decoder ? pb->Tt : pb->Ts;
+    size_t slot = (size_t)m->batch_size * NH * c.max_seq_len * c.max_seq_len, map = (size_t)NH * T * T;
+    float* probs = mallocCheck(L * map * sizeof(float));  // (L,NH,T,T), from each site's slot
+    for (int l = 0; l < L; l++)
+        memcpy(probs + l * map, m->acts.att_probs + (decoder ? c.enc_layers + 2 * l : l) * slot,
+               map * sizeof(float));
+    char path[4096], title[8400];
+    size_t n = strlen(o->attention_map);
+    int svg = n >= 4 && strcmp(o->attention_map + n - 4, ".svg") == 0;
+    snprintf(path, sizeof path, "%.*s_%s.svg", (int)(svg ? n - 4 : n), o->attention_map,
+             decoder ? "decoder" : "encoder");  // cross.svg -> cross_encoder.svg
+    const char* stack = decoder ? "decoder" : "encoder";
+    const char* model = o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model";
+    snprintf(title, sizeof title, "the %s's self-attention (%s, a held-out pair of %s)", stack, model,
+             o->val_path);
+    const int* tokens = decoder ? pb->dec_in : pb->src;  // queries and keys: the same inputs
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    write_attention_map_svg(path, probs, L, NH, T, T, tokens, tokens, tk, decoder && c.mask == MASK_CAUSAL,
+                            title);
+    printf("%s self-attention maps of held-out pair 0 (%d x %d): %s\n", stack, T, T, path);
+    free(probs);
+}
+
 // -am: the cross-attention maps of the first held-out pair, teacher forced on its target:
 // a panel per decoder layer and head, a row per output position (labelled by the token it
 // predicts), a column per source token. For reversal, output i reads source n-1-i: the
@@ -1449,6 +1479,8 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
             printf(" L%dH%d %.2f", l, h, Tt > 1 ? sum / (Tt - 1) : 0.0);
         }
     printf("\n");
+    draw_self_attention(o, r, &pb, 0);
+    draw_self_attention(o, r, &pb, 1);
     free(probs);
     pair_batch_free(&pb);
 }

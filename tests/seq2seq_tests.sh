@@ -43,18 +43,31 @@ ckpt="$TMP/s2s/model_00000020.bin"
 ./train_seq2seq -e "$ckpt" -x 0 -ne 8 -g 0 -am "$TMP/cross.svg" > "$TMP/cross.log" 2>&1
 dims=$(capture 'pair 0 [(]([0-9]+ target [+] EOS rows, [0-9]+)' "$TMP/cross.log")
 Tt=${dims%% *}; Ts=${dims##* }
-if [ -n "$Tt" ] && res=$(perl -e '
-        my ($file, $L, $NH, $T, $S) = @ARGV; local $/; open(my $f, "<", $file) or die; my $svg = <$f>;
+# map_check FILE L NH ROWS COLUMNS CELLS: an attention picture of L x NH panels, one cell per
+# drawn weight (CELLS of them), each row summing to 1
+map_check() {
+    perl -e '
+        my ($file, $L, $NH, $T, $S, $want) = @ARGV; local $/; open(my $f, "<", $file) or die; my $svg = <$f>;
         my $panels = () = $svg =~ /<g class="panel"/g; my $ticks = () = $svg =~ /<text class="tick"/g;
         my (%row, $cells); while ($svg =~ /<path data-p="([0-9.]+)" fill="#[0-9a-f]{6}" d="([^"]*)"/g) {
             my ($p, $d) = ($1, $2); while ($d =~ /M(\d+) (\d+)h1v1h-1z/g) { $cells++; $row{$2} += $p; } }
         my $worst = 0; for (values %row) { my $e = abs($_ / ($L * $NH) - 1); $worst = $e if $e > $worst }
         print "$panels panels, $cells cells, $ticks ticks, rows within $worst of 1";
-        exit !($panels == $L * $NH && $cells == $L * $NH * $T * $S && $ticks == $panels * ($T + $S) && $worst < 0.06);
-    ' "$TMP/cross.svg" 1 2 "$Tt" "$Ts"); then
+        exit !($panels == $L * $NH && $cells == $want && $ticks == $panels * ($T + $S) && $worst < 0.06);
+    ' "$@"
+}
+if [ -n "$Tt" ] && res=$(map_check "$TMP/cross.svg" 1 2 "$Tt" "$Ts" $((2 * Tt * Ts))); then
     ok "train_seq2seq -am: the cross-attention of a held-out pair ($Tt target rows x $Ts source columns): $res"
 else
     bad "train_seq2seq -am: ${res:-no picture}"; tail -n 3 "$TMP/cross.log"
+fi
+# the self-attention beside it: the encoder's over the source (every cell), the decoder's over its
+# inputs (causal: the cells on and below the diagonal)
+if [ -n "$Tt" ] && enc=$(map_check "$TMP/cross_encoder.svg" 1 2 "$Ts" "$Ts" $((2 * Ts * Ts))) \
+      && dec=$(map_check "$TMP/cross_decoder.svg" 1 2 "$Tt" "$Tt" $((Tt * (Tt + 1)))); then
+    ok "train_seq2seq -am: self-attention maps beside it, the encoder's ($enc) and the decoder's ($dec)"
+else
+    bad "train_seq2seq -am: self-attention maps: ${enc:-no encoder picture} / ${dec:-no decoder picture}"
 fi
 
 # bad input: one line naming the file or flag, non-zero exit
