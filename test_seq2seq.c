@@ -526,6 +526,56 @@ static void test_no_special_outputs(void) {
     pair_batch_free(&pb);
 }
 
+
+// ----------------------------------------------------------------------------
+// 8. article 002's training section as flags: the encoder frozen (-fe 1), plain SGD (-opt sgd)
+
+static void test_freeze_and_sgd(void) {
+    printf("-- -fe 1 (the encoder frozen) and -opt sgd (W -= lr dL/dW)\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    Seq2Seq m;
+    small_model(&m, &VARIANTS[0], 3800);
+    size_t n = m.num_parameters, enc0 = sum_sizes(m.param_sizes, FIRST_ENCODER_TENSOR);
+    size_t dec0 = sum_sizes(m.param_sizes, FIRST_DECODER_TENSOR);
+    float *p0 = mallocCheck(n * sizeof(float)), *g_all = mallocCheck(n * sizeof(float));
+    memcpy(p0, m.params_memory, n * sizeof(float));
+    gradients(&m, &pb, -1);
+    memcpy(g_all, m.grads_memory, n * sizeof(float));
+    m.freeze_encoder = 1;
+    gradients(&m, &pb, -1);
+    int decoder_same = memcmp(m.grads_memory + dec0, g_all + dec0, (n - dec0) * sizeof(float)) == 0;
+    int zero = 1;
+    for (size_t i = enc0; i < dec0; i++)
+        zero &= m.grads_memory[i] == 0.0f;
+    AdamWConfig opt = {.lr = 1e-2f, .warmup = 0, .max_steps = 0, .final_lr_frac = 1.0f, .beta1 = 0.9f,
+                       .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 0.0f};
+    seq2seq_train_step(&m, &pb, 0, &opt);
+    int kept = memcmp(m.params_memory + enc0, p0 + enc0, (dec0 - enc0) * sizeof(float)) == 0;
+    int moved = memcmp(m.params_memory + dec0, p0 + dec0, (n - dec0) * sizeof(float)) != 0;
+    check(decoder_same && zero && kept && moved, "-fe 1: the decoder's gradients are the full backward's, "
+          "bit for bit; the encoder's are 0 and an AdamW step (weight decay 0.1) leaves its %zu weights as "
+          "they were", dec0 - enc0);
+    memcpy(m.params_memory, p0, n * sizeof(float));  // one SGD step from p0, nothing frozen, no clipping
+    m.freeze_encoder = 0;
+    m.sgd = 1;
+    opt.weight_decay = 0.0f;
+    seq2seq_train_step(&m, &pb, 0, &opt);
+    float worst = 0.0f;
+    size_t small = 0;  // weights moved by less than lr/2: AdamW's first step moves each by about lr
+    for (size_t i = 0; i < n; i++) {
+        if (i >= (size_t)V * C && i < 16 * C) continue;  // wte's padding rows: never used
+        worst = fmaxf(worst, fabsf(m.params_memory[i] - (p0[i] - opt.lr * g_all[i])));
+        small += fabsf(m.params_memory[i] - p0[i]) < 0.5f * opt.lr;
+    }
+    check(worst <= 1e-7f && small > n / 2, "-opt sgd: one step is W - lr dL/dW (max error %.1e); %zu of %zu "
+          "weights move by less than lr/2, as AdamW's first step moves none", worst, small, n);
+    free(p0);
+    free(g_all);
+    seq2seq_free(&m);
+    pair_batch_free(&pb);
+}
+
 // ----------------------------------------------------------------------------
 
 #include "tests/errata_seq2seq.h"  // errata E26-E28 (doc/errata.md)
@@ -553,6 +603,7 @@ int main(int argc, char** argv) {
     test_teacher_forcing_measured();
     test_no_special_outputs();
     test_decoder_mask_off();
+    test_freeze_and_sgd();
     test_errata_seq2seq();
 #ifdef HAVE_SEQ2SEQ_REFERENCE
     check_seq2seq_references(dir);

@@ -217,6 +217,8 @@ typedef struct {
     float dropout_p;      // dropout (training only): probability, seed, the step of the forward
     uint64_t dropout_seed;
     long dropout_step;    // -1 = evaluation
+    int freeze_encoder;   // -fe 1: the backward stops at the memory, the update skips the encoder
+    int sgd;              // -opt sgd: plain SGD, W -= lr dL/dW (article 002's update), not AdamW
 } Seq2Seq;
 
 static void s2s_check_config(Seq2SeqConfig c, const char* source) {
@@ -658,6 +660,7 @@ void seq2seq_backward(Seq2Seq* m) {
     DropoutMask tgt_drop = s2s_dropout(m, 1, DROP_EMBED);
     const float* dtgt = dropout_grad(g->dbranch, g->dres, (size_t)BT * C, &tgt_drop);
     encoder_backward(dp->wte, dp->wpe, dtgt, m->dec_in, B, m->Tt, C);
+    if (m->freeze_encoder) return;  // -fe 1: nothing below the memory learns (nor wte from the source)
     // the encoder: its output's gradient is the memory's, through the final layernorm
     zero_floats(g->dres, (size_t)BS * C);
     layernorm_backward(g->dres, dp->enc_lnfw, dp->enc_lnfb, g->dmemory, sublayer_output(m, Se - 1),
@@ -679,6 +682,31 @@ void seq2seq_allocate_moments(Seq2Seq* m) {
     m->v_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
 }
 
+// the tensors an update changes: all, or (-fe 1) all but the encoder's, e_ln1w..enc_lnfb
+enum { FIRST_ENCODER_TENSOR = 2, FIRST_DECODER_TENSOR = 16 };
+static int s2s_trained(const Seq2Seq* m, int k) {
+    return !m->freeze_encoder || k < FIRST_ENCODER_TENSOR || k >= FIRST_DECODER_TENSOR;
+}
+
+// AdamW (train_gpt2.c's adamw_update) on the trained tensors, or plain SGD (-opt sgd):
+// W -= lr (g + wd W), g the clipped gradient (article 002, section 4 (4); doc/errata.md E18)
+static void s2s_update(Seq2Seq* m, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+    size_t offset = 0;
+    for (int k = 0; k < NUM_S2S_PARAMETERS; offset += m->param_sizes[k++]) {
+        if (!s2s_trained(m, k)) continue;
+        float *p = m->params_memory + offset, *g = m->grads_memory + offset;
+        if (!m->sgd) {
+            adamw_update(p, NULL, g, m->m_memory + offset, m->v_memory + offset, m->param_sizes + k,
+                         S2S_DECAYS + k, 1, opt, lr, grad_scale, t);
+            continue;
+        }
+        float wd = S2S_DECAYS[k] ? opt->weight_decay : 0.0f;
+        #pragma omp parallel for
+        for (size_t i = 0; i < m->param_sizes[k]; i++)
+            p[i] -= lr * (g[i] * grad_scale + wd * p[i]);
+    }
+}
+
 StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const AdamWConfig* opt) {
     float loss = seq2seq_forward(m, pb, step);
     if (!isfinite(loss)) return (StepStats){loss, 0.0f, 0.0f};
@@ -688,9 +716,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
     st.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (!isfinite(st.norm)) return st;
     seq2seq_allocate_moments(m);
-    adamw_update(m->params_memory, NULL, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes,
-                 S2S_DECAYS, NUM_S2S_PARAMETERS, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip),
-                 step + 1);
+    s2s_update(m, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip), step + 1);
     return st;
 }
 
@@ -1049,6 +1075,8 @@ typedef struct {
     const char *pe, *ln, *act;                      // -pe -ln -act
     int variant[3];                                 // their indices in VARIANT_WORDS; -1 = not given
     int causal;                                     // -causal: 1, 0, or -1 = not given
+    int freeze_encoder;                             // -fe
+    const char* optimizer;                          // -opt adamw | sgd
 } S2SOptions;
 
 #define S2S_OPT(field) offsetof(S2SOptions, field)
@@ -1091,6 +1119,8 @@ static const Flag S2S_FLAGS[] = {
     {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu", "gelu", NULL},
     {"-causal", 'i', S2S_OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
      "the model's (1 when fresh)", NULL},
+    {"-fe", 'i', S2S_OPT(freeze_encoder), "1 = freeze the encoder (the decoder and wte learn)", NULL, NULL},
+    {"-opt", 's', S2S_OPT(optimizer), "optimizer: adamw | sgd (plain: W -= lr dL/dW)", NULL, NULL},
 };
 #define NUM_S2S_FLAGS ((int)(sizeof S2S_FLAGS / sizeof S2S_FLAGS[0]))
 
@@ -1104,7 +1134,7 @@ static S2SOptions s2s_default_options(void) {
         .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
         .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
         .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1},
-        .causal = -1};
+        .causal = -1, .freeze_encoder = 0, .optimizer = "adamw"};
     return o;
 }
 
@@ -1123,7 +1153,9 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
         {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
-        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"}};
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
+        {o.freeze_encoder < 0 || o.freeze_encoder > 1, "-fe must be 1 or 0"},
+        {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
@@ -1197,6 +1229,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
     if (o->causal >= 0) r->model.config.mask = c.mask = o->causal ? MASK_CAUSAL : MASK_NONE;  // may switch
     if (r->have_train) check_pairs(&r->train, o->train_path, c);
     if (r->have_val) check_pairs(&r->val, o->val_path, c);
+    r->model.freeze_encoder = o->freeze_encoder;
+    r->model.sgd = strcmp(o->optimizer, "sgd") == 0;
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     printf("model: encoder-decoder, Le=%d Ld=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.3fM parameters\n",
@@ -1319,6 +1353,10 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
     printf("training: B=%d pairs, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
            "dropout %g, %d thread%s\n", o->B, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
            o->weight_decay, o->grad_clip, o->dropout, max_threads(), max_threads() == 1 ? "" : "s");
+    if (r->model.sgd || r->model.freeze_encoder)
+        printf("%s%s%s\n", r->model.sgd ? "optimizer: plain SGD (-opt sgd)" : "",
+               r->model.sgd && r->model.freeze_encoder ? "; " : "",
+               r->model.freeze_encoder ? "the encoder is frozen (-fe 1): it keeps its weights" : "");
     printf("data: %s (%d pairs), %s (%d pairs)\n", o->train_path, r->train.num_pairs,
            r->have_val ? o->val_path : "no held-out pairs", r->have_val ? r->val.num_pairs : 0);
     catch_stop_signals();
