@@ -70,6 +70,24 @@ else
     bad "train_seq2seq -am: self-attention maps: ${enc:-no encoder picture} / ${dec:-no decoder picture}"
 fi
 
+# article 002's worked example as a command: the article's numbers give PyTorch's outputs (E4),
+# the causal mask the first row v1, and the reader's own numbers are read
+make tests/article002 > /dev/null 2>&1
+if ./tests/article002 > "$TMP/a002.log" 2>&1 && ./tests/article002 -causal 1 > "$TMP/a002c.log" 2>&1 \
+      && grep -q '^attention_output = \[\[0.7184, 0.7893\], \[0.7284, 0.8002\], \[0.7383, 0.8111\]\]' "$TMP/a002.log" \
+      && grep -q '^attention_output = \[\[0.3100, 0.3400\], \[0.5169, 0.5676\]' "$TMP/a002c.log" \
+      && ./tests/article002 -x "1 0; 0 1" -wq "0 0; 0 0" | grep -q '^attention_weights = \[\[0.5000, 0.5000\]'; then
+    ok "tests/article002: the article's example (outputs 0.7184 0.7893 ...; causal: v1 first), and the reader's numbers"
+else
+    bad "tests/article002: $(tail -n 1 "$TMP/a002.log")"
+fi
+./tests/article002 -wq "1 2 3" > /dev/null 2> "$TMP/a002e.log"; rc=$?
+if [ $rc -eq 1 ] && [ "$(cat "$TMP/a002e.log")" == "article002: error: -wq is 1 x 3; X's width is 2, so it must be 2 x 2" ]; then
+    ok "bad input: tests/article002 -wq of the wrong shape -> exit 1, one line naming the flag"
+else
+    bad "bad input: tests/article002 -wq \"1 2 3\" -> exit $rc: $(head -n 2 "$TMP/a002e.log")"
+fi
+
 # bad input: one line naming the file or flag, non-zero exit
 printf 'abc\tcba\n' > "$TMP/one_pair.txt"
 expect_error "a GPT-2 checkpoint given to train_seq2seq" "is a GPT-2 checkpoint (version 3)" \
