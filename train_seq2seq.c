@@ -45,6 +45,8 @@ typedef struct {
     int pos_encoding, ln_place, activation;  // train_gpt2.c's POS_LEARNED|POS_SIN, LN_*, ACT_*
     int mask;               // the decoder's self-attention: MASK_CAUSAL, or MASK_NONE (-causal 0,
                             //   an experiment: in training each position reads what it predicts)
+    int embed_scale;        // 1 (-es 1): token embeddings times sqrt(C) on the way in, not in the
+                            //   tied head (the original Transformer's; doc/errata.md E15)
 } Seq2SeqConfig;
 
 // all parameters, in the checkpoint's order. L.. arrays hold one slice per layer.
@@ -234,7 +236,7 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
         die("%s: model shape out of range (V %d, Vp %d, C %d, Le %d, Ld %d, maxT %d)", source, c.vocab_size,
             c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
     if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
-        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
+        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE || (unsigned)c.embed_scale > 1)
         die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
             "mask %d)", source, c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
@@ -482,6 +484,42 @@ static const float* s2s_positions(const Seq2Seq* m) {
     return m->config.pos_encoding == POS_LEARNED ? m->params.wpe : m->sinusoids;
 }
 
+// the embedding of tokens (B,T) -> out (B,T,C): wte[token] (times sqrt(C) with -es 1) plus
+// the positions' rows (positions: row 0 is the first of the T; NULL: none)
+static void s2s_embed(const Seq2Seq* m, float* out, const int* tokens, int B, int T,
+                      const float* positions) {
+    int C = m->config.channels;
+    if (!m->config.embed_scale) {  // train_gpt2.c's encoder_forward as it is
+        encoder_forward(out, tokens, m->params.wte, positions, B, T, C);
+        return;
+    }
+    encoder_forward(out, tokens, m->params.wte, NULL, B, T, C);
+    float scale = sqrtf((float)C);
+    for (size_t bt = 0; bt < (size_t)B * T; bt++)
+        for (int i = 0; i < C; i++)
+            out[bt * C + i] = scale * out[bt * C + i] + (positions ? positions[(bt % T) * C + i] : 0.0f);
+}
+
+// its backward: dwte[token] += sqrt(C) dout (-es 1) or dout, dwpe[t] += dout (learned
+// positions); scaled is (B,T,C) scratch
+static void s2s_embed_backward(Seq2Seq* m, const float* dout, const int* tokens, int B, int T,
+                               float* scaled) {
+    int C = m->config.channels;
+    float* dwpe = m->config.pos_encoding == POS_LEARNED ? m->grads.wpe : NULL;
+    if (!m->config.embed_scale) {
+        encoder_backward(m->grads.wte, dwpe, dout, tokens, B, T, C);
+        return;
+    }
+    float scale = sqrtf((float)C);
+    for (size_t i = 0; i < (size_t)B * T * C; i++)
+        scaled[i] = scale * dout[i];
+    encoder_backward(m->grads.wte, NULL, scaled, tokens, B, T, C);
+    for (int b = 0; dwpe && b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < C; i++)
+                dwpe[(size_t)t * C + i] += dout[((size_t)b * T + t) * C + i];
+}
+
 // the encoder: src (B,Ts) with src_len (B) real tokens each -> acts.memory (B,Ts,C)
 void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int Ts, long step) {
     Seq2SeqConfig c = m->config;
@@ -499,7 +537,7 @@ void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int T
     m->Ts = Ts;
     m->dropout_step = step;
     Seq2SeqActs a = m->acts;
-    encoder_forward(a.src_embed, src, m->params.wte, s2s_positions(m), B, Ts, C);
+    s2s_embed(m, a.src_embed, src, B, Ts, s2s_positions(m));
     DropoutMask embed_drop = s2s_dropout(m, 0, DROP_EMBED);
     dropout_forward(a.src_embed, (size_t)B * Ts * C, &embed_drop);
     for (int s = 0; s < 2 * c.enc_layers; s++)
@@ -527,7 +565,7 @@ float seq2seq_decode_teacher(Seq2Seq* m, const int* dec_in, const int* dec_tgt, 
         if (m->dec_len[b] == 0) m->dec_len[b] = 1;  // no target: its loss is 0 whatever it reads
     }
     Seq2SeqActs a = m->acts;
-    encoder_forward(a.tgt_embed, dec_in, m->params.wte, s2s_positions(m), B, Tt, C);
+    s2s_embed(m, a.tgt_embed, dec_in, B, Tt, s2s_positions(m));
     DropoutMask embed_drop = s2s_dropout(m, 1, DROP_EMBED);
     dropout_forward(a.tgt_embed, (size_t)BT * C, &embed_drop);
     for (int s = 2 * c.enc_layers; s < num_sublayers(c); s++)
@@ -659,7 +697,7 @@ void seq2seq_backward(Seq2Seq* m) {
         sublayer_backward(m, s);
     DropoutMask tgt_drop = s2s_dropout(m, 1, DROP_EMBED);
     const float* dtgt = dropout_grad(g->dbranch, g->dres, (size_t)BT * C, &tgt_drop);
-    encoder_backward(dp->wte, dp->wpe, dtgt, m->dec_in, B, m->Tt, C);
+    s2s_embed_backward(m, dtgt, m->dec_in, B, m->Tt, g->dln);
     if (m->freeze_encoder) return;  // -fe 1: nothing below the memory learns (nor wte from the source)
     // the encoder: its output's gradient is the memory's, through the final layernorm
     zero_floats(g->dres, (size_t)BS * C);
@@ -669,7 +707,7 @@ void seq2seq_backward(Seq2Seq* m) {
         sublayer_backward(m, s);
     DropoutMask src_drop = s2s_dropout(m, 0, DROP_EMBED);
     const float* dsrc = dropout_grad(g->dbranch, g->dres, (size_t)BS * C, &src_drop);
-    encoder_backward(dp->wte, dp->wpe, dsrc, m->src, B, m->Ts, C);
+    s2s_embed_backward(m, dsrc, m->src, B, m->Ts, g->dln);
 }
 
 // ----------------------------------------------------------------------------
@@ -724,7 +762,8 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
 // checkpoints: llm.c's 256-int header, version 200, then the parameters in file order.
 // Slots (doc/formats.md): 2 maxT, 3 V, 4 Le, 5 NH, 6 C, 7 Vp, 8 key/value heads (= NH),
 // 9 positions, 10 layernorm, 11 activation (train_gpt2.c's numbering of the variants),
-// 12 mask (0: the decoder's self-attention is causal; 1: none, -causal 0), 13 Ld.
+// 12 mask (0: the decoder's self-attention is causal; 1: none, -causal 0), 13 Ld, 14 embedding
+// scale (0: none; 1: token embeddings times sqrt(C), -es 1).
 
 void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     char tmp[4096];
@@ -734,7 +773,7 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     h[0] = CHECKPOINT_MAGIC; h[1] = CHECKPOINT_SEQ2SEQ; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = c.mask;
-    h[13] = c.dec_layers;
+    h[13] = c.dec_layers; h[14] = c.embed_scale;
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
     atomic_commit(f, tmp, path);
@@ -752,7 +791,8 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
             CHECKPOINT_SEQ2SEQ);
     Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
                        .channels = h[6], .padded_vocab_size = h[7], .pos_encoding = h[9], .ln_place = h[10],
-                       .activation = h[11], .mask = h[12], .dec_layers = h[13]};
+                       .activation = h[11], .mask = h[12], .dec_layers = h[13],
+                       .embed_scale = h[14]};
     s2s_check_config(c, path);
     if (h[8] != h[5])
         die("'%s': key/value heads %d (must equal the heads %d) not supported", path, h[8], h[5]);
@@ -867,7 +907,7 @@ const float* decoder_forward_token(const Seq2Seq* m, DecodeCache* dc, const int*
         die("the decoder's cache is full: position %d reaches maxT %d", pos, c.max_seq_len);
     check_tokens(tokens, (size_t)B, c.vocab_size, "decoder input");
     const float* positions = s2s_positions(m);
-    encoder_forward(dc->x, tokens, m->params.wte, positions ? positions + (size_t)pos * C : NULL, B, 1, C);
+    s2s_embed(m, dc->x, tokens, B, 1, positions ? positions + (size_t)pos * C : NULL);
     for (int s = 2 * c.enc_layers; s < num_sublayers(c); s++) {
         Sublayer w = sublayer(&m->params, c, s);
         if (!post) layernorm_forward(dc->ln, dc->mean, dc->rstd, dc->x, w.lnw, w.lnb, B, C);
@@ -1075,6 +1115,7 @@ typedef struct {
     const char *pe, *ln, *act;                      // -pe -ln -act
     int variant[3];                                 // their indices in VARIANT_WORDS; -1 = not given
     int causal;                                     // -causal: 1, 0, or -1 = not given
+    int embed_scale;                                // -es: 1, 0, or -1 = not given
     int freeze_encoder;                             // -fe
     const char* optimizer;                          // -opt adamw | sgd
 } S2SOptions;
@@ -1119,6 +1160,8 @@ static const Flag S2S_FLAGS[] = {
     {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu", "gelu", NULL},
     {"-causal", 'i', S2S_OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
      "the model's (1 when fresh)", NULL},
+    {"-es", 'i', S2S_OPT(embed_scale), "fresh model: 1 = token embeddings times sqrt(C) (the Transformer's)",
+     "0", NULL},
     {"-fe", 'i', S2S_OPT(freeze_encoder), "1 = freeze the encoder (the decoder and wte learn)", NULL, NULL},
     {"-opt", 's', S2S_OPT(optimizer), "optimizer: adamw | sgd (plain: W -= lr dL/dW)", NULL, NULL},
 };
@@ -1134,7 +1177,7 @@ static S2SOptions s2s_default_options(void) {
         .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
         .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
         .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1},
-        .causal = -1, .freeze_encoder = 0, .optimizer = "adamw"};
+        .causal = -1, .embed_scale = -1, .freeze_encoder = 0, .optimizer = "adamw"};
     return o;
 }
 
@@ -1155,6 +1198,7 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
         {o.freeze_encoder < 0 || o.freeze_encoder > 1, "-fe must be 1 or 0"},
+        {o.embed_scale < -1 || o.embed_scale > 1, "-es must be 1 or 0"},
         {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
     const char* words[3] = {o.pe, o.ln, o.act};
@@ -1214,7 +1258,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
                            .padded_vocab_size = (ps->vocab_size + 127) / 128 * 128,
                            .enc_layers = o->enc_layers ? o->enc_layers : o->layers,
                            .dec_layers = o->dec_layers ? o->dec_layers : o->layers, .num_heads = o->heads,
-                           .channels = o->channels};
+                           .channels = o->channels, .embed_scale = o->embed_scale == 1};
         int* settings[3] = {&c.pos_encoding, &c.ln_place, &c.activation};
         for (int k = 0; k < 3; k++)
             if (o->variant[k] >= 0) *settings[k] = o->variant[k];
@@ -1226,6 +1270,9 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
         if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->resume_step >= 0 || o->init[0]))
             usage_error("%s: the loaded model was built otherwise; a block variant is chosen when a model is "
                         "created", VARIANT_FLAGS[k]);
+    if (o->embed_scale >= 0 && o->embed_scale != c.embed_scale)
+        usage_error("-es: the loaded model was built %s the embedding scale; it is chosen when a model is "
+                    "created", c.embed_scale ? "with" : "without");
     if (o->causal >= 0) r->model.config.mask = c.mask = o->causal ? MASK_CAUSAL : MASK_NONE;  // may switch
     if (r->have_train) check_pairs(&r->train, o->train_path, c);
     if (r->have_val) check_pairs(&r->val, o->val_path, c);
@@ -1238,6 +1285,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
            c.padded_vocab_size, r->model.num_parameters / 1e6);
     printf("block: positions %s, %s-LN, %s\n", VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place],
            VARIANT_WORDS[2][c.activation]);
+    if (c.embed_scale) printf("token embeddings times sqrt(C) = %.2f on the way in (-es 1)\n",
+                              sqrtf(c.channels));
     if (c.mask == MASK_NONE)
         printf("-causal 0: the decoder's self-attention has no mask, so in training each position reads the "
                "token it predicts; decoding cannot (an experiment: article 003's \"optional\" mask, "
