@@ -3,14 +3,21 @@ test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
 
 1. Finite differences of the whole model's loss, every parameter, on a padded batch
    (sources and targets of different lengths), for pre-/post-LN, GELU/ReLU, learned and
-   sinusoidal positions, and with dropout at every site.
+   sinusoidal positions, with dropout at every site, the embedding scale (-es 1) and the
+   decoder unmasked (-causal 0).
 2. Padding invariance: the same pairs padded further (longer Ts and Tt) give the same
    logits at every real position and the same gradients, within float rounding.
 3. The KV-cache decoder (decoder_forward_token) against the training forward's logits
    at every position; greedy decoding against the argmax of the teacher-forced forward.
 4. Checkpoints written, read and written again byte for byte.
-5. PyTorch's nn.Transformer as the oracle, when tests/seq2seq_reference.h is present
-   (references in data/ref, or -r DIR).
+5. Article 002 measured: on a half-trained checkpoint, exact match = teacher-forced
+   sequence accuracy, and the free-running counts are the decoded tokens'.
+6. The decoder's mask off: later inputs reach earlier positions, and a model trained so
+   is right under teacher forcing and wrong when decoding.
+7. Decoding never emits PAD or BOS, even where they are the most likely tokens.
+8. -fe 1 (the encoder frozen) and -opt sgd (plain SGD).
+Then errata E26-E28 (tests/errata_seq2seq.h), and PyTorch's nn.Transformer as the
+oracle, when tests/seq2seq_reference.h is present (references in data/ref, or -r DIR).
 Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 */
 #define TESTING_SEQ2SEQ  // train_seq2seq.c without its main
@@ -442,7 +449,8 @@ static void test_teacher_forcing_measured(void) {
 }
 
 
-// the decoder's mask off (-causal 0, E34): a position's logits change with a later input
+// ----------------------------------------------------------------------------
+// 6. the decoder's mask off (-causal 0, E34): a position's logits change with a later input
 // token, and a model trained so reads the answer: right under teacher forcing, wrong when
 // decoding, which has no later tokens to read
 static void test_decoder_mask_off(void) {
@@ -484,7 +492,7 @@ static void test_decoder_mask_off(void) {
 }
 
 // ----------------------------------------------------------------------------
-// 6. decoding never emits PAD or BOS (E27), greedy or sampled
+// 7. decoding never emits PAD or BOS (E27), greedy or sampled
 
 // A model whose every decoder position outputs a multiple of the special token's
 // embedding (the final layernorm's weight 0, its bias that embedding), the embedding made
