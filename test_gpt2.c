@@ -1981,8 +1981,8 @@ static void test_errata(void) {
                 from_printed[i * 2 + c] += (double)printed_w[i * 3 + j] * V[j * 2 + c];
             apart += fabs(from_printed[i * 2 + c] - printed_out[i * 2 + c]) > 5e-4;
         }
-    check(apart == 6, "E4 article 002: its printed weights times its V give %.4f %.4f / %.4f %.4f / %.4f %.4f, "
-          "not its printed outputs (0.705 0.787 / ...): all 6 differ", from_printed[0], from_printed[1],
+    check(apart == 6, "E4 article 002: its printed weights times its V give %.4f %.4f / %.4f %.4f / "
+          "%.4f %.4f, not its printed outputs (0.705 0.787 / ...): all 6 differ", from_printed[0], from_printed[1],
           from_printed[2], from_printed[3], from_printed[4], from_printed[5]);
 
     // ---- article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,

@@ -238,7 +238,8 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
     if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
         (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE || (unsigned)c.embed_scale > 1)
         die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
-            "mask %d)", source, c.pos_encoding, c.ln_place, c.activation, c.mask);
+            "mask %d, embedding scale %d)", source, c.pos_encoding, c.ln_place, c.activation, c.mask,
+            c.embed_scale);
 }
 
 static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
