@@ -1153,8 +1153,7 @@ static const Flag S2S_FLAGS[] = {
     {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)", "0 = all", NULL},
     {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, accuracy)", NULL, NULL},
     {"-g", 'i', S2S_OPT(examples), "decoded examples to print", NULL, NULL},
-    {"-am", 's', S2S_OPT(attention_map), "draw the cross-attention maps of a held-out pair into this SVG "
-     "(self-attention: beside it, _encoder.svg, _decoder.svg)",
+    {"-am", 's', S2S_OPT(attention_map), "attention maps of a pair: this SVG, _encoder, _decoder",
      "none", NULL},
     {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
     {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the Transformer's)", "pre", NULL},

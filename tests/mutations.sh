@@ -46,7 +46,7 @@ candidates() {
             my $mutated = 1;
             if ($ENV{DELETE_CALLS}) {
                 my $keyword = $body =~ /^\s*(if|for|while|return|die|sizeof)\b/;
-                $mutated = !$keyword && $body =~ /^(\s*)([a-z_]+\(.*)$/s;
+                $mutated = !$keyword && $body =~ /^(\s*)([a-z][a-z0-9_]*\(.*)$/s;
                 $body = "$1if (0) $2" if $mutated;
             } elsif ($body =~ /\+=/) {
                 $body =~ s/(.*)\+=/$1-=/s;
