@@ -2015,6 +2015,20 @@ static void test_errata(void) {
           "all 6 printed (0.705 ...) differ; with the causal mask: %.4f %.4f / %.4f %.4f / %.4f %.4f",
           Ofull[0], Ofull[1], Ofull[2], Ofull[3], Ofull[4], Ofull[5], e_o,
           Oc[0], Oc[1], Oc[2], Oc[3], Oc[4], Oc[5]);
+    // the printed outputs do not follow from the printed weights either: those weights times the
+    // article's V (its own embeddings times its Wv, the V above) give 0.711 0.781 in row 0
+    double from_printed[6];
+    int apart = 0;
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < 2; c++) {
+            from_printed[i * 2 + c] = 0.0;
+            for (int j = 0; j < 3; j++)
+                from_printed[i * 2 + c] += (double)printed_w[i * 3 + j] * V[j * 2 + c];
+            apart += fabs(from_printed[i * 2 + c] - printed_out[i * 2 + c]) > 5e-4;
+        }
+    check(apart == 6, "E4 article 002: its printed weights times its V give %.4f %.4f / %.4f %.4f / "
+          "%.4f %.4f, not its printed outputs (0.705 0.787 / ...): all 6 differ", from_printed[0], from_printed[1],
+          from_printed[2], from_printed[3], from_printed[4], from_printed[5]);
 
     // ---- article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,
     // an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.

@@ -3,14 +3,21 @@ test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
 
 1. Finite differences of the whole model's loss, every parameter, on a padded batch
    (sources and targets of different lengths), for pre-/post-LN, GELU/ReLU, learned and
-   sinusoidal positions, and with dropout at every site.
+   sinusoidal positions, with dropout at every site, the embedding scale (-es 1) and the
+   decoder unmasked (-causal 0).
 2. Padding invariance: the same pairs padded further (longer Ts and Tt) give the same
    logits at every real position and the same gradients, within float rounding.
 3. The KV-cache decoder (decoder_forward_token) against the training forward's logits
    at every position; greedy decoding against the argmax of the teacher-forced forward.
 4. Checkpoints written, read and written again byte for byte.
-5. PyTorch's nn.Transformer as the oracle, when tests/seq2seq_reference.h is present
-   (references in data/ref, or -r DIR).
+5. Article 002 measured: on a half-trained checkpoint, exact match = teacher-forced
+   sequence accuracy, and the free-running counts are the decoded tokens'.
+6. The decoder's mask off: later inputs reach earlier positions, and a model trained so
+   is right under teacher forcing and wrong when decoding.
+7. Decoding never emits PAD or BOS, even where they are the most likely tokens.
+8. -fe 1 (the encoder frozen) and -opt sgd (plain SGD).
+Then errata E26-E28 (tests/errata_seq2seq.h), and PyTorch's nn.Transformer as the
+oracle, when tests/seq2seq_reference.h is present (references in data/ref, or -r DIR).
 Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 */
 #define TESTING_SEQ2SEQ  // train_seq2seq.c without its main
@@ -27,14 +34,20 @@ Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 // ----------------------------------------------------------------------------
 // a small model and a padded batch
 
-typedef struct { const char* name; int pe, ln, act; float dropout; } Variant;
+typedef struct { const char* name; int pe, ln, act; float dropout; int mask, embed_scale; } Variant;
 static const Variant VARIANTS[] = {
-    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f},
-    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f},
-    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f},
-    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f},
-    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f},
+    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0},
+    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0},
+    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f, MASK_CAUSAL, 0},
+    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL, 0},
+    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f, MASK_CAUSAL, 0},
+    {"pre-LN, GELU, learned, embeddings x sqrt(C)", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 1},
+    {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE, 0},  // -causal 0
 };
+#define SCALED 5    // the -es 1 variant
+#define UNMASKED 6  // the -causal 0 variant: no KV-cache check (decoding differs)
+static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED};  // padding and checkpoint checks
+static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED};        // the KV-cache checks
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 enum { V = 9, MAXT = 8, C = 8, NH = 2 };
 
@@ -44,7 +57,8 @@ enum { V = 9, MAXT = 8, C = 8, NH = 2 };
 static void small_model(Seq2Seq* m, const Variant* v, uint64_t seed) {
     Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 2,
                        .dec_layers = 2, .num_heads = NH, .channels = C, .pos_encoding = v->pe,
-                       .ln_place = v->ln, .activation = v->act};
+                       .ln_place = v->ln, .activation = v->act, .mask = v->mask,
+                       .embed_scale = v->embed_scale};
     seq2seq_init_random(m, c, seed);
     uint64_t rng = seed * 7 + 1;
     for (size_t i = 0; i < m->num_parameters; i++)
@@ -175,7 +189,7 @@ static void test_padding_invariance(void) {
     PairBatch tight, loose;
     make_batch(&tight, &PAIRS, 5, 7);
     make_batch(&loose, &PAIRS, 8, 8);
-    for (int k = 0; k < 2; k++) {
+    for (int i = 0, k; i < 4 && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 200 + k);
         gradients(&m, &tight, -1);
@@ -227,7 +241,7 @@ static void test_kv_cache(void) {
     printf("-- the decoder one token at a time (KV cache) against the training forward\n");
     PairBatch pb;
     make_batch(&pb, &PAIRS, 5, 7);
-    for (int k = 0; k < 4; k++) {
+    for (int i = 0, k; i < 5 && (k = CACHED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 300 + k);
         DecodeCache dc;
@@ -263,8 +277,8 @@ static void test_kv_cache(void) {
                 seq2seq_encode(&m, pb.src + b * 5, pb.src_len + b, 1, 5, -1);
                 seq2seq_decode_teacher(&m, in, NULL, t + 1);
                 const float* z = m.acts.logits + (size_t)t * 16;
-                int best = 0;
-                for (int v = 1; v < V; v++)
+                int best = PAIR_EOS;  // decoding's choice: EOS or a character, never PAD or BOS
+                for (int v = PAIR_EOS + 1; v < V; v++)
                     best = z[v] > z[best] ? v : best;
                 int want = t < out_len[b] ? out[b * MAXT + t] : PAIR_EOS;
                 agree = best == want;
@@ -300,7 +314,7 @@ static int same_file(const char* a, const char* b) {
 static void test_checkpoint(void) {
     printf("-- checkpoints\n");
     compat_mkdir("tests/tmp");
-    for (int k = 0; k < 2; k++) {
+    for (int i = 0, k; i < 4 && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m, back;
         small_model(&m, &VARIANTS[k], 400 + k);
         seq2seq_write_checkpoint(&m, "tests/tmp/s2s_a.bin");
@@ -316,6 +330,263 @@ static void test_checkpoint(void) {
     }
     remove("tests/tmp/s2s_a.bin");
     remove("tests/tmp/s2s_b.bin");
+}
+
+// ----------------------------------------------------------------------------
+// 5. article 002's lesson, measured: a half-trained model on reversal pairs
+
+// n random reversal pairs over the characters 3..V-1, of 1..6 characters (pairs.h's layout)
+typedef struct { PairSet ps; uint16_t* tokens; size_t* offset; int *src_len, *tgt_len; } OwnedPairs;
+static OwnedPairs reversal_pairs(int n, uint64_t seed) {
+    OwnedPairs p = {{0}, mallocCheck((size_t)n * 14 * sizeof(uint16_t)),
+                    mallocCheck((size_t)n * sizeof(size_t)), mallocCheck((size_t)n * sizeof(int)),
+                    mallocCheck((size_t)n * sizeof(int))};
+    uint64_t rng = splitmix64(seed);
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        int len = 1 + (int)(splitmix64(rng++) % 6);
+        p.tokens[k++] = p.src_len[i] = p.tgt_len[i] = len;
+        p.tokens[k++] = len;
+        p.offset[i] = k;
+        for (int t = 0; t < len; t++)
+            p.tokens[k + t] = p.tokens[k + 2 * len - 1 - t] = 3 + (int)(splitmix64(rng++) % (V - 3));
+        k += 2 * len;
+    }
+    p.ps = (PairSet){.num_pairs = n, .vocab_size = V, .max_src = 6, .max_tgt = 6, .tokens = p.tokens,
+                     .offset = p.offset, .src_len = p.src_len, .tgt_len = p.tgt_len};
+    return p;
+}
+
+static void free_pairs(OwnedPairs* p) {
+    free(p->tokens); free(p->offset); free(p->src_len); free(p->tgt_len);
+}
+
+// 1 + 1 layers, C 16, the decoder's mask (MASK_CAUSAL or MASK_NONE), trained by AdamW on
+// 512 pairs for `steps` steps, B 16; written to a checkpoint and read back
+static void half_trained_model(Seq2Seq* m, int mask, int steps, const char* path) {
+    Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 1,
+                       .dec_layers = 1, .num_heads = 2, .channels = 16, .mask = mask};
+    Seq2Seq t;
+    seq2seq_init_random(&t, c, 3502);
+    OwnedPairs train = reversal_pairs(512, 35);
+    PairBatch pb;
+    pair_batch_alloc(&pb, 16, 6, 6);
+    AdamWConfig opt = {.lr = 1e-2f, .warmup = 0, .max_steps = 0, .final_lr_frac = 1.0f, .beta1 = 0.9f,
+                       .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.0f, .grad_clip = 1.0f};
+    int ids[16];
+    for (int step = 0; step < steps; step++) {
+        for (int b = 0; b < 16; b++)
+            ids[b] = (step * 16 + b) % 512;
+        pair_batch_fill(&pb, &train.ps, ids, 16);
+        seq2seq_train_step(&t, &pb, step, &opt);
+    }
+    seq2seq_write_checkpoint(&t, path);
+    seq2seq_free(&t);
+    seq2seq_build_from_checkpoint(m, path);
+    pair_batch_free(&pb);
+    free_pairs(&train);
+}
+
+// one held-out pair scored alone, without evaluate: its greedy tokens from seq2seq_decode
+// (B 1) against its target, and the argmax of its own teacher-forced forward over the
+// tokens decoding may emit (EOS and the characters)
+typedef struct { int right, tf_right, exact, tf_exact, after, after_greedy, after_tf; } Tally;
+static void tally_pair(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int i, Tally* y) {
+    PairBatch pb;
+    pair_batch_alloc(&pb, 1, ps->max_src, ps->max_tgt);
+    pair_batch_fill(&pb, ps, &i, 1);
+    Sampler greedy;
+    sampler_init(&greedy, V, 0.0f, 0, 0);
+    int out[MAXT], len, first_wrong = -1, all = 1, tf_all = 1;
+    seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, 1, pb.Ts, out, &len);
+    seq2seq_forward(m, &pb, -1);
+    for (int t = 0; t <= ps->tgt_len[i]; t++) {
+        int got = t < len ? out[t] : t == len && len < MAXT ? PAIR_EOS : -1, best = PAIR_EOS;
+        for (int v = PAIR_EOS + 1; v < V; v++)
+            if (m->acts.probs[t * 16 + v] > m->acts.probs[t * 16 + best]) best = v;
+        int g = got == pb.dec_tgt[t], tf = best == pb.dec_tgt[t];
+        y->right += g; y->tf_right += tf; all &= g; tf_all &= tf;
+        if (first_wrong >= 0) { y->after++; y->after_greedy += g; y->after_tf += tf; }
+        else if (!g) first_wrong = t;
+    }
+    y->exact += all; y->tf_exact += tf_all;
+    sampler_free(&greedy);
+    pair_batch_free(&pb);
+}
+
+static void test_teacher_forcing_measured(void) {
+    printf("-- article 002 measured: decoding against teacher forcing, a half-trained model's checkpoint\n");
+    Seq2Seq m;
+    compat_mkdir("tests/tmp");
+    half_trained_model(&m, MASK_CAUSAL, 300, "tests/tmp/s2s_half.bin");
+    OwnedPairs val = reversal_pairs(200, 36);
+    DecodeCache dc;
+    decode_cache_init(&dc, m.config, 16);
+    Sampler sampled;
+    sampler_init(&sampled, V, 1.0f, 0, 7);
+    EvalStats e = evaluate(&m, &dc, &val.ps, 200, 16, &sampled, 0, NULL);
+    Tally y = {0};
+    for (int i = 0; i < 200; i++)
+        tally_pair(&m, &dc, &val.ps, i, &y);
+    check(e.tf_sequences == e.greedy_exact && y.tf_exact == y.exact && e.greedy_exact == y.exact &&
+          y.exact > 0 && y.exact < 200, "exact match %d of 200 = teacher-forced sequence accuracy %d "
+          "(and %d, %d recomputed pair by pair): greedy decoding sees the teacher-forced input until its "
+          "first wrong token", e.greedy_exact, e.tf_sequences, y.exact, y.tf_exact);
+    check(e.greedy_right == y.right && e.tf_right == y.tf_right && e.after == y.after &&
+          e.after_greedy == y.after_greedy && e.after_tf == y.after_tf && y.after_greedy < y.after_tf,
+          "free-running accuracy is the decoded tokens': %d of %d positions right (teacher forced %d); "
+          "after the first wrong greedy token %d of %d (teacher forced %d of the same), as recomputed pair "
+          "by pair",
+          e.greedy_right, e.positions, e.tf_right, e.after_greedy, e.after, e.after_tf);
+    check(e.sampled_right <= e.positions && e.sampled_right > 0, "sampled decoding scored too: %d of %d "
+          "positions right", e.sampled_right, e.positions);
+    eval_stats_free(&e);
+    sampler_free(&sampled);
+    decode_cache_free(&dc);
+    free_pairs(&val);
+    seq2seq_free(&m);
+    remove("tests/tmp/s2s_half.bin");
+}
+
+
+// ----------------------------------------------------------------------------
+// 6. the decoder's mask off (-causal 0, E34): a position's logits change with a later input
+// token, and a model trained so reads the answer: right under teacher forcing, wrong when
+// decoding, which has no later tokens to read
+static void test_decoder_mask_off(void) {
+    printf("-- the decoder's mask off (-causal 0): what article 003's \"optional\" mask prevents\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    float moved[2];
+    for (int k = 0; k < 2; k++) {  // pair 1 (target of 6): its input token 4 changed, logits 0-3 compared
+        Seq2Seq m;
+        small_model(&m, &VARIANTS[k ? UNMASKED : 0], 3400);
+        seq2seq_forward(&m, &pb, -1);
+        float before[4 * 16];
+        memcpy(before, m.acts.logits + (size_t)7 * 16, sizeof before);
+        pb.dec_in[7 + 4] = pb.dec_in[7 + 4] == 3 ? 4 : 3;
+        seq2seq_forward(&m, &pb, -1);
+        pb.dec_in[7 + 4] = PAIRS.tgt[1][3];
+        moved[k] = 0.0f;
+        for (int i = 0; i < 4 * 16; i++)
+            moved[k] = fmaxf(moved[k], fabsf(m.acts.logits[7 * 16 + i] - before[i]));
+        seq2seq_free(&m);
+    }
+    check(moved[0] == 0.0f && moved[1] > 1e-3f, "a later decoder input changes the logits of earlier "
+          "positions by %.1e with the mask, by %.2e without", moved[0], moved[1]);
+    pair_batch_free(&pb);
+    Seq2Seq m;
+    half_trained_model(&m, MASK_NONE, 300, "tests/tmp/s2s_nomask.bin");
+    OwnedPairs val = reversal_pairs(200, 36);
+    DecodeCache dc;
+    decode_cache_init(&dc, m.config, 16);
+    EvalStats e = evaluate(&m, &dc, &val.ps, 200, 16, NULL, 0, NULL);
+    check(e.tf_right > 0.9 * e.positions && e.greedy_right < 0.5 * e.positions, "trained without the mask "
+          "(300 steps): teacher forced %d of %d positions right, greedy decoding %d (exact match %d of 200)",
+          e.tf_right, e.positions, e.greedy_right, e.greedy_exact);
+    eval_stats_free(&e);
+    decode_cache_free(&dc);
+    free_pairs(&val);
+    seq2seq_free(&m);
+    remove("tests/tmp/s2s_nomask.bin");
+}
+
+// ----------------------------------------------------------------------------
+// 7. decoding never emits PAD or BOS (E27), greedy or sampled
+
+// A model whose every decoder position outputs a multiple of the special token's
+// embedding (the final layernorm's weight 0, its bias that embedding), the embedding made
+// the longest: the tied head's largest logit is the special's, so only the decoding's rule
+// keeps it out. The loss still covers every token: p(special) stays the largest there.
+static void test_no_special_outputs(void) {
+    printf("-- decoding never emits PAD or BOS, even where they are the most likely tokens\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    for (int special = PAIR_PAD; special <= PAIR_BOS; special++) {
+        Seq2Seq m;
+        small_model(&m, &VARIANTS[0], 3600 + special);
+        float* w = m.params.wte + special * C;
+        for (int i = 0; i < C; i++) {
+            w[i] *= 3.0f;
+            m.params.lnfw[i] = 0.0f;
+            m.params.lnfb[i] = w[i];
+        }
+        seq2seq_forward(&m, &pb, -1);
+        int argmax = 0;
+        for (int v = 1; v < V; v++)
+            argmax = m.acts.logits[v] > m.acts.logits[argmax] ? v : argmax;
+        DecodeCache dc;
+        decode_cache_init(&dc, m.config, 3);
+        Sampler samplers[3];
+        sampler_init(&samplers[0], V, 0.0f, 0, 0);
+        sampler_init(&samplers[1], V, 1.0f, 0, 5);
+        sampler_init(&samplers[2], V, 1.0f, 2, 5);
+        int out[3 * MAXT], out_len[3], emitted = 0, tokens = 0;
+        for (int k = 0; k < 3; k++) {
+            seq2seq_decode(&m, &dc, &samplers[k], pb.src, pb.src_len, 3, 5, out, out_len);
+            for (int b = 0; b < 3; b++)
+                for (int t = 0; t < out_len[b]; t++, tokens++)
+                    emitted += out[b * MAXT + t] == PAIR_PAD || out[b * MAXT + t] == PAIR_BOS;
+            sampler_free(&samplers[k]);
+        }
+        check(argmax == special && m.acts.probs[special] > 0.5f && emitted == 0 && tokens > 0, "%s is the "
+              "most likely token (p %.2f at the first position) and none of %d tokens decoded greedily, "
+              "sampled and top-2 sampled is PAD or BOS", special == PAIR_PAD ? "PAD" : "BOS",
+              m.acts.probs[special], tokens);
+        decode_cache_free(&dc);
+        seq2seq_free(&m);
+    }
+    pair_batch_free(&pb);
+}
+
+
+// ----------------------------------------------------------------------------
+// 8. article 002's training section as flags: the encoder frozen (-fe 1), plain SGD (-opt sgd)
+
+static void test_freeze_and_sgd(void) {
+    printf("-- -fe 1 (the encoder frozen) and -opt sgd (W -= lr dL/dW)\n");
+    PairBatch pb;
+    make_batch(&pb, &PAIRS, 5, 7);
+    Seq2Seq m;
+    small_model(&m, &VARIANTS[0], 3800);
+    size_t n = m.num_parameters, enc0 = sum_sizes(m.param_sizes, FIRST_ENCODER_TENSOR);
+    size_t dec0 = sum_sizes(m.param_sizes, FIRST_DECODER_TENSOR);
+    float *p0 = mallocCheck(n * sizeof(float)), *g_all = mallocCheck(n * sizeof(float));
+    memcpy(p0, m.params_memory, n * sizeof(float));
+    gradients(&m, &pb, -1);
+    memcpy(g_all, m.grads_memory, n * sizeof(float));
+    m.freeze_encoder = 1;
+    gradients(&m, &pb, -1);
+    int decoder_same = memcmp(m.grads_memory + dec0, g_all + dec0, (n - dec0) * sizeof(float)) == 0;
+    int zero = 1;
+    for (size_t i = enc0; i < dec0; i++)
+        zero &= m.grads_memory[i] == 0.0f;
+    AdamWConfig opt = {.lr = 1e-2f, .warmup = 0, .max_steps = 0, .final_lr_frac = 1.0f, .beta1 = 0.9f,
+                       .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 0.0f};
+    seq2seq_train_step(&m, &pb, 0, &opt);
+    int kept = memcmp(m.params_memory + enc0, p0 + enc0, (dec0 - enc0) * sizeof(float)) == 0;
+    int moved = memcmp(m.params_memory + dec0, p0 + dec0, (n - dec0) * sizeof(float)) != 0;
+    check(decoder_same && zero && kept && moved, "-fe 1: the decoder's gradients are the full backward's, "
+          "bit for bit; the encoder's are 0 and an AdamW step (weight decay 0.1) leaves its %zu weights as "
+          "they were", dec0 - enc0);
+    memcpy(m.params_memory, p0, n * sizeof(float));  // one SGD step from p0, nothing frozen, no clipping
+    m.freeze_encoder = 0;
+    m.sgd = 1;
+    opt.weight_decay = 0.0f;
+    seq2seq_train_step(&m, &pb, 0, &opt);
+    float worst = 0.0f;
+    size_t small = 0;  // weights moved by less than lr/2: AdamW's first step moves each by about lr
+    for (size_t i = 0; i < n; i++) {
+        if (i >= (size_t)V * C && i < 16 * C) continue;  // wte's padding rows: never used
+        worst = fmaxf(worst, fabsf(m.params_memory[i] - (p0[i] - opt.lr * g_all[i])));
+        small += fabsf(m.params_memory[i] - p0[i]) < 0.5f * opt.lr;
+    }
+    check(worst <= 1e-7f && small > n / 2, "-opt sgd: one step is W - lr dL/dW (max error %.1e); %zu of %zu "
+          "weights move by less than lr/2, as AdamW's first step moves none", worst, small, n);
+    free(p0);
+    free(g_all);
+    seq2seq_free(&m);
+    pair_batch_free(&pb);
 }
 
 // ----------------------------------------------------------------------------
@@ -342,6 +613,10 @@ int main(int argc, char** argv) {
     test_padding_invariance();
     test_kv_cache();
     test_checkpoint();
+    test_teacher_forcing_measured();
+    test_no_special_outputs();
+    test_decoder_mask_off();
+    test_freeze_and_sgd();
     test_errata_seq2seq();
 #ifdef HAVE_SEQ2SEQ_REFERENCE
     check_seq2seq_references(dir);

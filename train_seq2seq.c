@@ -17,7 +17,8 @@ Reading order:
   5. checkpoints (version 200 of llm.c's header, doc/formats.md);
   6. inference: the decoder one token at a time with a KV cache, the cross-attention's
      K and V computed once per source (decoder_forward_token, seq2seq_decode);
-  7. evaluation: exact match of the decoded sequence beside teacher-forced token accuracy;
+  7. evaluation: decoding (greedy, sampled) against teacher forcing at the same positions,
+     and after the first wrong token (exact match = teacher-forced sequence accuracy);
   8. the program: flags, the training loop, checkpoints and resume, the pictures.
 Tokens (util/pairs.h): PAD = 0, BOS = 1, EOS = 2, characters from 3. A batch holds B pairs:
 src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...; dec_tgt
@@ -42,6 +43,10 @@ typedef struct {
     int num_heads;          // NH
     int channels;           // C
     int pos_encoding, ln_place, activation;  // train_gpt2.c's POS_LEARNED|POS_SIN, LN_*, ACT_*
+    int mask;               // the decoder's self-attention: MASK_CAUSAL, or MASK_NONE (-causal 0,
+                            //   an experiment: in training each position reads what it predicts)
+    int embed_scale;        // 1 (-es 1): token embeddings times sqrt(C) on the way in, not in the
+                            //   tied head (the original Transformer's; doc/errata.md E15)
 } Seq2SeqConfig;
 
 // all parameters, in the checkpoint's order. L.. arrays hold one slice per layer.
@@ -208,11 +213,14 @@ typedef struct {
     int batch_size;       // B the buffers hold
     int B, Ts, Tt;        // the last forward's batch
     int *src, *src_len, *dec_in, *dec_tgt;  // (B,T) (B) (B,T) (B,T) its tokens
+    int* dec_len;         // (B) real decoder inputs (BOS + target): -causal 0's key-padding mask
     int num_targets;      // positions carrying loss in it
     float mean_loss;      // its loss, or -1 without targets
     float dropout_p;      // dropout (training only): probability, seed, the step of the forward
     uint64_t dropout_seed;
     long dropout_step;    // -1 = evaluation
+    int freeze_encoder;   // -fe 1: the backward stops at the memory, the update skips the encoder
+    int sgd;              // -opt sgd: plain SGD, W -= lr dL/dW (article 002's update), not AdamW
 } Seq2Seq;
 
 static void s2s_check_config(Seq2SeqConfig c, const char* source) {
@@ -228,9 +236,10 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
         die("%s: model shape out of range (V %d, Vp %d, C %d, Le %d, Ld %d, maxT %d)", source, c.vocab_size,
             c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
     if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
-        (unsigned)c.activation > ACT_RELU)
-        die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d)", source,
-            c.pos_encoding, c.ln_place, c.activation);
+        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE || (unsigned)c.embed_scale > 1)
+        die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
+            "mask %d, embedding scale %d)", source, c.pos_encoding, c.ln_place, c.activation, c.mask,
+            c.embed_scale);
 }
 
 static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
@@ -282,7 +291,7 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
     if (m->acts_memory && B <= m->batch_size && (!dropout || m->acts.att_dropped)) return;
     if (m->acts_memory) B = B > m->batch_size ? B : m->batch_size;
     aligned_free(m->acts_memory); aligned_free(m->scratch_memory);
-    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
+    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt); free(m->dec_len);
     Seq2SeqConfig c = m->config;
     size_t sizes[NUM_S2S_ACTIVATIONS + 1], C = c.channels, BT = (size_t)B * c.max_seq_len;
     s2s_activation_sizes(sizes, c, B, dropout);
@@ -294,6 +303,7 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
         alignedMallocCheck(sum_sizes(s, NUM_S2S_SCRATCH) * sizeof(float)), s);
     m->src = mallocCheck(BT * sizeof(int));
     m->src_len = mallocCheck((size_t)B * sizeof(int));
+    m->dec_len = mallocCheck((size_t)B * sizeof(int));
     m->dec_in = mallocCheck(BT * sizeof(int));
     m->dec_tgt = mallocCheck(BT * sizeof(int));
     m->batch_size = B;
@@ -303,7 +313,7 @@ void seq2seq_free(Seq2Seq* m) {
     aligned_free(m->params_memory); aligned_free(m->grads_memory);
     aligned_free(m->m_memory); aligned_free(m->v_memory);
     free(m->sinusoids); aligned_free(m->acts_memory); aligned_free(m->scratch_memory);
-    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt);
+    free(m->src); free(m->src_len); free(m->dec_in); free(m->dec_tgt); free(m->dec_len);
     memset(m, 0, sizeof *m);
 }
 
@@ -405,8 +415,10 @@ static AttentionShape sublayer_attention(const Seq2Seq* m, Sublayer u) {
     if (!u.decoder)
         return (AttentionShape){.B = m->B, .T = m->Ts, .C = C, .NH = NH, .NKV = NH, .causal = 0,
                                 .key_len = m->src_len};
-    if (u.kind == SUB_SELF)
-        return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 1};
+    if (u.kind == SUB_SELF)  // -causal 0: every real position of the target, padding masked
+        return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH,
+                                .causal = c.mask == MASK_CAUSAL,
+                                .key_len = c.mask == MASK_NONE ? m->dec_len : NULL};
     return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = m->Ts,
                             .q_row = C, .kv_row = 2 * C, .key_len = m->src_len};
 }
@@ -473,6 +485,42 @@ static const float* s2s_positions(const Seq2Seq* m) {
     return m->config.pos_encoding == POS_LEARNED ? m->params.wpe : m->sinusoids;
 }
 
+// the embedding of tokens (B,T) -> out (B,T,C): wte[token] (times sqrt(C) with -es 1) plus
+// the positions' rows (positions: row 0 is the first of the T; NULL: none)
+static void s2s_embed(const Seq2Seq* m, float* out, const int* tokens, int B, int T,
+                      const float* positions) {
+    int C = m->config.channels;
+    if (!m->config.embed_scale) {  // train_gpt2.c's encoder_forward as it is
+        encoder_forward(out, tokens, m->params.wte, positions, B, T, C);
+        return;
+    }
+    encoder_forward(out, tokens, m->params.wte, NULL, B, T, C);
+    float scale = sqrtf((float)C);
+    for (size_t bt = 0; bt < (size_t)B * T; bt++)
+        for (int i = 0; i < C; i++)
+            out[bt * C + i] = scale * out[bt * C + i] + (positions ? positions[(bt % T) * C + i] : 0.0f);
+}
+
+// its backward: dwte[token] += sqrt(C) dout (-es 1) or dout, dwpe[t] += dout (learned
+// positions); scaled is (B,T,C) scratch
+static void s2s_embed_backward(Seq2Seq* m, const float* dout, const int* tokens, int B, int T,
+                               float* scaled) {
+    int C = m->config.channels;
+    float* dwpe = m->config.pos_encoding == POS_LEARNED ? m->grads.wpe : NULL;
+    if (!m->config.embed_scale) {
+        encoder_backward(m->grads.wte, dwpe, dout, tokens, B, T, C, GRAD_ADD);
+        return;
+    }
+    float scale = sqrtf((float)C);
+    for (size_t i = 0; i < (size_t)B * T * C; i++)
+        scaled[i] = scale * dout[i];
+    encoder_backward(m->grads.wte, NULL, scaled, tokens, B, T, C, GRAD_ADD);
+    for (int b = 0; dwpe && b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < C; i++)
+                dwpe[(size_t)t * C + i] += dout[((size_t)b * T + t) * C + i];
+}
+
 // the encoder: src (B,Ts) with src_len (B) real tokens each -> acts.memory (B,Ts,C)
 void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int Ts, long step) {
     Seq2SeqConfig c = m->config;
@@ -490,7 +538,7 @@ void seq2seq_encode(Seq2Seq* m, const int* src, const int* src_len, int B, int T
     m->Ts = Ts;
     m->dropout_step = step;
     Seq2SeqActs a = m->acts;
-    encoder_forward(a.src_embed, src, m->params.wte, s2s_positions(m), B, Ts, C);
+    s2s_embed(m, a.src_embed, src, B, Ts, s2s_positions(m));
     DropoutMask embed_drop = s2s_dropout(m, 0, DROP_EMBED);
     dropout_forward(a.src_embed, (size_t)B * Ts * C, &embed_drop);
     for (int s = 0; s < 2 * c.enc_layers; s++)
@@ -511,8 +559,14 @@ float seq2seq_decode_teacher(Seq2Seq* m, const int* dec_in, const int* dec_tgt, 
     check_tokens(dec_in, (size_t)BT, V, "decoder input");
     memcpy(m->dec_in, dec_in, (size_t)BT * sizeof(int));
     m->Tt = Tt;
+    for (int b = 0; b < B; b++) {  // the real inputs: one per target position (all without targets)
+        m->dec_len[b] = dec_tgt ? 0 : Tt;
+        for (int t = 0; dec_tgt && t < Tt; t++)
+            m->dec_len[b] += dec_tgt[b * Tt + t] >= 0;
+        if (m->dec_len[b] == 0) m->dec_len[b] = 1;  // no target: its loss is 0 whatever it reads
+    }
     Seq2SeqActs a = m->acts;
-    encoder_forward(a.tgt_embed, dec_in, m->params.wte, s2s_positions(m), B, Tt, C);
+    s2s_embed(m, a.tgt_embed, dec_in, B, Tt, s2s_positions(m));
     DropoutMask embed_drop = s2s_dropout(m, 1, DROP_EMBED);
     dropout_forward(a.tgt_embed, (size_t)BT * C, &embed_drop);
     for (int s = 2 * c.enc_layers; s < num_sublayers(c); s++)
@@ -647,7 +701,8 @@ void seq2seq_backward(Seq2Seq* m) {
         sublayer_backward(m, s);
     DropoutMask tgt_drop = s2s_dropout(m, 1, DROP_EMBED);
     const float* dtgt = dropout_grad(g->dbranch, g->dres, (size_t)BT * C, &tgt_drop);
-    encoder_backward(dp->wte, dp->wpe, dtgt, m->dec_in, B, m->Tt, C, GRAD_ADD);
+    s2s_embed_backward(m, dtgt, m->dec_in, B, m->Tt, g->dln);
+    if (m->freeze_encoder) return;  // -fe 1: nothing below the memory learns (nor wte from the source)
     // the encoder: its output's gradient is the memory's, through the final layernorm
     zero_floats(g->dres, (size_t)BS * C);
     layernorm_backward(g->dres, dp->enc_lnfw, dp->enc_lnfb, g->dmemory, sublayer_output(m, Se - 1),
@@ -656,7 +711,7 @@ void seq2seq_backward(Seq2Seq* m) {
         sublayer_backward(m, s);
     DropoutMask src_drop = s2s_dropout(m, 0, DROP_EMBED);
     const float* dsrc = dropout_grad(g->dbranch, g->dres, (size_t)BS * C, &src_drop);
-    encoder_backward(dp->wte, dp->wpe, dsrc, m->src, B, m->Ts, C, GRAD_ADD);
+    s2s_embed_backward(m, dsrc, m->src, B, m->Ts, g->dln);
 }
 
 // ----------------------------------------------------------------------------
@@ -669,6 +724,31 @@ void seq2seq_allocate_moments(Seq2Seq* m) {
     m->v_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
 }
 
+// the tensors an update changes: all, or (-fe 1) all but the encoder's, e_ln1w..enc_lnfb
+enum { FIRST_ENCODER_TENSOR = 2, FIRST_DECODER_TENSOR = 16 };
+static int s2s_trained(const Seq2Seq* m, int k) {
+    return !m->freeze_encoder || k < FIRST_ENCODER_TENSOR || k >= FIRST_DECODER_TENSOR;
+}
+
+// AdamW (train_gpt2.c's adamw_update) on the trained tensors, or plain SGD (-opt sgd):
+// W -= lr (g + wd W), g the clipped gradient (article 002, section 4 (4); doc/errata.md E18)
+static void s2s_update(Seq2Seq* m, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+    size_t offset = 0;
+    for (int k = 0; k < NUM_S2S_PARAMETERS; offset += m->param_sizes[k++]) {
+        if (!s2s_trained(m, k)) continue;
+        float *p = m->params_memory + offset, *g = m->grads_memory + offset;
+        if (!m->sgd) {
+            adamw_update(p, NULL, g, m->m_memory + offset, m->v_memory + offset, m->param_sizes + k,
+                         S2S_DECAYS + k, 1, opt, lr, grad_scale, t);
+            continue;
+        }
+        float wd = S2S_DECAYS[k] ? opt->weight_decay : 0.0f;
+        #pragma omp parallel for
+        for (size_t i = 0; i < m->param_sizes[k]; i++)
+            p[i] -= lr * (g[i] * grad_scale + wd * p[i]);
+    }
+}
+
 StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const AdamWConfig* opt) {
     float loss = seq2seq_forward(m, pb, step);
     if (!isfinite(loss)) return (StepStats){loss, 0.0f, 0.0f};
@@ -678,9 +758,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
     st.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (!isfinite(st.norm)) return st;
     seq2seq_allocate_moments(m);
-    adamw_update(m->params_memory, NULL, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes,
-                 S2S_DECAYS, NUM_S2S_PARAMETERS, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip),
-                 step + 1);
+    s2s_update(m, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip), step + 1);
     return st;
 }
 
@@ -688,7 +766,8 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
 // checkpoints: llm.c's 256-int header, version 200, then the parameters in file order.
 // Slots (doc/formats.md): 2 maxT, 3 V, 4 Le, 5 NH, 6 C, 7 Vp, 8 key/value heads (= NH),
 // 9 positions, 10 layernorm, 11 activation (train_gpt2.c's numbering of the variants),
-// 12 mask (0: the decoder is causal), 13 Ld.
+// 12 mask (0: the decoder's self-attention is causal; 1: none, -causal 0), 13 Ld, 14 embedding
+// scale (0: none; 1: token embeddings times sqrt(C), -es 1).
 
 void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     char tmp[4096];
@@ -697,8 +776,8 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     int32_t h[256] = {0};
     h[0] = CHECKPOINT_MAGIC; h[1] = CHECKPOINT_SEQ2SEQ; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
-    h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = 0;
-    h[13] = c.dec_layers;
+    h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = c.mask;
+    h[13] = c.dec_layers; h[14] = c.embed_scale;
     h[255] = (int32_t)crc32c_update(header_checksum(h), m->params_memory, m->num_parameters * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
@@ -717,12 +796,12 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
             CHECKPOINT_SEQ2SEQ);
     Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
                        .channels = h[6], .padded_vocab_size = h[7], .pos_encoding = h[9], .ln_place = h[10],
-                       .activation = h[11], .dec_layers = h[13]};
+                       .activation = h[11], .mask = h[12], .dec_layers = h[13],
+                       .embed_scale = h[14]};
     s2s_check_config(c, path);
-    if (h[8] != h[5] || h[12] != 0)
-        die("'%s': key/value heads %d (must equal the heads %d) or mask %d (must be 0) not supported", path,
-            h[8], h[5], h[12]);
-    check_unused_slots(path, h, 14, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
+    if (h[8] != h[5])
+        die("'%s': key/value heads %d (must equal the heads %d) not supported", path, h[8], h[5]);
+    check_unused_slots(path, h, 15, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
@@ -833,7 +912,7 @@ const float* decoder_forward_token(const Seq2Seq* m, DecodeCache* dc, const int*
         die("the decoder's cache is full: position %d reaches maxT %d", pos, c.max_seq_len);
     check_tokens(tokens, (size_t)B, c.vocab_size, "decoder input");
     const float* positions = s2s_positions(m);
-    encoder_forward(dc->x, tokens, m->params.wte, positions ? positions + (size_t)pos * C : NULL, B, 1, C);
+    s2s_embed(m, dc->x, tokens, B, 1, positions ? positions + (size_t)pos * C : NULL);
     for (int s = 2 * c.enc_layers; s < num_sublayers(c); s++) {
         Sublayer w = sublayer(&m->params, c, s);
         if (!post) layernorm_forward(dc->ln, dc->mean, dc->rstd, dc->x, w.lnw, w.lnb, B, C);
@@ -848,8 +927,9 @@ const float* decoder_forward_token(const Seq2Seq* m, DecodeCache* dc, const int*
 }
 
 // Decodes B sources (src (B,Ts), src_len (B)): BOS first, then each step's token, chosen
-// by the sampler (temperature 0: greedy), is fed back until EOS or maxT. out (B,maxT)
-// receives each output without BOS and EOS, out_len (B) its length.
+// by the sampler (temperature 0: greedy) among EOS and the characters, is fed back until
+// EOS or maxT. out (B,maxT) receives each output without BOS and EOS, out_len (B) its
+// length (maxT: no EOS came).
 void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* src, const int* src_len, int B,
                     int Ts, int* out, int* out_len) {
     Seq2SeqConfig c = m->config;
@@ -862,10 +942,14 @@ void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* sr
         out_len[b] = 0;
     }
     for (int pos = 0; pos < maxT && running > 0; pos++) {
-        const float* logits = decoder_forward_token(m, dc, tokens);
+        decoder_forward_token(m, dc, tokens);
         for (int b = 0; b < B; b++) {
             if (tokens[b] == PAIR_EOS) continue;  // finished: fed EOS until the others are
-            tokens[b] = sampler_sample(sampler, logits + (size_t)b * Vp);
+            float* logits = dc->logits + (size_t)b * Vp;
+            // PAD and BOS are inputs only, never a target: the loss is unchanged and an
+            // untrained model's argmax could pick them, so decoding never may (E27)
+            logits[PAIR_PAD] = logits[PAIR_BOS] = -INFINITY;
+            tokens[b] = sampler_sample(sampler, logits);
             if (tokens[b] == PAIR_EOS) running--;
             else out[(size_t)b * maxT + out_len[b]++] = tokens[b];
         }
@@ -875,14 +959,79 @@ void seq2seq_decode(Seq2Seq* m, DecodeCache* dc, Sampler* sampler, const int* sr
 
 // ----------------------------------------------------------------------------
 // evaluation on held-out pairs: teacher forcing against decoding (article 002)
+//
+// Greedy exact match equals teacher-forced SEQUENCE accuracy by construction: while its
+// prefix is right, greedy decoding feeds the decoder exactly the teacher-forced input,
+// so both take the same argmax at the first wrong token and both fail there. The
+// difference between the two regimes shows only where their inputs differ: at the
+// positions after the first wrong token, where decoding reads its own mistake and
+// teacher forcing the truth. evaluate counts both there, position by position.
 
 typedef struct {
-    double loss;       // mean loss per target position, teacher forced
-    double token_acc;  // fraction of target positions whose most likely token is right, given the
-                       //   true previous tokens (teacher forcing)
-    double exact;      // fraction of pairs whose greedily decoded output equals the target
-    int pairs;
+    double loss;           // mean loss per target position, teacher forced
+    int pairs, positions;  // held-out pairs; their target positions (the target, then EOS)
+    int tf_right;          // positions whose most likely token is the target's, given the true prefix
+    int tf_sequences;      // pairs with every position right under teacher forcing
+    int greedy_right, greedy_exact;    // positions a greedy decoding emits right; pairs all right
+    int sampled_right, sampled_exact;  // the same for a sampled decoding (if asked)
+    int erring;            // pairs with a wrong greedy token
+    int after, after_greedy, after_tf;  // positions after the first wrong greedy token; right in each
+    int *pos_n, *pos_tf, *pos_greedy, *pos_sampled;  // (maxT) per target position: pairs, right
+    int *gap_n, *gap_greedy, *gap_tf;  // (maxT) k positions after the first wrong greedy token
 } EvalStats;
+
+static void eval_stats_init(EvalStats* e, int maxT) {
+    memset(e, 0, sizeof *e);
+    int** counts[] = {&e->pos_n, &e->pos_tf, &e->pos_greedy, &e->pos_sampled, &e->gap_n, &e->gap_greedy,
+                      &e->gap_tf};
+    for (int k = 0; k < 7; k++)
+        *counts[k] = callocCheck((size_t)maxT + 1, sizeof(int));
+}
+
+static void eval_stats_free(EvalStats* e) {
+    free(e->pos_n); free(e->pos_tf); free(e->pos_greedy); free(e->pos_sampled);
+    free(e->gap_n); free(e->gap_greedy); free(e->gap_tf);
+}
+
+// the most likely token that decoding may emit (EOS or a character; seq2seq_decode's rule)
+static int best_output_token(const float* probs, int V) {
+    int best = PAIR_EOS;
+    for (int v = PAIR_EOS + 1; v < V; v++)
+        best = probs[v] > probs[best] ? v : best;
+    return best;
+}
+
+// the token a decoding emitted at position t: its output, then EOS (if it came), then none
+static int emitted_token(const int* out, int out_len, int maxT, int t) {
+    return t < out_len ? out[t] : t == out_len && out_len < maxT ? PAIR_EOS : -1;
+}
+
+// one pair's decodings scored against its target tgt (n + 1 positions, EOS last) and the
+// teacher-forced argmax tf_best (n + 1): per position, and after the first wrong greedy token.
+// Returns whether the greedy output is the target.
+static int score_pair(EvalStats* e, const int* tgt, const int* tf_best, int n, const int* greedy,
+                       int greedy_len, const int* sampled, int sampled_len, int maxT) {
+    int tf_all = 1, greedy_all = 1, sampled_all = 1, first_wrong = -1;
+    for (int t = 0; t <= n; t++) {
+        int tf = tf_best[t] == tgt[t], g = emitted_token(greedy, greedy_len, maxT, t) == tgt[t];
+        int s = sampled && emitted_token(sampled, sampled_len, maxT, t) == tgt[t];
+        e->pos_n[t]++; e->pos_tf[t] += tf; e->pos_greedy[t] += g; e->pos_sampled[t] += s;
+        e->tf_right += tf; e->greedy_right += g; e->sampled_right += s;
+        tf_all &= tf; greedy_all &= g; sampled_all &= s;
+        if (first_wrong >= 0) {  // decoding reads its own mistake here, teacher forcing the truth
+            e->after++; e->after_greedy += g; e->after_tf += tf;
+            int k = t - first_wrong;
+            e->gap_n[k]++; e->gap_greedy[k] += g; e->gap_tf[k] += tf;
+        } else if (!g) {
+            first_wrong = t;
+        }
+    }
+    e->positions += n + 1;
+    e->tf_sequences += tf_all; e->greedy_exact += greedy_all; e->sampled_exact += sampled && sampled_all;
+    e->erring += first_wrong >= 0;
+    e->pairs++;
+    return greedy_all;
+}
 
 // one decoded example: "  mark source -> output"
 static void print_example(const Tokenizer* tk, const char* mark, const int* src, int src_len, const int* out,
@@ -896,54 +1045,56 @@ static void print_example(const Tokenizer* tk, const char* mark, const int* src,
     printf("\n");
 }
 
-// the first n pairs of ps, B at a time; decode = 0 skips the decoding (exact stays 0).
-// Prints the first `examples` pairs: source, decoded output, and whether it is right.
-EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B, int decode, int examples,
-                   const Tokenizer* tk) {
+// decoding buffers for B pairs of up to maxT tokens
+typedef struct { int *greedy, *greedy_len, *sampled, *sampled_len, *tf_best; } DecodedBatch;
+
+// the first n pairs of ps, B at a time: teacher forced, decoded greedily and, with a
+// sampler, sampled. Prints the first `examples` pairs: source, greedy output, whether it
+// is right. Free the result with eval_stats_free.
+EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B, Sampler* sampler,
+                   int examples, const Tokenizer* tk) {
     Seq2SeqConfig c = m->config;
     int maxT = c.max_seq_len, V = c.vocab_size, Vp = c.padded_vocab_size;
     n = n < ps->num_pairs ? n : ps->num_pairs;
+    EvalStats e;
+    eval_stats_init(&e, maxT);
     PairBatch pb;
     pair_batch_alloc(&pb, B, ps->max_src, ps->max_tgt);
     Sampler greedy;
     sampler_init(&greedy, V, 0.0f, 0, 0);
-    int *ids = mallocCheck((size_t)B * sizeof(int)), *out = mallocCheck((size_t)B * maxT * sizeof(int));
-    int* out_len = mallocCheck((size_t)B * sizeof(int));
-    double loss_sum = 0.0, right = 0.0, positions = 0.0, exact = 0.0;
+    size_t BT = (size_t)B * maxT, I = sizeof(int);
+    DecodedBatch d = {callocCheck(BT, I), callocCheck(B, I), callocCheck(BT, I), callocCheck(B, I),
+                      callocCheck(BT, I)};
+    int* ids = mallocCheck((size_t)B * sizeof(int));
+    double loss_sum = 0.0;
     for (int i0 = 0; i0 < n; i0 += B) {
         int b_n = n - i0 < B ? n - i0 : B;
         for (int b = 0; b < b_n; b++)
             ids[b] = i0 + b;
         pair_batch_fill(&pb, ps, ids, b_n);
         loss_sum += (double)seq2seq_forward(m, &pb, -1) * m->num_targets;
-        for (int i = 0; i < b_n * pb.Tt; i++) {
-            if (pb.dec_tgt[i] < 0) continue;
-            const float* p = m->acts.probs + (size_t)i * Vp;
-            int best = 0;
-            for (int v = 1; v < V; v++)
-                best = p[v] > p[best] ? v : best;
-            right += best == pb.dec_tgt[i];
-            positions++;
-        }
-        if (!decode) continue;
-        seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, b_n, pb.Ts, out, out_len);
+        for (int i = 0; i < b_n * pb.Tt; i++)
+            d.tf_best[i] = best_output_token(m->acts.probs + (size_t)i * Vp, V);
+        seq2seq_decode(m, dc, &greedy, pb.src, pb.src_len, b_n, pb.Ts, d.greedy, d.greedy_len);
+        if (sampler)
+            seq2seq_decode(m, dc, sampler, pb.src, pb.src_len, b_n, pb.Ts, d.sampled, d.sampled_len);
         for (int b = 0; b < b_n; b++) {
-            const uint16_t* target = ps->tokens + ps->offset[ids[b]] + ps->src_len[ids[b]];
-            int ok = out_len[b] == ps->tgt_len[ids[b]];
-            for (int t = 0; ok && t < out_len[b]; t++)
-                ok = out[(size_t)b * maxT + t] == target[t];
-            exact += ok;
+            int *out = d.greedy + (size_t)b * maxT;
+            int *sampled = sampler ? d.sampled + (size_t)b * maxT : NULL;
+            int right = score_pair(&e, pb.dec_tgt + b * pb.Tt, d.tf_best + b * pb.Tt, ps->tgt_len[ids[b]],
+                                   out, d.greedy_len[b], sampled, d.sampled_len[b], maxT);
             if (i0 + b < examples)
-                print_example(tk, ok ? "  right" : "  WRONG", pb.src + b * pb.Ts, pb.src_len[b],
-                              out + (size_t)b * maxT, out_len[b]);
+                print_example(tk, right ? "  right" : "  WRONG", pb.src + b * pb.Ts, pb.src_len[b], out,
+                              d.greedy_len[b]);
         }
     }
     sampler_free(&greedy);
-    free(ids); free(out); free(out_len);
+    free(ids); free(d.greedy); free(d.greedy_len); free(d.sampled); free(d.sampled_len); free(d.tf_best);
     pair_batch_free(&pb);
-    EvalStats st = {loss_sum / positions, right / positions, exact / n, n};
-    return st;
+    e.loss = loss_sum / e.positions;
+    return e;
 }
+
 
 // ----------------------------------------------------------------------------
 // the program: flags (util/cli.h's table), the run's setup, the training loop
@@ -968,6 +1119,10 @@ typedef struct {
     const char* attention_map;                      // -am
     const char *pe, *ln, *act;                      // -pe -ln -act
     int variant[3];                                 // their indices in VARIANT_WORDS; -1 = not given
+    int causal;                                     // -causal: 1, 0, or -1 = not given
+    int embed_scale;                                // -es: 1, 0, or -1 = not given
+    int freeze_encoder;                             // -fe
+    const char* optimizer;                          // -opt adamw | sgd
 } S2SOptions;
 
 #define S2S_OPT(field) offsetof(S2SOptions, field)
@@ -1002,11 +1157,17 @@ static const Flag S2S_FLAGS[] = {
     {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)", "0 = all", NULL},
     {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, accuracy)", NULL, NULL},
     {"-g", 'i', S2S_OPT(examples), "decoded examples to print", NULL, NULL},
-    {"-am", 's', S2S_OPT(attention_map), "draw the cross-attention maps of a held-out pair into this SVG",
+    {"-am", 's', S2S_OPT(attention_map), "attention maps of a pair: this SVG, _encoder, _decoder",
      "none", NULL},
     {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
     {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the Transformer's)", "pre", NULL},
     {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu", "gelu", NULL},
+    {"-causal", 'i', S2S_OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
+     "the model's (1 when fresh)", NULL},
+    {"-es", 'i', S2S_OPT(embed_scale), "fresh model: 1 = token embeddings times sqrt(C) (the Transformer's)",
+     "0", NULL},
+    {"-fe", 'i', S2S_OPT(freeze_encoder), "1 = freeze the encoder (the decoder and wte learn)", NULL, NULL},
+    {"-opt", 's', S2S_OPT(optimizer), "optimizer: adamw | sgd (plain: W -= lr dL/dW)", NULL, NULL},
 };
 #define NUM_S2S_FLAGS ((int)(sizeof S2S_FLAGS / sizeof S2S_FLAGS[0]))
 
@@ -1019,7 +1180,8 @@ static S2SOptions s2s_default_options(void) {
         .val_every = 250, .checkpoint_every = 0, .resume = 0, .layers = 2, .enc_layers = 0, .dec_layers = 0,
         .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
         .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
-        .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}};
+        .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1},
+        .causal = -1, .embed_scale = -1, .freeze_encoder = 0, .optimizer = "adamw"};
     return o;
 }
 
@@ -1037,7 +1199,11 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
         {o.val_every < 0, "-v must be >= 0"},
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
         {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"}};
+        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
+        {o.freeze_encoder < 0 || o.freeze_encoder > 1, "-fe must be 1 or 0"},
+        {o.embed_scale < -1 || o.embed_scale > 1, "-es must be 1 or 0"},
+        {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
@@ -1097,7 +1263,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
                            .padded_vocab_size = (ps->vocab_size + 127) / 128 * 128,
                            .enc_layers = o->enc_layers ? o->enc_layers : o->layers,
                            .dec_layers = o->dec_layers ? o->dec_layers : o->layers, .num_heads = o->heads,
-                           .channels = o->channels};
+                           .channels = o->channels, .embed_scale = o->embed_scale == 1};
         int* settings[3] = {&c.pos_encoding, &c.ln_place, &c.activation};
         for (int k = 0; k < 3; k++)
             if (o->variant[k] >= 0) *settings[k] = o->variant[k];
@@ -1109,8 +1275,14 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
         if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->resume_step >= 0 || o->init[0]))
             usage_error("%s: the loaded model was built otherwise; a block variant is chosen when a model is "
                         "created", VARIANT_FLAGS[k]);
+    if (o->embed_scale >= 0 && o->embed_scale != c.embed_scale)
+        usage_error("-es: the loaded model was built %s the embedding scale; it is chosen when a model is "
+                    "created", c.embed_scale ? "with" : "without");
+    if (o->causal >= 0) r->model.config.mask = c.mask = o->causal ? MASK_CAUSAL : MASK_NONE;  // may switch
     if (r->have_train) check_pairs(&r->train, o->train_path, c);
     if (r->have_val) check_pairs(&r->val, o->val_path, c);
+    r->model.freeze_encoder = o->freeze_encoder;
+    r->model.sgd = strcmp(o->optimizer, "sgd") == 0;
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     printf("model: encoder-decoder, Le=%d Ld=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.3fM parameters\n",
@@ -1118,6 +1290,12 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
            c.padded_vocab_size, r->model.num_parameters / 1e6);
     printf("block: positions %s, %s-LN, %s\n", VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place],
            VARIANT_WORDS[2][c.activation]);
+    if (c.embed_scale) printf("token embeddings times sqrt(C) = %.2f on the way in (-es 1)\n",
+                              sqrtf(c.channels));
+    if (c.mask == MASK_NONE)
+        printf("-causal 0: the decoder's self-attention has no mask, so in training each position reads the "
+               "token it predicts; decoding cannot (an experiment: article 003's \"optional\" mask, "
+               "doc/seq2seq.md)\n");
 }
 
 // the data, the tokenizer, the model, the optimiser's state when resuming
@@ -1214,19 +1392,31 @@ static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
     atomic_keep();
 }
 
+static double percent(int right, int of) { return of > 0 ? 100.0 * right / of : 0.0; }
+
 // the held-out loss, teacher-forced token accuracy and greedy exact match (1,000 pairs of
-// reversal: about half a second, most of it the decoding)
+// reversal: about half a second, most of it the decoding), and where the two regimes differ:
+// the positions after the first wrong greedy token
 static void s2s_validate(const S2SOptions* o, S2SRun* r, int step) {
-    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, 0, NULL);
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, NULL, 0, NULL);
     printf("step %5d | val loss %.4f | teacher-forced token accuracy %.2f%% | exact match %.2f%% "
-           "(%d held-out pairs)\n", step, e.loss, 100 * e.token_acc, 100 * e.exact, e.pairs);
+           "(%d held-out pairs)\n", step, e.loss, percent(e.tf_right, e.positions),
+           percent(e.greedy_exact, e.pairs), e.pairs);
+    printf("           after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher "
+           "forced %.2f%% of the same positions right\n", e.erring, e.after,
+           percent(e.after_greedy, e.after), percent(e.after_tf, e.after));
     history_val(&r->history, step, (float)e.loss);
+    eval_stats_free(&e);
 }
 
 void s2s_train(const S2SOptions* o, S2SRun* r) {
     printf("training: B=%d pairs, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
            "dropout %g, %d thread%s\n", o->B, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
            o->weight_decay, o->grad_clip, o->dropout, max_threads(), max_threads() == 1 ? "" : "s");
+    if (r->model.sgd || r->model.freeze_encoder)
+        printf("%s%s%s\n", r->model.sgd ? "optimizer: plain SGD (-opt sgd)" : "",
+               r->model.sgd && r->model.freeze_encoder ? "; " : "",
+               r->model.freeze_encoder ? "the encoder is frozen (-fe 1): it keeps its weights" : "");
     printf("data: %s (%d pairs), %s (%d pairs)\n", o->train_path, r->train.num_pairs,
            r->have_val ? o->val_path : "no held-out pairs", r->have_val ? r->val.num_pairs : 0);
     catch_stop_signals();
@@ -1270,18 +1460,85 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
                r->last_checkpoint[0] ? ", checkpoint " : "", r->last_checkpoint);
 }
 
-// exact match of the decoded outputs beside teacher-forced token accuracy: article 002
+// accuracy per target position (1 = the first character; a pair's last is its EOS),
+// greedy / sampled / teacher forced, and k positions after the first wrong greedy token
+static void print_positions(const EvalStats* e, int maxT) {
+    printf("  per target position, %% right (greedy / sampled / teacher forced):");
+    for (int t = 0; t < maxT && e->pos_n[t] > 0; t++)
+        printf("%s %d: %.0f/%.0f/%.0f", t % 6 ? "" : "\n   ", t + 1, percent(e->pos_greedy[t], e->pos_n[t]),
+               percent(e->pos_sampled[t], e->pos_n[t]), percent(e->pos_tf[t], e->pos_n[t]));
+    printf("\n  k positions after the first wrong greedy token, %% right (greedy / teacher forced):");
+    for (int k = 1; k <= maxT && e->gap_n[k] > 0; k++)
+        printf("%s k=%d: %.0f/%.0f", (k - 1) % 6 ? "" : "\n   ", k, percent(e->gap_greedy[k], e->gap_n[k]),
+               percent(e->gap_tf[k], e->gap_n[k]));
+    printf("\n");
+}
+
+// exact match beside teacher-forced sequence accuracy (equal by construction), then the
+// measurement of article 002's lesson: free-running decoding against teacher forcing at
+// the same positions, and after the first wrong token
 static void s2s_report(const S2SOptions* o, S2SRun* r) {
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     if (o->examples > 0)
         printf("greedy decoding of the first %d held-out pairs, token by token (source -> output):\n",
                o->examples);
-    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, 1, o->examples, tk);
+    float temperature = o->temperature > 0.0f ? o->temperature : 1.0f;  // sampled: -tp, or 1
+    Sampler sampled;  // its own stream: the printed samples (-tp, -tk) stay those of the run's
+    sampler_init(&sampled, r->model.config.vocab_size, temperature, o->top_k,
+                 (uint64_t)o->seed ^ 0x45564CULL);
+    EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, &sampled, o->examples, tk);
     printf("held-out: %d pairs | exact match %.2f%% (greedy decoding) | teacher-forced token accuracy "
-           "%.2f%% | val loss %.4f\n", e.pairs, 100 * e.exact, 100 * e.token_acc, e.loss);
-    printf("(teacher forcing gives every position the true previous tokens; decoding feeds back its own, so "
-           "one wrong token can spoil the rest of a sequence: the gap between the two is article 002's "
-           "lesson)\n");
+           "%.2f%% | val loss %.4f\n", e.pairs, percent(e.greedy_exact, e.pairs),
+           percent(e.tf_right, e.positions), e.loss);
+    if (r->model.config.mask == MASK_CAUSAL)
+        printf("teacher-forced sequence accuracy %.2f%% = exact match %.2f%%: while its prefix is right, "
+               "greedy decoding reads exactly the teacher-forced input, so both fail at the same first "
+               "wrong token\n",
+               percent(e.tf_sequences, e.pairs), percent(e.greedy_exact, e.pairs));
+    else
+        printf("teacher-forced sequence accuracy %.2f%%, exact match %.2f%%: not equal by construction here "
+               "(-causal 0: teacher forcing reads later target tokens, decoding cannot)\n",
+               percent(e.tf_sequences, e.pairs), percent(e.greedy_exact, e.pairs));
+    printf("decoding reads its own tokens (article 002), teacher forcing the true ones, at the same %d "
+           "positions:\n  token accuracy: greedy %.2f%%, sampled (-tp %g -tk %d) %.2f%% (exact match "
+           "%.2f%%), teacher forced %.2f%%\n", e.positions, percent(e.greedy_right, e.positions),
+           temperature, o->top_k, percent(e.sampled_right, e.positions), percent(e.sampled_exact, e.pairs),
+           percent(e.tf_right, e.positions));
+    printf("  after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher forced "
+           "%.2f%% of the same positions right\n", e.erring, e.after, percent(e.after_greedy, e.after),
+           percent(e.after_tf, e.after));
+    print_positions(&e, r->model.config.max_seq_len);
+    sampler_free(&sampled);
+    eval_stats_free(&e);
+}
+
+// -am's self-attention maps, beside the cross-attention's: the encoder's (Le layers, Ts x Ts,
+// sites 0..Le-1) or the decoder's (Ld layers, Tt x Tt, sites Le + 2l), of the pair the last
+// forward ran on, into the -am path with "_encoder" or "_decoder" before its ".svg"
+static void draw_self_attention(const S2SOptions* o, S2SRun* r, const PairBatch* pb, int decoder) {
+    Seq2Seq* m = &r->model;
+    Seq2SeqConfig c = m->config;
+    int L = decoder ? c.dec_layers : c.enc_layers, NH = c.num_heads, T = decoder ? pb->Tt : pb->Ts;
+    size_t slot = (size_t)m->batch_size * NH * c.max_seq_len * c.max_seq_len, map = (size_t)NH * T * T;
+    float* probs = mallocCheck(L * map * sizeof(float));  // (L,NH,T,T), from each site's slot
+    for (int l = 0; l < L; l++)
+        memcpy(probs + l * map, m->acts.att_probs + (decoder ? c.enc_layers + 2 * l : l) * slot,
+               map * sizeof(float));
+    char path[4096], title[8400];
+    size_t n = strlen(o->attention_map);
+    int svg = n >= 4 && strcmp(o->attention_map + n - 4, ".svg") == 0;
+    snprintf(path, sizeof path, "%.*s_%s.svg", (int)(svg ? n - 4 : n), o->attention_map,
+             decoder ? "decoder" : "encoder");  // cross.svg -> cross_encoder.svg
+    const char* stack = decoder ? "decoder" : "encoder";
+    const char* model = o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model";
+    snprintf(title, sizeof title, "the %s's self-attention (%s, a held-out pair of %s)", stack, model,
+             o->val_path);
+    const int* tokens = decoder ? pb->dec_in : pb->src;  // queries and keys: the same inputs
+    const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
+    write_attention_map_svg(path, probs, L, NH, T, T, tokens, tokens, tk, decoder && c.mask == MASK_CAUSAL,
+                            title);
+    printf("%s self-attention maps of held-out pair 0 (%d x %d): %s\n", stack, T, T, path);
+    free(probs);
 }
 
 // -am: the cross-attention maps of the first held-out pair, teacher forced on its target:
@@ -1320,6 +1577,8 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
             printf(" L%dH%d %.2f", l, h, Tt > 1 ? sum / (Tt - 1) : 0.0);
         }
     printf("\n");
+    draw_self_attention(o, r, &pb, 0);
+    draw_self_attention(o, r, &pb, 1);
     free(probs);
     pair_batch_free(&pb);
 }

@@ -95,7 +95,8 @@ static void erratum_e26(void) {
           "layers' parts: central differences %.1e, their sum %.1e, the backward's %.1e (relative)",
           g_max, e_fd / g_max, e_sum / g_max, e_parts / g_max);
     check(miss[0] > 0.1f * g_max && miss[1] > 0.1f * g_max, "E26: one layer's part switched off changes "
-          "the memory's gradient by %.0f%% (layer 1 off) and %.0f%% (layer 0 off) of its largest entry",
+          "the memory's gradient by %.0f%% (layer 1 off: what writing instead of adding leaves, the "
+          "backward running top down) and %.0f%% (layer 0 off) of its largest entry",
           100.0f * miss[0] / g_max, 100.0f * miss[1] / g_max);
     seq2seq_free(&m);
     pair_batch_free(&pb);

@@ -46,7 +46,7 @@ candidates() {
             my $mutated = 1;
             if ($ENV{DELETE_CALLS}) {
                 my $keyword = $body =~ /^\s*(if|for|while|return|die|sizeof)\b/;
-                $mutated = !$keyword && $body =~ /^(\s*)([a-z_]+\(.*)$/s;
+                $mutated = !$keyword && $body =~ /^(\s*)([a-z][a-z0-9_]*\(.*)$/s;
                 $body = "$1if (0) $2" if $mutated;
             } elsif ($body =~ /\+=/) {
                 $body =~ s/(.*)\+=/$1-=/s;
@@ -119,5 +119,14 @@ while IFS=$'\t' read -r n mutated; do
     if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "util/hf_gpt2.h	$n	$mutated"; else try_mutant util/hf_gpt2.h "$n" "$mutated"; fi
 done < <(perl -ne 'if (s/^(\s*\{"[a-z_.]+\.weight", \d+, \d+, \d+, )1\}/${1}0}/) { chomp; print "$.\t$_\n" }' \
          util/hf_gpt2.h)
+# the memory's gradient written instead of added (train_seq2seq.c, branch_backward): the decoder
+# runs top down, so only the lowest layer's term survives (the "if (0)" mutant of the same line
+# loses every layer's term): caught too
+if [[ " ${files[*]} " == *" train_seq2seq.c "* ]]; then
+    while IFS=$'\t' read -r n mutated; do
+        if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "train_seq2seq.c	$n	$mutated"; else try_mutant train_seq2seq.c "$n" "$mutated"; fi
+    done < <(perl -ne 'if (s/^(\s*)residual_forward\((g->dmemory), g->dmemory, (g->dmemory_l), (.*)\);/${1}memcpy($2, $3, sizeof(float) * $4);/) { chomp; print "$.\t$_\n" }' \
+             train_seq2seq.c)
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

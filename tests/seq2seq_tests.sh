@@ -25,10 +25,15 @@ if [ "$(losses "$TMP/s2s.log" | wc -l)" -eq 10 ] && cmp -s <(losses "$TMP/s2s.lo
 else
     bad "train_seq2seq -y 1: the resumed losses differ"; diff <(losses "$TMP/s2s.log") <(losses "$TMP/s2s_resumed.log") | head -4
 fi
+# exact match printed beside teacher-forced sequence accuracy, its equal by construction
+tf_seq=$(capture '^teacher-forced sequence accuracy ([0-9.]+)% = exact match' "$TMP/s2s.log")
+exact_seq=$(capture '^teacher-forced sequence accuracy [0-9.]+% = exact match ([0-9.]+)%' "$TMP/s2s.log")
 if grep -qE '^held-out: 48 pairs [|] exact match [0-9.]+% [(]greedy decoding[)] [|] teacher-forced token accuracy [0-9.]+%' \
         "$TMP/s2s.log" && [ "$(grep -cE '^ +(right|WRONG) ' "$TMP/s2s.log")" -eq 2 ] \
+      && [ -n "$tf_seq" ] && [ "$tf_seq" == "$exact_seq" ] \
+      && grep -qE '^  after the first wrong greedy token [(][0-9]+ pairs, [0-9]+ positions[)]: greedy [0-9.]+%, teacher forced [0-9.]+%' "$TMP/s2s.log" \
       && grep -q 'data-steps="30"' "$TMP/s2s/loss.svg"; then
-    ok "train_seq2seq: exact match beside teacher-forced token accuracy on 48 held-out pairs, 2 decoded examples, loss.svg"
+    ok "train_seq2seq: exact match beside teacher-forced token and sequence accuracy, after the first wrong token, on 48 held-out pairs, 2 decoded examples, loss.svg"
 else
     bad "train_seq2seq: no held-out report, examples or loss curve"; tail -n 4 "$TMP/s2s.log"
 fi
@@ -38,18 +43,49 @@ ckpt="$TMP/s2s/model_00000020.bin"
 ./train_seq2seq -e "$ckpt" -x 0 -ne 8 -g 0 -am "$TMP/cross.svg" > "$TMP/cross.log" 2>&1
 dims=$(capture 'pair 0 [(]([0-9]+ target [+] EOS rows, [0-9]+)' "$TMP/cross.log")
 Tt=${dims%% *}; Ts=${dims##* }
-if [ -n "$Tt" ] && res=$(perl -e '
-        my ($file, $L, $NH, $T, $S) = @ARGV; local $/; open(my $f, "<", $file) or die; my $svg = <$f>;
+# map_check FILE L NH ROWS COLUMNS CELLS: an attention picture of L x NH panels, one cell per
+# drawn weight (CELLS of them), each row summing to 1
+map_check() {
+    perl -e '
+        my ($file, $L, $NH, $T, $S, $want) = @ARGV; local $/; open(my $f, "<", $file) or die; my $svg = <$f>;
         my $panels = () = $svg =~ /<g class="panel"/g; my $ticks = () = $svg =~ /<text class="tick"/g;
         my (%row, $cells); while ($svg =~ /<path data-p="([0-9.]+)" fill="#[0-9a-f]{6}" d="([^"]*)"/g) {
             my ($p, $d) = ($1, $2); while ($d =~ /M(\d+) (\d+)h1v1h-1z/g) { $cells++; $row{$2} += $p; } }
         my $worst = 0; for (values %row) { my $e = abs($_ / ($L * $NH) - 1); $worst = $e if $e > $worst }
         print "$panels panels, $cells cells, $ticks ticks, rows within $worst of 1";
-        exit !($panels == $L * $NH && $cells == $L * $NH * $T * $S && $ticks == $panels * ($T + $S) && $worst < 0.06);
-    ' "$TMP/cross.svg" 1 2 "$Tt" "$Ts"); then
+        exit !($panels == $L * $NH && $cells == $want && $ticks == $panels * ($T + $S) && $worst < 0.06);
+    ' "$@"
+}
+if [ -n "$Tt" ] && res=$(map_check "$TMP/cross.svg" 1 2 "$Tt" "$Ts" $((2 * Tt * Ts))); then
     ok "train_seq2seq -am: the cross-attention of a held-out pair ($Tt target rows x $Ts source columns): $res"
 else
     bad "train_seq2seq -am: ${res:-no picture}"; tail -n 3 "$TMP/cross.log"
+fi
+# the self-attention beside it: the encoder's over the source (every cell), the decoder's over its
+# inputs (causal: the cells on and below the diagonal)
+if [ -n "$Tt" ] && enc=$(map_check "$TMP/cross_encoder.svg" 1 2 "$Ts" "$Ts" $((2 * Ts * Ts))) \
+      && dec=$(map_check "$TMP/cross_decoder.svg" 1 2 "$Tt" "$Tt" $((Tt * (Tt + 1)))); then
+    ok "train_seq2seq -am: self-attention maps beside it, the encoder's ($enc) and the decoder's ($dec)"
+else
+    bad "train_seq2seq -am: self-attention maps: ${enc:-no encoder picture} / ${dec:-no decoder picture}"
+fi
+
+# article 002's worked example as a command: the article's numbers give PyTorch's outputs (E4),
+# the causal mask the first row v1, and the reader's own numbers are read
+make tests/article002 > /dev/null 2>&1
+if ./tests/article002 > "$TMP/a002.log" 2>&1 && ./tests/article002 -causal 1 > "$TMP/a002c.log" 2>&1 \
+      && grep -q '^attention_output = \[\[0.7184, 0.7893\], \[0.7284, 0.8002\], \[0.7383, 0.8111\]\]' "$TMP/a002.log" \
+      && grep -q '^attention_output = \[\[0.3100, 0.3400\], \[0.5169, 0.5676\]' "$TMP/a002c.log" \
+      && ./tests/article002 -x "1 0; 0 1" -wq "0 0; 0 0" | grep -q '^attention_weights = \[\[0.5000, 0.5000\]'; then
+    ok "tests/article002: the article's example (outputs 0.7184 0.7893 ...; causal: v1 first), and the reader's numbers"
+else
+    bad "tests/article002: $(tail -n 1 "$TMP/a002.log")"
+fi
+./tests/article002 -wq "1 2 3" > /dev/null 2> "$TMP/a002e.log"; rc=$?
+if [ $rc -eq 1 ] && [ "$(cat "$TMP/a002e.log")" == "article002: error: -wq is 1 x 3; X's width is 2, so it must be 2 x 2" ]; then
+    ok "bad input: tests/article002 -wq of the wrong shape -> exit 1, one line naming the flag"
+else
+    bad "bad input: tests/article002 -wq \"1 2 3\" -> exit $rc: $(head -n 2 "$TMP/a002e.log")"
 fi
 
 # bad input: one line naming the file or flag, non-zero exit
@@ -74,4 +110,10 @@ expect_error "pairs of another task (another vocabulary)" "add_val.bin' has a vo
     ./train_seq2seq -e "$ckpt" -x 0 -j "$TMP/add_val.bin"
 expect_error "-pe rope" "-pe rope: the encoder-decoder has learned or sinusoidal positions" ./train_seq2seq -pe rope
 expect_error "-nle -1" "-nle must be >= 0" ./train_seq2seq -nle -1
+expect_error "-causal 2" "-causal must be 1 or 0" ./train_seq2seq -causal 2
+expect_error "-opt adam" "-opt must be adamw or sgd" ./train_seq2seq -opt adam
+expect_error "-fe 2" "-fe must be 1 or 0" ./train_seq2seq -fe 2
+expect_error "-es 2" "-es must be 1 or 0" ./train_seq2seq -es 2
+expect_error "-es 1 on a loaded model built without it" \
+    "-es: the loaded model was built without the embedding scale" ./train_seq2seq -e "$ckpt" -x 0 -es 1
 expect_error "-ln of a loaded model" "-ln: the loaded model was built otherwise" ./train_seq2seq -e "$ckpt" -x 0 -ln post
