@@ -265,8 +265,10 @@ static void fwd_matmul(FDCase* k) {
 }
 static AttentionShape fd_attention_shape(const FDCase* k) {
     AttentionShape sh = self_attention(k->B, k->T, k->C, k->NH, k->NKV, k->causal);
-    if (k->Tk)
-        sh.Tk = k->Tk, sh.q_row = k->C, sh.kv_row = 2 * k->NKV * (k->C / k->NH), sh.key_len = k->key_len;
+    if (k->Tk) {
+        sh.Tk = k->Tk, sh.q_stride = k->C, sh.kv_stride = 2 * k->NKV * (k->C / k->NH);
+        sh.key_len = k->key_len;
+    }
     return sh;
 }
 static void fwd_attention(FDCase* k) {  // self-attention on qkv rows x, or cross-attention of x on x2
@@ -998,11 +1000,11 @@ static void test_aligned_alloc(void) {
 // exp_approx; same arguments and shapes. Grep a step label to find both versions.
 
 // the zero fields of an AttentionShape spelled out, and query t's last key (b's row of key_len)
-typedef struct { int Tk, q_row, kv_row; } PlainSizes;
+typedef struct { int Tk, q_stride, kv_stride; } PlainSizes;
 static PlainSizes plain_sizes(AttentionShape sh) {
     int C3 = sh.C + 2 * sh.NKV * (sh.C / sh.NH);
-    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_row > 0 ? sh.q_row : C3,
-                        sh.kv_row > 0 ? sh.kv_row : C3};
+    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_stride > 0 ? sh.q_stride : C3,
+                        sh.kv_stride > 0 ? sh.kv_stride : C3};
 }
 static int plain_last(AttentionShape sh, int Tk, int b, int t) {
     int last = sh.causal ? t : Tk - 1;
@@ -1019,14 +1021,14 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
-                const float* qt = q + ((size_t)b * T + t) * z.q_row + h * hs;  // query t of head h
+                const float* qt = q + ((size_t)b * T + t) * z.q_stride + h * hs;  // query t of head h
                 size_t row = (((size_t)b * NH + h) * T + t) * Tk;   // row t of the head's (T,Tk)
                 int kvh = h / (NH / NKV), last = plain_last(sh, Tk, b, t);  // its K/V head (GQA), last key
                 float* s = att_scores + row;
                 float* p = att_probs + row;
                 // step 1 (计算注意力分数): query t against every key t2
                 for (int t2 = 0; t2 < Tk; t2++) {
-                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_row + kvh * hs;  // key t2
+                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_stride + kvh * hs;  // key t2
                     float dot = 0.0f;
                     for (int i = 0; i < hs; i++)
                         dot += qt[i] * k[i];
@@ -1062,7 +1064,7 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                 for (int i = 0; i < hs; i++) {
                     float acc = 0.0f;
                     for (int t2 = 0; t2 < Tk; t2++) {
-                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;  // v_t2
+                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_stride + (NKV + kvh) * hs;  // v_t2
                         acc += a[t2] * v[i];
                     }
                     o[i] = acc;
@@ -1083,10 +1085,10 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
     for (int b = 0; b < B; b++) {  // written, not added to: the channels of Q, K and V are zeroed
         for (int t = 0; t < T; t++)
             for (int i = 0; i < C; i++)
-                dq[((size_t)b * T + t) * z.q_row + i] = 0.0f;
+                dq[((size_t)b * T + t) * z.q_stride + i] = 0.0f;
         for (int t2 = 0; t2 < Tk; t2++)
             for (int i = 0; i < 2 * NKV * hs; i++)
-                dkv[((size_t)b * Tk + t2) * z.kv_row + i] = 0.0f;
+                dkv[((size_t)b * Tk + t2) * z.kv_stride + i] = 0.0f;
     }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -1098,7 +1100,7 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
             for (int t = 0; t < T; t++)
                 for (int t2 = 0; t2 < Tk; t2++) {
                     const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
-                    const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;
+                    const float* v = kv + ((size_t)b * Tk + t2) * z.kv_stride + (NKV + kvh) * hs;
                     float dot = 0.0f;
                     for (int i = 0; i < hs; i++)
                         dot += dy[i] * v[i];
@@ -1137,9 +1139,9 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
             // step 8 (计算对 K_h 的梯度): dk_t2 += grad_att[t][t2] q_t
             for (int t = 0; t < T; t++)
                 for (int t2 = 0; t2 < Tk; t2++) {
-                    const float* qt = q + ((size_t)b * T + t) * z.q_row + h * hs;
-                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_row + kvh * hs;
-                    float* dqt = dq + ((size_t)b * T + t) * z.q_row + h * hs;
+                    const float* qt = q + ((size_t)b * T + t) * z.q_stride + h * hs;
+                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_stride + kvh * hs;
+                    float* dqt = dq + ((size_t)b * T + t) * z.q_stride + h * hs;
                     float* dk = head_dkv + (size_t)t2 * 2 * hs;
                     for (int i = 0; i < hs; i++) {
                         dqt[i] += grad_att[t * Tk + t2] * k[i];
@@ -1150,7 +1152,7 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
             for (int t2 = 0; t2 < Tk; t2++)
                 for (int i = 0; i < 2 * hs; i++) {
                     int channel = i < hs ? kvh * hs + i : (NKV + kvh) * hs + i - hs;  // in K, then in V
-                    dkv[((size_t)b * Tk + t2) * z.kv_row + channel] += head_dkv[t2 * 2 * hs + i];
+                    dkv[((size_t)b * Tk + t2) * z.kv_stride + channel] += head_dkv[t2 * 2 * hs + i];
                 }
         }
     free(head_dkv);
@@ -1175,8 +1177,8 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
 // value counts -inf mismatches, and 1 if att_dropped was written with dropout off.
 static int attention_vs_plain(AttentionShape sh, int fused, const DropoutMask* dm, uint64_t* rng,
                               float e[6]) {
-    AttentionShape z = attention_sizes(sh);
-    size_t nq = (size_t)sh.B * sh.T * z.q_row, nkv = fused ? 0 : (size_t)sh.B * z.Tk * z.kv_row;
+    AttentionShape z = attention_shape_filled(sh);
+    size_t nq = (size_t)sh.B * sh.T * z.q_stride, nkv = fused ? 0 : (size_t)sh.B * z.Tk * z.kv_stride;
     size_t BTC = (size_t)sh.B * sh.T * sh.C, att = (size_t)sh.B * sh.NH * sh.T * z.Tk;
     float *q = random_floats(rng, nq + nkv, 0, 1), *dout = random_floats(rng, BTC, 0, 1);
     float *dq = garbage(rng, nq + nkv), *dq_p = copy_floats(dq, nq + nkv);
@@ -1253,7 +1255,8 @@ static void test_fast_attention(void) {
             int fused = cross[ci][5];
             key_len[0] = Tk; key_len[1] = 1; key_len[2] = 1 + (int)(random_u64(&rng) % (Tk - 1));
             AttentionShape sh = {.B = 3, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = fused ? 0 : Tk,
-                                 .q_row = fused ? 0 : C + 5, .kv_row = fused ? 0 : 2 * NKV * (C / NH) + 3,
+                                 .q_stride = fused ? 0 : C + 5,
+                                 .kv_stride = fused ? 0 : 2 * NKV * (C / NH) + 3,
                                  .key_len = key_len};
             float e[6];
             int wrong = attention_vs_plain(sh, fused, &drops[dropping], &rng, e);
@@ -1282,7 +1285,8 @@ static void test_attention_padding(void) {
     for (int b = 0; b < B; b++)
         for (size_t i = (size_t)key_len[b] * KV; i < (size_t)Tk * KV; i++)
             kv[(size_t)b * Tk * KV + i] = 30.0f * random_normal(&rng);
-    AttentionShape sh = {.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = Tk, .q_row = C, .kv_row = KV,
+    AttentionShape sh = {.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = Tk, .q_stride = C,
+                         .kv_stride = KV,
                          .key_len = key_len};
     attention_forward(out, sc, pr, NULL, q, kv, sh, NULL);
     attention_backward(dq, dkv, dout, q, kv, pr, NULL, sh, NULL);
@@ -1331,7 +1335,7 @@ static const char* self_path;  // this program, for compat_run (set by main)
 // the child: runs shape k, which must die before it returns
 static int run_shape_death(int k) {
     static int len0[2] = {3, 0}, len_long[2] = {3, 5};
-    AttentionShape sh = {.B = 2, .T = 2, .C = 4, .NH = 1, .NKV = 1, .Tk = 4, .q_row = 4, .kv_row = 8};
+    AttentionShape sh = {.B = 2, .T = 2, .C = 4, .NH = 1, .NKV = 1, .Tk = 4, .q_stride = 4, .kv_stride = 8};
     sh.key_len = k == 0 ? len0 : k == 1 ? len_long : NULL;
     sh.causal = k == 2;
     float x[256] = {0}, att[256] = {0};  // (never read: the shape dies first; gcc -O0 cannot tell)
