@@ -40,7 +40,9 @@ A quote is an inline `code span`, a line of a fenced block, or one of the forms 
 - steps: every function of train_gpt2.c or test_gpt2.c that carries the article's step
   labels (`// step 3 (`) is named in doc/README.md's table of article 000's steps;
 - the first loss: "the first loss, X" is the loss of step 1 in README.md's transcript of
-  the default run.
+  the default run;
+- line counts: a count of lines said of a file ("`util/dist.h` (508 lines", "`train_gpt2.c`
+  is a ~2,050-line") is its count now, within 5%.
 Not code, and not checked: maths (a quote with ·, ⊙, Σ, ≤, −, ×, √, ` -> ` or a power such
 as W^T or 2^24), indented blocks (maths), program output after an `<!-- ... -->` line, the
 articles' own code (ARTICLE_NAMES) and the few quotes in ALLOWED, each with its reason.
@@ -634,6 +636,30 @@ class Checker:
                                  "in the table of article 000's steps")
 
 
+LINE_COUNT = re.compile(r"`([\w./-]+\.(?:c|h|sh|py))`|~?(\d[\d,]*)[ -]lines?\b")
+
+
+def check_line_counts(c, path):
+    """a count of lines said of a file (`util/dist.h` (508 lines, `train_gpt2.c` is a
+    ~2,050-line ...): the file's lines now, within 5% (a count rounded to "~2,050")"""
+    text = open(path, encoding="utf-8").read()
+    for unit in re.split(r"\n\s*\n|\n(?=\|)", text):
+        named = None
+        for m in LINE_COUNT.finditer(unit):
+            if m.group(1):
+                named = (m.group(1), m.end())
+                continue
+            if not named or m.start() - named[1] > 150 or not os.path.isfile(named[0]):
+                continue
+            c.quotes += 1
+            said = int(m.group(2).replace(",", ""))
+            with open(named[0], encoding="utf-8", errors="replace") as fh:
+                has = sum(1 for _ in fh)
+            if abs(has - said) > 0.05 * has:
+                line = text[:text.find(unit)].count("\n") + unit[:m.start()].count("\n") + 1
+                c.bad(path, line, f"`{named[0]}` is said to have {m.group(0).strip()}: it has {has} lines")
+
+
 def check_readme(c):
     """README.md a first page: at most README_MAX_LINES lines, `attention_forward` within its
     first 50, the sequel the last step of "How to read this code"; and each section of the
@@ -671,6 +697,7 @@ def main():
     for d in docs:
         c.check_doc(d)
         c.check_test_table(d)
+        check_line_counts(c, d)
     c.check_step_table()
     if not sys.argv[1:]:
         check_readme(c)
