@@ -295,6 +295,9 @@ class Checker:
         for t in self.texts.values():
             self.words.update(IDENT.findall(t))
         self.bodies = function_bodies(self.texts)
+        # tables of functions: NAME[] = { ... };
+        self.tables = {m.group(1): m.group(2) for t in self.texts.values()
+                       for m in re.finditer(r"\b([A-Z][A-Z0-9_]+)\[\]\s*=\s*\{(.*?)\};", t, re.S)}
         self.stripped_bodies = {n: [strip_ws(b) for _, b in v] for n, v in self.bodies.items()}
         main = self.texts.get("train_gpt2.c", "")
         self.tensors = set()
@@ -584,7 +587,8 @@ class Checker:
             self.bad(path, line, f"the first loss {quoted}: the default run prints {m.group(1)} (README.md)")
 
     def reachable(self, name, depth=2):
-        """the bodies of name and of the functions it calls, to depth calls deep"""
+        """the bodies of name and of the functions it calls, to depth calls deep; a table of
+        functions that it names (ERRATA_ARTICLES[i].check()) counts as calls of them"""
         out, todo = [], [(name, 0)]
         seen = {name}
         while todo:
@@ -592,7 +596,10 @@ class Checker:
             for _, b in self.bodies.get(n, []):
                 out.append(b)
                 if d < depth:
-                    for callee in set(re.findall(r"\b(\w+)\(", b)) - seen:
+                    called = set(re.findall(r"\b(\w+)\(", b))
+                    for table in set(re.findall(r"\b([A-Z][A-Z0-9_]+)\[", b)) & set(self.tables):
+                        called |= set(IDENT.findall(self.tables[table]))
+                    for callee in called - seen:
                         if callee in self.bodies:
                             seen.add(callee)
                             todo.append((callee, d + 1))

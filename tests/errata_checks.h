@@ -23,24 +23,32 @@ static void errata_tiny_model(GPT2* m, int num_layers, uint64_t seed) {
     gpt2_init_random(m, cfg, seed);
 }
 
-static void test_errata_articles(void) {
-    printf("-- errata E16-E25 of articles 002, 003, 004 (doc/errata.md)\n");
-    // article 002's example: tokens I, love, coding (X), and the same with x_3 changed (X2); rows
-    // [q | k | v] = x W with our matmul, which computes x W^T, so W is stored transposed (as test_errata)
-    const float X[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, X2[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.9f, 1.0f};
-    const float W[3][4] = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.5f, 0.6f, 0.7f, 0.8f}, {0.9f, 1.0f, 1.1f, 1.2f}};
-    float qkvw[12], qkv[18], qkv2[18];
+// article 002's example: tokens I, love, coding (X), and the same with x_3 changed (X2); rows
+// [q | k | v] = x W with our matmul, which computes x W^T, so W is stored transposed (as test_errata)
+typedef struct { float X[6], X2[6], W[3][4], qkvw[12], qkv[18], qkv2[18]; } Article002Example;
+static Article002Example article002_example(void) {
+    Article002Example ex = {
+        .X = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, .X2 = {0.1f, 0.2f, 0.3f, 0.4f, 0.9f, 1.0f},
+        .W = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.5f, 0.6f, 0.7f, 0.8f}, {0.9f, 1.0f, 1.1f, 1.2f}}};
     for (int m = 0; m < 3; m++)
         for (int o = 0; o < 2; o++)
             for (int i = 0; i < 2; i++)
-                qkvw[(m * 2 + o) * 2 + i] = W[m][i * 2 + o];
-    matmul_forward(qkv, X, qkvw, NULL, 3, 2, 6);
-    matmul_forward(qkv2, X2, qkvw, NULL, 3, 2, 6);
+                ex.qkvw[(m * 2 + o) * 2 + i] = ex.W[m][i * 2 + o];
+    matmul_forward(ex.qkv, ex.X, ex.qkvw, NULL, 3, 2, 6);
+    matmul_forward(ex.qkv2, ex.X2, ex.qkvw, NULL, 3, 2, 6);
+    return ex;
+}
 
-    // ---- E16, article 002 section 4: E_i = Encoder(x_i) and the encoder's chain rule with
-    // dy_i/dE_i only. An encoder's self-attention has no mask, so E_1 reads x_3; and every
-    // prediction's cross-attention reads every E_j, so the gradient of y_1 reaches E_2 and E_3.
-    {
+// E16, article 002 section 4: E_i = Encoder(x_i) and the encoder's chain rule with
+// dy_i/dE_i only. An encoder's self-attention has no mask, so E_1 reads x_3; and every
+// prediction's cross-attention reads every E_j, so the gradient of y_1 reaches E_2 and E_3.
+static void erratum_e16(void) {
+    Article002Example ex = article002_example();
+    const float* X = ex.X;
+    const float* X2 = ex.X2;
+    const float (*W)[4] = ex.W;
+    float* qkv = ex.qkv;
+    float* qkv2 = ex.qkv2;
         AttentionShape enc = self_attention(1, 3, 2, 1, 1, 0);  // no mask: the encoder (our -causal 0)
         float o[6], sc[9], pr[9], o2[6], sc2[9], pr2[9];
         attention_forward(o, sc, pr, NULL, qkv, qkv + 2, enc, NULL);
@@ -111,11 +119,13 @@ static void test_errata_articles(void) {
               "unchanged); the gradient of y_1 reaches E_2, E_3 (|dV| up to %.3f, error %.1e), the terms "
               "the article's sum leaves out",
               o[0], o[1], o2[0], o2[1], e_fwd, model_moved, reach, e_bwd);
-    }
+}
 
-    // ---- E17, article 002 section 4 (3) step 2: the output layer's gradient written for one
-    // position i. W_output is shared by all positions, so its gradient is the sum over i.
-    {
+// E17, article 002 section 4 (3) step 2: the output layer's gradient written for one
+// position i. W_output is shared by all positions, so its gradient is the sum over i.
+static void erratum_e17(void) {
+    Article002Example ex = article002_example();
+    const float* X = ex.X;
         const float Wout[6] = {0.2f, -0.1f, 0.4f, 0.3f, -0.5f, 0.6f};  // V = 3 words, C = 2
         const int tg[3] = {1, 2, 0};
         const float ones[3] = {1.0f, 1.0f, 1.0f};  // the article's L = sum of L_i
@@ -143,12 +153,12 @@ static void test_errata_articles(void) {
               "E17 article 002 dL/dW_output: matmul_backward gives the sum over the 3 positions of "
               "(p_i - onehot_i) x_i^T (error %.1e); any single position's term is off by %.3f or more",
               e_sum, off);
-    }
+}
 
-    // ---- E18, article 002 section 4 (4): the one update rule given, W <- W - eta dL/dW, is
-    // SGD's, not Adam's (named first). One AdamW step from zero moments moves each weight by
-    // about eta whatever the size of its gradient (plus the decoupled decay on matrices).
-    {
+// E18, article 002 section 4 (4): the one update rule given, W <- W - eta dL/dW, is
+// SGD's, not Adam's (named first). One AdamW step from zero moments moves each weight by
+// about eta whatever the size of its gradient (plus the decoupled decay on matrices).
+static void erratum_e18(void) {
         GPT2 m;
         errata_tiny_model(&m, 1, 5);
         int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
@@ -184,12 +194,15 @@ static void test_errata_articles(void) {
               e_adam / lr, e_sgd / lr, gmin, gmax, smin, smax);
         free(p0); free(g);
         gpt2_free(&m);
-    }
+}
 
-    // ---- E19, article 002 section 1 step 6 and summary: the weighted sum of V called the
-    // updated embedding. In a transformer it is the change: projected (W_o) and added to the
-    // token's own vector by the residual connection, as the article's own 3Blue1Brown remark says.
-    {
+// E19, article 002 section 1 step 6 and summary: the weighted sum of V called the
+// updated embedding. In a transformer it is the change: projected (W_o) and added to the
+// token's own vector by the residual connection, as the article's own 3Blue1Brown remark says.
+static void erratum_e19(void) {
+    Article002Example ex = article002_example();
+    const float* X = ex.X;
+    float* qkv = ex.qkv;
         GPT2 m;
         errata_tiny_model(&m, 1, 9);
         int in[4] = {0, 1, 2, 3};
@@ -216,12 +229,12 @@ static void test_errata_articles(void) {
               "(error %.1e, %.1e), not att V (off by %.2f); in the example att V of I and coding differ by "
               "%.4f only, x + att V by %.4f",
               e_proj, e_res, vs_atty, spread_out, spread_res);
-    }
+}
 
-    // ---- E20, article 003 code section: GPT as nn.TransformerDecoderLayer/TransformerDecoder.
-    // A GPT layer has one (masked) self-attention and no cross-attention (there is no encoder
-    // memory): the parameters of nn.TransformerEncoderLayer(d, dim_feedforward = 4d), plus a mask.
-    {
+// E20, article 003 code section: GPT as nn.TransformerDecoderLayer/TransformerDecoder.
+// A GPT layer has one (masked) self-attention and no cross-attention (there is no encoder
+// memory): the parameters of nn.TransformerEncoderLayer(d, dim_feedforward = 4d), plus a mask.
+static void erratum_e20(void) {
         GPT2Config d12 = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
                           .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
         size_t sizes[NUM_PARAMETER_TENSORS], per_layer = 0, d = 768;
@@ -238,12 +251,12 @@ static void test_errata_articles(void) {
               "E20 article 003 GPT layer: GPT-2 small has %zu parameters per layer = "
               "nn.TransformerEncoderLayer's %zu (12d^2 + 13d), not nn.TransformerDecoderLayer's %zu "
               "(its cross-attention and norm3)", per_layer, enc_layer, dec_layer);
-    }
+}
 
-    // ---- E21, article 003 section 1: tokens split by word roots (doing -> do + ing). A byte-pair
-    // encoding merges frequent byte pairs, whatever the morphemes: GPT-2's (util/bpe.h, which
-    // test_bpe checks id for id against tiktoken) keeps "doing" whole and cuts inside roots.
-    {
+// E21, article 003 section 1: tokens split by word roots (doing -> do + ing). A byte-pair
+// encoding merges frequent byte pairs, whatever the morphemes: GPT-2's (util/bpe.h, which
+// test_bpe checks id for id against tiktoken) keeps "doing" whole and cuts inside roots.
+static void erratum_e21(void) {
         Tokenizer tk;
         tokenizer_init(&tk, "data/gpt2_tokenizer.bin");
         const char* words[3] = {"doing", " unhappiness", " redoing"};
@@ -271,11 +284,11 @@ static void test_errata_articles(void) {
               "redoing -> %s: cut by frequency, not at un- or re- (the tokens decode to the words)",
               pieces[0], pieces[1], pieces[2]);
         tokenizer_free(&tk);
-    }
+}
 
-    // ---- E22, article 004 step 4: the entries of Q K^T called attention weights. They are raw
-    // scores, of any sign and not normalised; the weights are softmax(Q K^T / sqrt(d_k)).
-    {
+// E22, article 004 step 4: the entries of Q K^T called attention weights. They are raw
+// scores, of any sign and not normalised; the weights are softmax(Q K^T / sqrt(d_k)).
+static void erratum_e22(void) {
         enum { T = 6, C = 768 };  // the article's sentence: 6 characters of 768 features, one head
         uint64_t rng = 4004;
         float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
@@ -309,12 +322,12 @@ static void test_errata_articles(void) {
               "(%.1e); (0,0) is the score %.2f, its weight %.4f",
               smin, rowsum_off, e_pr, prow_off, sc[0] * sqrtf((float)C), pr[0]);
         free(x); free(o);
-    }
+}
 
-    // ---- E23, article 004 forward's comments: scores [b, heads, seq, seq]. With the cache the
-    // keys are the start_pos + seqlen cached positions: the second call's scores are 1 x 51,
-    // one query against every cached key, not seq x seq = 1 x 1.
-    {
+// E23, article 004 forward's comments: scores [b, heads, seq, seq]. With the cache the
+// keys are the start_pos + seqlen cached positions: the second call's scores are 1 x 51,
+// one query against every cached key, not seq x seq = 1 x 1.
+static void erratum_e23(void) {
         GPT2 m;
         GPT2Config cfg = {.max_seq_len = 64, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
                           .num_heads = 2, .channels = 8, .num_kv_heads = 2};
@@ -342,12 +355,12 @@ static void test_errata_articles(void) {
               "(error %.1e)", keys_seen, train_seen, e_row);
         kvcache_free(&kv);
         gpt2_free(&m);
-    }
+}
 
-    // ---- E24, article 004 section 1: W_Q, W_K, W_V called hyperparameters. They are
-    // parameters: the loss has a gradient with respect to them and training changes them;
-    // hyperparameters (width, heads, learning rate) are chosen, not learned.
-    {
+// E24, article 004 section 1: W_Q, W_K, W_V called hyperparameters. They are
+// parameters: the loss has a gradient with respect to them and training changes them;
+// hyperparameters (width, heads, learning rate) are chosen, not learned.
+static void erratum_e24(void) {
         GPT2 m;
         errata_tiny_model(&m, 1, 21);
         for (int i = 0; i < 3 * 8 * 8; i++)  // larger W_Q, W_K, W_V: gradients well above float noise
@@ -379,12 +392,12 @@ static void test_errata_articles(void) {
               gb, fd, changed, 3 * 8 * 8);
         free(before);
         gpt2_free(&m);
-    }
+}
 
-    // ---- E25, article 004 step 4's note: any matrix is a product of elementary row matrices.
-    // Only invertible ones are (each factor has det != 0). Attention weights can be singular:
-    // without position codes, a repeated token gives two equal keys, so two equal columns.
-    {
+// E25, article 004 step 4's note: any matrix is a product of elementary row matrices.
+// Only invertible ones are (each factor has det != 0). Attention weights can be singular:
+// without position codes, a repeated token gives two equal keys, so two equal columns.
+static void erratum_e25(void) {
         enum { T = 4, C = 2 };
         float x[T * 3 * C] = {0.3f,  -0.7f, 0.5f,  1.0f,  1.0f,  0.2f,  /* token a */
                               1.1f,  0.4f,  -0.8f, 0.3f,  -0.4f, 0.9f,  /* token b */
@@ -435,12 +448,14 @@ static void test_errata_articles(void) {
               "have det %.1e, so they are no product of elementary matrices; with the mask det = product "
               "of the diagonal = %.4f",
               e_p, fabs(det), det_c);
-    }
+}
 
-    // ---- checked, article 003 section 2.2: without position codes attention cannot see the
-    // order. Right for the encoder (no mask): permuting the tokens permutes the outputs. The
-    // causal mask breaks that symmetry (a decoder sees which tokens come before it).
-    {
+// checked, article 003 section 2.2: without position codes attention cannot see the
+// order. Right for the encoder (no mask): permuting the tokens permutes the outputs. The
+// causal mask breaks that symmetry (a decoder sees which tokens come before it).
+static void erratum_checked_003_positions(void) {
+    Article002Example ex = article002_example();
+    float* qkv = ex.qkv;
         float qp[18], o[6], op[6], oc[6], ocp[6], sc[9], pr[9];
         const int perm[3] = {2, 0, 1};  // new row t holds old row perm[t]
         for (int t = 0; t < 3; t++)
@@ -459,7 +474,18 @@ static void test_errata_articles(void) {
               "article 003 checked: without positions, unmasked attention is blind to order (permuted "
               "tokens give permuted outputs, error %.1e); with the causal mask they differ by %.3f",
               e_perm, causal_diff);
-    }
+}
+
+static const struct { const char* id; void (*check)(void); } ERRATA_ARTICLES[] = {
+    {"E16", erratum_e16}, {"E17", erratum_e17}, {"E18", erratum_e18}, {"E19", erratum_e19},
+    {"E20", erratum_e20}, {"E21", erratum_e21}, {"E22", erratum_e22}, {"E23", erratum_e23},
+    {"E24", erratum_e24}, {"E25", erratum_e25}, {"checked, 003 2.2", erratum_checked_003_positions},
+};
+
+static void test_errata_articles(void) {
+    printf("-- errata E16-E25 of articles 002, 003, 004 (doc/errata.md)\n");
+    for (size_t i = 0; i < sizeof ERRATA_ARTICLES / sizeof ERRATA_ARTICLES[0]; i++)
+        ERRATA_ARTICLES[i].check();
 }
 
 /*
@@ -467,12 +493,10 @@ The third, line-by-line reading of all five articles (2026-11-24): E29-E31, and 
 form of E19. The checks of E32 and E33 (article 003's code run as written) need PyTorch and
 are in tests/article_code.py, a CI stage.
 */
-static void test_errata_reread(void) {
-    printf("-- errata E29-E31 of articles 001, 002 and E19 in 001 (doc/errata.md, third reading)\n");
-    // ---- E29, article 001 section 6: "Martin's one of my sons, and the other is Chanler." said to
-    // be 21 tokens (a 21 x 21 matrix). GPT-2's BPE (util/bpe.h, = tiktoken) gives 16; the same
-    // encoder gives the article's own 12 for its first prompt, so the count is the article's slip.
-    {
+// E29, article 001 section 6: "Martin's one of my sons, and the other is Chanler." said to
+// be 21 tokens (a 21 x 21 matrix). GPT-2's BPE (util/bpe.h, = tiktoken) gives 16; the same
+// encoder gives the article's own 12 for its first prompt, so the count is the article's slip.
+static void erratum_e29(void) {
         Tokenizer tk;
         tokenizer_init(&tk, "data/gpt2_tokenizer.bin");
         const char* texts[3] = {"It\u2019s very hot in summer. Swimming is",  // article's 12 x 768
@@ -486,14 +510,14 @@ static void test_errata_reread(void) {
               "apostrophe), not 21; the same encoder gives the article's %d for its 12 x 768 prompt",
               n[1], n[2], n[0]);
         tokenizer_free(&tk);
-    }
+}
 
-    // ---- E30, article 001 footnote [2]: a full-rank square matrix understood by its eigenvalues
-    // and eigenvectors. Rank is not the criterion. Unmasked attention weights where token i looks
-    // at token i+1 (mod 3) are a circulant stochastic matrix: det = (a-b)^2 > 0, but besides 1 its
-    // eigenvalues are the complex pair (a-b) e^(+-2 pi i/3): no real eigenvector basis, the map
-    // rotates. And the shear [[1,1],[0,1]] (det 1) has one eigenvector direction even over C.
-    {
+// E30, article 001 footnote [2]: a full-rank square matrix understood by its eigenvalues
+// and eigenvectors. Rank is not the criterion. Unmasked attention weights where token i looks
+// at token i+1 (mod 3) are a circulant stochastic matrix: det = (a-b)^2 > 0, but besides 1 its
+// eigenvalues are the complex pair (a-b) e^(+-2 pi i/3): no real eigenvector basis, the map
+// rotates. And the shear [[1,1],[0,1]] (det 1) has one eigenvector direction even over C.
+static void erratum_e30(void) {
         enum { T = 3, C = 3 };
         float x[T * 3 * C] = {0}, o[T * C], sc[T * T], pr[T * T];
         const float alpha = 2.0f * sqrtf(3.0f);  // score alpha/sqrt(3) = 2 on the next token
@@ -530,12 +554,12 @@ static void test_errata_reread(void) {
               "det %.4f have eigenvalues 1 and a complex pair (discriminant %.3f), no real eigenbasis; "
               "the shear [[1,1],[0,1]] (det 1) has one eigenvector direction",
               e_p, det, disc);
-    }
+}
 
-    // ---- E31, article 002 section 3: at the end of inference, the logits followed by a fully
-    // connected layer and then softmax. The fully connected head makes the logits (one per word of
-    // the vocabulary) and softmax turns them into probabilities: nothing comes between.
-    {
+// E31, article 002 section 3: at the end of inference, the logits followed by a fully
+// connected layer and then softmax. The fully connected head makes the logits (one per word of
+// the vocabulary) and softmax turns them into probabilities: nothing comes between.
+static void erratum_e31(void) {
         GPT2 m;
         errata_tiny_model(&m, 1, 31);
         int in[4] = {0, 1, 2, 3};
@@ -563,12 +587,12 @@ static void test_errata_reread(void) {
               "E31 article 002 order at the output: logits = the head's output lnf W^T (error %.1e) and "
               "probs = softmax(logits) directly (error %.1e); no layer after the logits",
               e_head, e_soft);
-    }
+}
 
-    // ---- E19 in article 001 (sections 4.4 and 7.2): the attention output called the new
-    // embedding and the input of the next layer. The next layer reads the residual stream: the
-    // token's vector plus the attention branch plus the MLP branch.
-    {
+// E19 in article 001 (sections 4.4 and 7.2): the attention output called the new
+// embedding and the input of the next layer. The next layer reads the residual stream: the
+// token's vector plus the attention branch plus the MLP branch.
+static void erratum_e19_in_001(void) {
         GPT2 m;
         errata_tiny_model(&m, 2, 19);
         int in[4] = {3, 1, 4, 1};
@@ -598,5 +622,14 @@ static void test_errata_reread(void) {
               "E19 article 001 next layer's input: layer 1 reads x + attention + MLP (error %.1e, its "
               "layernorm %.1e), not the attention output (off by %.2f)",
               e_in, e_ln, vs_att);
-    }
+}
+
+static const struct { const char* id; void (*check)(void); } ERRATA_REREAD[] = {
+    {"E29", erratum_e29}, {"E30", erratum_e30}, {"E31", erratum_e31}, {"E19", erratum_e19_in_001},
+};
+
+static void test_errata_reread(void) {
+    printf("-- errata E29-E31 of articles 001, 002 and E19 in 001 (doc/errata.md, third reading)\n");
+    for (size_t i = 0; i < sizeof ERRATA_REREAD / sizeof ERRATA_REREAD[0]; i++)
+        ERRATA_REREAD[i].check();
 }
