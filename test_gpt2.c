@@ -1914,36 +1914,51 @@ static void test_article_example(const char* path) {
 // marked "PyTorch" were computed by data/make_reference.py (they are the numbers in
 // data/ref/ref_article002.txt), embedded here so this test needs no file and no PyTorch.
 
-static void test_errata(void) {
-    printf("-- errata of the articles (doc/errata.md)\n");
-    // ---- article 002's worked example ("I love coding", d = 2), as the article gives it
+// article 002's worked example ("I love coding", d = 2), as the article gives it: the
+// products, and attention without the mask (the KV-cache path attends one query to every
+// cached key) and with it (the training path)
+typedef struct {
+    float qkv[18], Q[6], K[6], V[6], S[9];  // the products; S = Q K^T
+    float Wfull[9], Ofull[6];                // no mask: the weights and outputs
+    float Oc[6], Sc[9], Pc[9];               // causal: outputs, scaled scores, weights
+} WorkedExample;
+static WorkedExample article002_worked_example(void) {
+    WorkedExample w;
     const float X[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
     const float Wq[4] = {0.1f, 0.2f, 0.3f, 0.4f}, Wk[4] = {0.5f, 0.6f, 0.7f, 0.8f},
                 Wv[4] = {0.9f, 1.0f, 1.1f, 1.2f};
     const float* W3[3] = {Wq, Wk, Wv};
-    float qkvw[12], qkv[18], Q[6], K[6], V[6], S[9];
+    float qkvw[12];
     for (int m = 0; m < 3; m++)  // the article computes X @ W; our matmul X @ W^T, so store W^T
         for (int o = 0; o < 2; o++)
             for (int i = 0; i < 2; i++)
                 qkvw[(m * 2 + o) * 2 + i] = W3[m][i * 2 + o];
-    matmul_forward(qkv, X, qkvw, NULL, 3, 2, 6);
+    matmul_forward(w.qkv, X, qkvw, NULL, 3, 2, 6);
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 2; i++) {
-            Q[t * 2 + i] = qkv[t * 6 + i];
-            K[t * 2 + i] = qkv[t * 6 + 2 + i];
-            V[t * 2 + i] = qkv[t * 6 + 4 + i];
+            w.Q[t * 2 + i] = w.qkv[t * 6 + i];
+            w.K[t * 2 + i] = w.qkv[t * 6 + 2 + i];
+            w.V[t * 2 + i] = w.qkv[t * 6 + 4 + i];
         }
-    matmul_forward(S, Q, K, NULL, 3, 2, 3);  // S = Q K^T, with the same matmul
+    matmul_forward(w.S, w.Q, w.K, NULL, 3, 2, 3);  // S = Q K^T, with the same matmul
     // unmasked weights and outputs: the KV-cache path attends one query to every cached key, no mask
-    float Wfull[9], Ofull[6], e3[3];
+    float e3[3];
     for (int i = 0; i < 3; i++) {
-        attention_forward_cached(Ofull + i * 2, e3, Q + i * 2, K, V, 2, 2, 1, 1, 3);  // e3 = exp(score - max)
+        // e3 = exp(score - max)
+        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3);
         for (int j = 0; j < 3; j++)
-            Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
+            w.Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
     }
     // causal: the training path
-    float Oc[6], Sc[9], Pc[9];
-    attention_forward(Oc, Sc, Pc, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
+    attention_forward(w.Oc, w.Sc, w.Pc, NULL, w.qkv, w.qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
+    return w;
+}
+
+// E1-E4, article 002's worked example: its printed scores, scaled scores, weights and
+// outputs, against PyTorch's and ours
+static void erratum_e1_to_e4(void) {
+    WorkedExample w = article002_worked_example();
+    const float *S = w.S, *Wfull = w.Wfull, *Ofull = w.Ofull, *Oc = w.Oc, *Sc = w.Sc;
     // PyTorch:
     const float pt_scores[9] = {0.0353f, 0.0801f, 0.1249f, 0.0769f, 0.1745f, 0.2721f, 0.1185f, 0.2689f,
                                 0.4193f};
@@ -2011,9 +2026,13 @@ static void test_errata(void) {
           "all 6 printed (0.705 ...) differ; with the causal mask: %.4f %.4f / %.4f %.4f / %.4f %.4f",
           Ofull[0], Ofull[1], Ofull[2], Ofull[3], Ofull[4], Ofull[5], e_o,
           Oc[0], Oc[1], Oc[2], Oc[3], Oc[4], Oc[5]);
+}
 
-    // ---- article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,
-    // an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.
+// E5, article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,
+// an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.
+static void erratum_e5(void) {
+    WorkedExample w = article002_worked_example();
+    const float *qkv = w.qkv, *Pc = w.Pc, *Q = w.Q, *K = w.K, *V = w.V;
     const float G[6] = {1.0f, -0.5f, 0.25f, 2.0f, -1.0f, 0.5f};
     float dqkv[18] = {0};
     attention_backward(dqkv, dqkv + 2, G, qkv, qkv + 2, Pc, NULL, self_attention(1, 3, 2, 1, 1, 1),
@@ -2051,9 +2070,13 @@ static void test_errata(void) {
     check(e_vt < 1e-6f && d_v > 0.1f && e_qk < 1e-6f,
           "E5 article 000 backward step 2: attention_backward's dV equals att^T.G (error %.1e) and not att.G "
           "(off by %.2f); steps 1, 4, 6, 7, 8 as written agree with it (error %.1e)", e_vt, d_v, e_qk);
+}
 
-    // ---- article 000's formula softmax((QK^T + M)/sqrt(D)) with M the 0/1 lower-triangular matrix
-    // masks nothing; an additive mask must be 0 (allowed) / -inf (future), which is what step 3 does
+// E6, article 000's formula softmax((QK^T + M)/sqrt(D)) with M the 0/1 lower-triangular matrix
+// masks nothing; an additive mask must be 0 (allowed) / -inf (future), which is what step 3 does
+static void erratum_e6(void) {
+    WorkedExample w = article002_worked_example();
+    const float *S = w.S, *Pc = w.Pc;
     float future01 = 0.0f, e_inf = 0.0f;
     int exact_zero = 1;
     for (int i = 0; i < 3; i++) {
@@ -2071,10 +2094,11 @@ static void test_errata(void) {
           "E6 article 000 mask: our causal weights of future keys are exactly 0; the formula with the 0/1 "
           "matrix added gives them up to %.3f; with 0/-inf added it equals our attention (error %.1e)",
           future01, e_inf);
+}
 
-    // ---- the scale is 1/sqrt(head size), not 1/sqrt(model width) (articles 001, 003)
-    // nor 1/dim (004's comment)
-    {
+// the scale is 1/sqrt(head size), not 1/sqrt(model width) (articles 001, 003)
+// nor 1/dim (004's comment)
+static void erratum_e7(void) {
         int C = 4, NH = 2, T = 2;  // hs = 2
         float x[2 * 12] = {0}, o[2 * 4], sc[2 * 2 * 2], pr[2 * 2 * 2];
         x[0 * 12 + 4] = 2.0f; x[0 * 12 + 5] = 1.0f;    // key of position 0, head 0
@@ -2087,11 +2111,11 @@ static void test_errata(void) {
               && fabsf(s0 - 4.0f / sqrtf(4.0f)) > 0.5f && fabsf(s0 - 4.0f / 4.0f) > 0.5f,
               "E7 scale: with C=4, NH=2 the scores are q.k/sqrt(hs=2) = %.4f, %.4f, not q.k/sqrt(C) = %.1f "
               "nor q.k/C = %.1f", s0, s1, 4.0f / sqrtf(4.0f), 1.0f);
-    }
+}
 
-    // ---- article 001: the 1/sqrt(d) is there to keep the scores' spread near 1 (softmax not
-    // saturated), not for speed. q, k ~ N(0,1) with hs = 64: q.k has standard deviation 8.
-    {
+// article 001: the 1/sqrt(d) is there to keep the scores' spread near 1 (softmax not
+// saturated), not for speed. q, k ~ N(0,1) with hs = 64: q.k has standard deviation 8.
+static void erratum_e8(void) {
         int T = 32, C = 64;
         uint64_t rng = 2024;
         float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
@@ -2123,11 +2147,11 @@ static void test_errata(void) {
               "largest weight averages %.2f scaled but %.2f unscaled (saturated softmax, vanishing gradient)",
               sd, max1, max8);
         free(x); free(o); free(sc); free(p1); free(p8);
-    }
+}
 
-    // ---- article 001: layernorm gives mean 0, variance 1 only before its learned weight and bias,
-    // and the vector's length is then sqrt(C), not 1
-    {
+// article 001: layernorm gives mean 0, variance 1 only before its learned weight and bias,
+// and the vector's length is then sqrt(C), not 1
+static void erratum_e9(void) {
         enum { C = 16 };
         float x[C], w1[C], b0[C], w2[C], b2[C], y[C], y2[C], mean, rstd;
         for (int i = 0; i < C; i++) {
@@ -2153,10 +2177,10 @@ static void test_errata(void) {
               && fabs(v2 - 4.0) < 1e-3,
               "E9 article 001 layernorm: weight 1, bias 0 gives mean %.1e, variance %.5f, length %.4f = "
               "sqrt(16), not 1; weight 2, bias 0.5 gives mean %.3f, variance %.3f", m1, v1, sqrt(n1), m2, v2);
-    }
+}
 
-    // ---- article 001: cos = -1 at an angle of pi (opposite vectors), 0 at pi/2 (orthogonal)
-    {
+// article 001: cos = -1 at an angle of pi (opposite vectors), 0 at pi/2 (orthogonal)
+static void erratum_e10(void) {
         float a[3] = {1, 2, 3}, b[3] = {-1, -2, -3}, c[3] = {2, -1, 0}, ab = 0, ac = 0, aa = 0, cc = 0;
         for (int i = 0; i < 3; i++) {
             ab += a[i] * b[i];
@@ -2169,11 +2193,11 @@ static void test_errata(void) {
               && fabsf(cosf((float)M_PI) + 1.0f) < 1e-6f,
               "E10 article 001 cosine: opposite vectors (angle pi) have cos %.3f, not 0; orthogonal ones "
               "(pi/2) %.3f", cos_pi, cos_half);
-    }
+}
 
-    // ---- article 002: the loss is the mean over positions (as PyTorch's F.cross_entropy), not the sum;
-    // and each position's prediction depends on the whole prefix, never on later tokens
-    {
+// article 002: the loss is the mean over positions (as PyTorch's F.cross_entropy), not the sum;
+// and each position's prediction depends on the whole prefix, never on later tokens
+static void erratum_e11_e12(void) {
         GPT2 m;
         GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
                           .num_heads = 2, .channels = 8, .num_kv_heads = 2};
@@ -2207,10 +2231,10 @@ static void test_errata(void) {
               "bit-identical; changing token 0 changes the predictions at 1, 2 and 3 (each sees the whole "
               "prefix, not just the previous label)");
         gpt2_free(&m);
-    }
+}
 
-    // ---- a number that is right: article 001's 768*64*3*144 = 21,233,664 Q/K/V weights of GPT-2 small
-    {
+// a number that is right: article 001's 768*64*3*144 = 21,233,664 Q/K/V weights of GPT-2 small
+static void erratum_checked_qkv_count(void) {
         GPT2Config d12 = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
                           .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
         size_t sizes[NUM_PARAMETER_TENSORS];
@@ -2218,7 +2242,18 @@ static void test_errata(void) {
         check(sizes[4] == 21233664,
               "article 001's count is right: qkvw of d12 (GPT-2 small) has %zu weights (plus %zu biases)",
               sizes[4], sizes[5]);
-    }
+}
+
+static const struct { const char* id; void (*check)(void); } ERRATA[] = {
+    {"E1-E4", erratum_e1_to_e4}, {"E5", erratum_e5}, {"E6", erratum_e6}, {"E7", erratum_e7},
+    {"E8", erratum_e8}, {"E9", erratum_e9}, {"E10", erratum_e10}, {"E11, E12", erratum_e11_e12},
+    {"checked, 001 count", erratum_checked_qkv_count},
+};
+
+static void test_errata(void) {
+    printf("-- errata of the articles (doc/errata.md)\n");
+    for (size_t i = 0; i < sizeof ERRATA / sizeof ERRATA[0]; i++)
+        ERRATA[i].check();
 }
 
 // ----------------------------------------------------------------------------
