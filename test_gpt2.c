@@ -265,8 +265,10 @@ static void fwd_matmul(FDCase* k) {
 }
 static AttentionShape fd_attention_shape(const FDCase* k) {
     AttentionShape sh = self_attention(k->B, k->T, k->C, k->NH, k->NKV, k->causal);
-    if (k->Tk)
-        sh.Tk = k->Tk, sh.q_row = k->C, sh.kv_row = 2 * k->NKV * (k->C / k->NH), sh.key_len = k->key_len;
+    if (k->Tk) {
+        sh.Tk = k->Tk, sh.q_stride = k->C, sh.kv_stride = 2 * k->NKV * (k->C / k->NH);
+        sh.key_len = k->key_len;
+    }
     return sh;
 }
 static void fwd_attention(FDCase* k) {  // self-attention on qkv rows x, or cross-attention of x on x2
@@ -998,11 +1000,11 @@ static void test_aligned_alloc(void) {
 // exp_approx; same arguments and shapes. Grep a step label to find both versions.
 
 // the zero fields of an AttentionShape spelled out, and query t's last key (b's row of key_len)
-typedef struct { int Tk, q_row, kv_row; } PlainSizes;
+typedef struct { int Tk, q_stride, kv_stride; } PlainSizes;
 static PlainSizes plain_sizes(AttentionShape sh) {
     int C3 = sh.C + 2 * sh.NKV * (sh.C / sh.NH);
-    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_row > 0 ? sh.q_row : C3,
-                        sh.kv_row > 0 ? sh.kv_row : C3};
+    return (PlainSizes){sh.Tk > 0 ? sh.Tk : sh.T, sh.q_stride > 0 ? sh.q_stride : C3,
+                        sh.kv_stride > 0 ? sh.kv_stride : C3};
 }
 static int plain_last(AttentionShape sh, int Tk, int b, int t) {
     int last = sh.causal ? t : Tk - 1;
@@ -1019,14 +1021,14 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
-                const float* qt = q + ((size_t)b * T + t) * z.q_row + h * hs;  // query t of head h
+                const float* qt = q + ((size_t)b * T + t) * z.q_stride + h * hs;  // query t of head h
                 size_t row = (((size_t)b * NH + h) * T + t) * Tk;   // row t of the head's (T,Tk)
                 int kvh = h / (NH / NKV), last = plain_last(sh, Tk, b, t);  // its K/V head (GQA), last key
                 float* s = att_scores + row;
                 float* p = att_probs + row;
                 // step 1 (计算注意力分数): query t against every key t2
                 for (int t2 = 0; t2 < Tk; t2++) {
-                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_row + kvh * hs;  // key t2
+                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_stride + kvh * hs;  // key t2
                     float dot = 0.0f;
                     for (int i = 0; i < hs; i++)
                         dot += qt[i] * k[i];
@@ -1062,7 +1064,7 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                 for (int i = 0; i < hs; i++) {
                     float acc = 0.0f;
                     for (int t2 = 0; t2 < Tk; t2++) {
-                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;  // v_t2
+                        const float* v = kv + ((size_t)b * Tk + t2) * z.kv_stride + (NKV + kvh) * hs;  // v_t2
                         acc += a[t2] * v[i];
                     }
                     o[i] = acc;
@@ -1083,10 +1085,10 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
     for (int b = 0; b < B; b++) {  // written, not added to: the channels of Q, K and V are zeroed
         for (int t = 0; t < T; t++)
             for (int i = 0; i < C; i++)
-                dq[((size_t)b * T + t) * z.q_row + i] = 0.0f;
+                dq[((size_t)b * T + t) * z.q_stride + i] = 0.0f;
         for (int t2 = 0; t2 < Tk; t2++)
             for (int i = 0; i < 2 * NKV * hs; i++)
-                dkv[((size_t)b * Tk + t2) * z.kv_row + i] = 0.0f;
+                dkv[((size_t)b * Tk + t2) * z.kv_stride + i] = 0.0f;
     }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -1098,7 +1100,7 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
             for (int t = 0; t < T; t++)
                 for (int t2 = 0; t2 < Tk; t2++) {
                     const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
-                    const float* v = kv + ((size_t)b * Tk + t2) * z.kv_row + (NKV + kvh) * hs;
+                    const float* v = kv + ((size_t)b * Tk + t2) * z.kv_stride + (NKV + kvh) * hs;
                     float dot = 0.0f;
                     for (int i = 0; i < hs; i++)
                         dot += dy[i] * v[i];
@@ -1137,9 +1139,9 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
             // step 8 (计算对 K_h 的梯度): dk_t2 += grad_att[t][t2] q_t
             for (int t = 0; t < T; t++)
                 for (int t2 = 0; t2 < Tk; t2++) {
-                    const float* qt = q + ((size_t)b * T + t) * z.q_row + h * hs;
-                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_row + kvh * hs;
-                    float* dqt = dq + ((size_t)b * T + t) * z.q_row + h * hs;
+                    const float* qt = q + ((size_t)b * T + t) * z.q_stride + h * hs;
+                    const float* k = kv + ((size_t)b * Tk + t2) * z.kv_stride + kvh * hs;
+                    float* dqt = dq + ((size_t)b * T + t) * z.q_stride + h * hs;
                     float* dk = head_dkv + (size_t)t2 * 2 * hs;
                     for (int i = 0; i < hs; i++) {
                         dqt[i] += grad_att[t * Tk + t2] * k[i];
@@ -1150,7 +1152,7 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
             for (int t2 = 0; t2 < Tk; t2++)
                 for (int i = 0; i < 2 * hs; i++) {
                     int channel = i < hs ? kvh * hs + i : (NKV + kvh) * hs + i - hs;  // in K, then in V
-                    dkv[((size_t)b * Tk + t2) * z.kv_row + channel] += head_dkv[t2 * 2 * hs + i];
+                    dkv[((size_t)b * Tk + t2) * z.kv_stride + channel] += head_dkv[t2 * 2 * hs + i];
                 }
         }
     free(head_dkv);
@@ -1175,8 +1177,8 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
 // value counts -inf mismatches, and 1 if att_dropped was written with dropout off.
 static int attention_vs_plain(AttentionShape sh, int fused, const DropoutMask* dm, uint64_t* rng,
                               float e[6]) {
-    AttentionShape z = attention_sizes(sh);
-    size_t nq = (size_t)sh.B * sh.T * z.q_row, nkv = fused ? 0 : (size_t)sh.B * z.Tk * z.kv_row;
+    AttentionShape z = attention_shape_filled(sh);
+    size_t nq = (size_t)sh.B * sh.T * z.q_stride, nkv = fused ? 0 : (size_t)sh.B * z.Tk * z.kv_stride;
     size_t BTC = (size_t)sh.B * sh.T * sh.C, att = (size_t)sh.B * sh.NH * sh.T * z.Tk;
     float *q = random_floats(rng, nq + nkv, 0, 1), *dout = random_floats(rng, BTC, 0, 1);
     float *dq = garbage(rng, nq + nkv), *dq_p = copy_floats(dq, nq + nkv);
@@ -1253,7 +1255,8 @@ static void test_fast_attention(void) {
             int fused = cross[ci][5];
             key_len[0] = Tk; key_len[1] = 1; key_len[2] = 1 + (int)(random_u64(&rng) % (Tk - 1));
             AttentionShape sh = {.B = 3, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = fused ? 0 : Tk,
-                                 .q_row = fused ? 0 : C + 5, .kv_row = fused ? 0 : 2 * NKV * (C / NH) + 3,
+                                 .q_stride = fused ? 0 : C + 5,
+                                 .kv_stride = fused ? 0 : 2 * NKV * (C / NH) + 3,
                                  .key_len = key_len};
             float e[6];
             int wrong = attention_vs_plain(sh, fused, &drops[dropping], &rng, e);
@@ -1282,7 +1285,8 @@ static void test_attention_padding(void) {
     for (int b = 0; b < B; b++)
         for (size_t i = (size_t)key_len[b] * KV; i < (size_t)Tk * KV; i++)
             kv[(size_t)b * Tk * KV + i] = 30.0f * random_normal(&rng);
-    AttentionShape sh = {.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = Tk, .q_row = C, .kv_row = KV,
+    AttentionShape sh = {.B = B, .T = T, .C = C, .NH = NH, .NKV = NKV, .Tk = Tk, .q_stride = C,
+                         .kv_stride = KV,
                          .key_len = key_len};
     attention_forward(out, sc, pr, NULL, q, kv, sh, NULL);
     attention_backward(dq, dkv, dout, q, kv, pr, NULL, sh, NULL);
@@ -1331,7 +1335,7 @@ static const char* self_path;  // this program, for compat_run (set by main)
 // the child: runs shape k, which must die before it returns
 static int run_shape_death(int k) {
     static int len0[2] = {3, 0}, len_long[2] = {3, 5};
-    AttentionShape sh = {.B = 2, .T = 2, .C = 4, .NH = 1, .NKV = 1, .Tk = 4, .q_row = 4, .kv_row = 8};
+    AttentionShape sh = {.B = 2, .T = 2, .C = 4, .NH = 1, .NKV = 1, .Tk = 4, .q_stride = 4, .kv_stride = 8};
     sh.key_len = k == 0 ? len0 : k == 1 ? len_long : NULL;
     sh.causal = k == 2;
     float x[256] = {0}, att[256] = {0};  // (never read: the shape dies first; gcc -O0 cannot tell)
@@ -1558,125 +1562,131 @@ static void test_checkpoint_bytes(const char* dir) {
 
 // errata E13-E15 (doc/errata.md): articles 003 and 004 on RoPE, GQA and sinusoids,
 // against this program's rope_angles_init, rope_forward, fill_in_parameter_sizes, sinusoids_init
+static void erratum_e13(void) {
+    float* ang = mallocCheck(400 * 64 * sizeof(float));  // (maxT 400, hs/2 = 32 pairs, cos and sin)
+    rope_angles_init(ang, 400, 64);
+    float th[32];
+    int decreasing = 1;
+    for (int i = 0; i < 32; i++) {
+        th[i] = atan2f(ang[(32 + i) * 2 + 1], ang[(32 + i) * 2]);  // angle of pair i at position 1
+        if (i > 0 && !(th[i] < th[i - 1])) decreasing = 0;
+    }
+    float c50 = ang[(50 * 32 + 0) * 2], s50 = ang[(50 * 32 + 0) * 2 + 1];
+    float* a = mallocCheck(64 * 8 * sizeof(float));
+    rope_angles_init(a, 64, 8);
+    const float q[8] = {0.3f, -1.2f, 0.7f, 0.25f, -0.5f, 1.1f, 0.9f, -0.4f};
+    const float k[8] = {1.0f, 0.5f, -0.8f, 0.6f, 0.2f, -1.3f, 0.4f, 0.75f};
+    int mn[5][2] = {{5, 3}, {12, 10}, {40, 38}, {5, 4}, {3, 5}};
+    float dots[5], len_err = 0.0f;
+    for (int p = 0; p < 5; p++) {
+        float qr[8], kr[8], lq = 0, lq0 = 0;
+        memcpy(qr, q, sizeof qr);
+        memcpy(kr, k, sizeof kr);
+        rope_forward(qr, a, 1, 1, 8, 1, 8, mn[p][0]);
+        rope_forward(kr, a, 1, 1, 8, 1, 8, mn[p][1]);
+        dots[p] = 0;
+        for (int i = 0; i < 8; i++) {
+            dots[p] += qr[i] * kr[i];
+            lq += qr[i] * qr[i];
+            lq0 += q[i] * q[i];
+        }
+        len_err = fmaxf(len_err, fabsf(lq - lq0));
+    }
+    check(fabsf(th[0] - 1.0f) < 1e-6f && fabsf(th[1] - 0.749894f) < 1e-5f &&
+              fabsf(th[31] / 1.333521e-4f - 1.0f) < 1e-3f && decreasing &&
+              fabsf(c50 - 0.964966f) < 1e-5f && fabsf(s50 + 0.262375f) < 1e-5f &&
+              fabsf(dots[0] + 0.385681f) < 1e-5f && fabsf(dots[1] - dots[0]) < 1e-5f &&
+              fabsf(dots[2] - dots[0]) < 1e-5f && fabsf(dots[3] + 0.836948f) < 1e-5f &&
+              fabsf(dots[4] + 3.107673f) < 1e-5f && len_err < 1e-5f,
+          "E13 article 004 RoPE: head size 64 has 32 frequencies per position, not 64 (position 1: %.6f "
+          "%.6f ... %.4e), "
+          "position 50 pair 0 = (cos 50, sin 50) = (%.6f, %.6f); q.k rotated at (5,3) (12,10) (40,38): "
+          "%.6f %.6f %.6f, "
+          "at (5,4) %.6f, (3,5) %.6f: a function of n - m; lengths kept (%.1e)",
+          th[0], th[1], th[31], c50, s50, dots[0], dots[1], dots[2], dots[3], dots[4], len_err);
+    free(ang);
+    free(a);
+}
+
+static void erratum_e14(void) {
+    int nkv[3] = {8, 2, 1};
+    size_t q4[3];
+    for (int i = 0; i < 3; i++) {
+        GPT2Config c = {.max_seq_len = 200,
+                        .vocab_size = 100,
+                        .padded_vocab_size = 128,
+                        .num_layers = 1,
+                        .num_heads = 8,
+                        .channels = 512,
+                        .num_kv_heads = nkv[i]};
+        size_t sizes[NUM_PARAMETER_TENSORS];
+        fill_in_parameter_sizes(sizes, c);
+        q4[i] = sizes[4];
+    }
+    check(q4[0] == 786432 && q4[1] == 393216 && q4[2] == 327680,
+          "E14 article 004 GQA: dim 512, 8 heads: qkvw has %zu rows with 8 K/V heads (the article's "
+          "[512,512] wk, wv), "
+          "%zu with 2 (wk, wv [128,512]), %zu with 1",
+          q4[0] / 512, q4[1] / 512, q4[2] / 512);
+}
+
+static void erratum_e15(void) {
+    enum { MT = 64, CC = 128 };
+    float* pe = mallocCheck(MT * CC * sizeof(float));
+    sinusoids_init(pe, MT, CC);
+    float len_err = 0.0f, shift_err = 0.0f;
+    for (int p = 0; p < MT; p++) {
+        double l = 0;
+        for (int i = 0; i < CC; i++)
+            l += (double)pe[p * CC + i] * pe[p * CC + i];
+        len_err = fmaxf(len_err, fabsf((float)l - 64.0f));
+    }
+    for (int p = 0; p + 7 < MT; p++)
+        for (int i = 0; i < CC; i += 2) {
+            double b = 7.0 * pow(10000.0, -(double)i / CC), s = pe[p * CC + i], c = pe[p * CC + i + 1];
+            shift_err = fmaxf(shift_err, fabsf(pe[(p + 7) * CC + i] - (float)(s * cos(b) + c * sin(b))));
+            shift_err =
+                fmaxf(shift_err, fabsf(pe[(p + 7) * CC + i + 1] - (float)(c * cos(b) - s * sin(b))));
+        }
+    GPT2 g;
+    GPT2Config cfg = {.max_seq_len = MT,
+                      .vocab_size = 65,
+                      .padded_vocab_size = 128,
+                      .num_layers = 4,
+                      .num_heads = 4,
+                      .channels = CC,
+                      .num_kv_heads = 4,
+                      .pos_encoding = POS_SIN};
+    gpt2_init_random(&g, cfg, 1337);
+    double wl = 0;
+    for (int v = 0; v < 65; v++) {
+        double r = 0;
+        for (int i = 0; i < CC; i++)
+            r += (double)g.params.wte[v * CC + i] * g.params.wte[v * CC + i];
+        wl += sqrt(r);
+    }
+    wl /= 65;
+    check(pe[0] == 0.0f && pe[1] == 1.0f && fabsf(pe[CC] - 0.841471f) < 1e-6f &&
+              fabsf(pe[CC + 1] - 0.540302f) < 1e-6f && fabsf(pe[CC + 2] - 0.761720f) < 1e-6f &&
+              fabsf(pe[CC + 3] - 0.647906f) < 1e-6f && len_err < 1e-3f && shift_err < 1e-6f && wl > 0.2 &&
+              wl < 0.25 && 8.0 / wl > 30.0,
+          "E15 article 003 input: every sinusoid row has squared length C/2 = 64 (error %.1e), length 8, "
+          "while a fresh "
+          "wte row has length %.3f: the position part is %.0fx the token part without the paper's "
+          "sqrt(d_model); "
+          "PE(p+7) is PE(p) rotated per pair (error %.1e)",
+          len_err, wl, 8.0 / wl, shift_err);
+    gpt2_free(&g);
+    free(pe);
+}
+
+static const struct { const char* id; void (*check)(void); } ERRATA_VARIANTS[] = {
+    {"E13", erratum_e13}, {"E14", erratum_e14}, {"E15", erratum_e15},
+};
+
 static void test_errata_variants(void) {
-    // E13
-    {
-        float* ang = mallocCheck(400 * 64 * sizeof(float));  // (maxT 400, hs/2 = 32 pairs, cos and sin)
-        rope_angles_init(ang, 400, 64);
-        float th[32];
-        int decreasing = 1;
-        for (int i = 0; i < 32; i++) {
-            th[i] = atan2f(ang[(32 + i) * 2 + 1], ang[(32 + i) * 2]);  // angle of pair i at position 1
-            if (i > 0 && !(th[i] < th[i - 1])) decreasing = 0;
-        }
-        float c50 = ang[(50 * 32 + 0) * 2], s50 = ang[(50 * 32 + 0) * 2 + 1];
-        float* a = mallocCheck(64 * 8 * sizeof(float));
-        rope_angles_init(a, 64, 8);
-        const float q[8] = {0.3f, -1.2f, 0.7f, 0.25f, -0.5f, 1.1f, 0.9f, -0.4f};
-        const float k[8] = {1.0f, 0.5f, -0.8f, 0.6f, 0.2f, -1.3f, 0.4f, 0.75f};
-        int mn[5][2] = {{5, 3}, {12, 10}, {40, 38}, {5, 4}, {3, 5}};
-        float dots[5], len_err = 0.0f;
-        for (int p = 0; p < 5; p++) {
-            float qr[8], kr[8], lq = 0, lq0 = 0;
-            memcpy(qr, q, sizeof qr);
-            memcpy(kr, k, sizeof kr);
-            rope_forward(qr, a, 1, 1, 8, 1, 8, mn[p][0]);
-            rope_forward(kr, a, 1, 1, 8, 1, 8, mn[p][1]);
-            dots[p] = 0;
-            for (int i = 0; i < 8; i++) {
-                dots[p] += qr[i] * kr[i];
-                lq += qr[i] * qr[i];
-                lq0 += q[i] * q[i];
-            }
-            len_err = fmaxf(len_err, fabsf(lq - lq0));
-        }
-        check(fabsf(th[0] - 1.0f) < 1e-6f && fabsf(th[1] - 0.749894f) < 1e-5f &&
-                  fabsf(th[31] / 1.333521e-4f - 1.0f) < 1e-3f && decreasing &&
-                  fabsf(c50 - 0.964966f) < 1e-5f && fabsf(s50 + 0.262375f) < 1e-5f &&
-                  fabsf(dots[0] + 0.385681f) < 1e-5f && fabsf(dots[1] - dots[0]) < 1e-5f &&
-                  fabsf(dots[2] - dots[0]) < 1e-5f && fabsf(dots[3] + 0.836948f) < 1e-5f &&
-                  fabsf(dots[4] + 3.107673f) < 1e-5f && len_err < 1e-5f,
-              "E13 article 004 RoPE: head size 64 has 32 frequencies per position, not 64 (position 1: %.6f "
-              "%.6f ... %.4e), "
-              "position 50 pair 0 = (cos 50, sin 50) = (%.6f, %.6f); q.k rotated at (5,3) (12,10) (40,38): "
-              "%.6f %.6f %.6f, "
-              "at (5,4) %.6f, (3,5) %.6f: a function of n - m; lengths kept (%.1e)",
-              th[0], th[1], th[31], c50, s50, dots[0], dots[1], dots[2], dots[3], dots[4], len_err);
-        free(ang);
-        free(a);
-    }
-    // E14
-    {
-        int nkv[3] = {8, 2, 1};
-        size_t q4[3];
-        for (int i = 0; i < 3; i++) {
-            GPT2Config c = {.max_seq_len = 200,
-                            .vocab_size = 100,
-                            .padded_vocab_size = 128,
-                            .num_layers = 1,
-                            .num_heads = 8,
-                            .channels = 512,
-                            .num_kv_heads = nkv[i]};
-            size_t sizes[NUM_PARAMETER_TENSORS];
-            fill_in_parameter_sizes(sizes, c);
-            q4[i] = sizes[4];
-        }
-        check(q4[0] == 786432 && q4[1] == 393216 && q4[2] == 327680,
-              "E14 article 004 GQA: dim 512, 8 heads: qkvw has %zu rows with 8 K/V heads (the article's "
-              "[512,512] wk, wv), "
-              "%zu with 2 (wk, wv [128,512]), %zu with 1",
-              q4[0] / 512, q4[1] / 512, q4[2] / 512);
-    }
-    // E15
-    {
-        enum { MT = 64, CC = 128 };
-        float* pe = mallocCheck(MT * CC * sizeof(float));
-        sinusoids_init(pe, MT, CC);
-        float len_err = 0.0f, shift_err = 0.0f;
-        for (int p = 0; p < MT; p++) {
-            double l = 0;
-            for (int i = 0; i < CC; i++)
-                l += (double)pe[p * CC + i] * pe[p * CC + i];
-            len_err = fmaxf(len_err, fabsf((float)l - 64.0f));
-        }
-        for (int p = 0; p + 7 < MT; p++)
-            for (int i = 0; i < CC; i += 2) {
-                double b = 7.0 * pow(10000.0, -(double)i / CC), s = pe[p * CC + i], c = pe[p * CC + i + 1];
-                shift_err = fmaxf(shift_err, fabsf(pe[(p + 7) * CC + i] - (float)(s * cos(b) + c * sin(b))));
-                shift_err =
-                    fmaxf(shift_err, fabsf(pe[(p + 7) * CC + i + 1] - (float)(c * cos(b) - s * sin(b))));
-            }
-        GPT2 g;
-        GPT2Config cfg = {.max_seq_len = MT,
-                          .vocab_size = 65,
-                          .padded_vocab_size = 128,
-                          .num_layers = 4,
-                          .num_heads = 4,
-                          .channels = CC,
-                          .num_kv_heads = 4,
-                          .pos_encoding = POS_SIN};
-        gpt2_init_random(&g, cfg, 1337);
-        double wl = 0;
-        for (int v = 0; v < 65; v++) {
-            double r = 0;
-            for (int i = 0; i < CC; i++)
-                r += (double)g.params.wte[v * CC + i] * g.params.wte[v * CC + i];
-            wl += sqrt(r);
-        }
-        wl /= 65;
-        check(pe[0] == 0.0f && pe[1] == 1.0f && fabsf(pe[CC] - 0.841471f) < 1e-6f &&
-                  fabsf(pe[CC + 1] - 0.540302f) < 1e-6f && fabsf(pe[CC + 2] - 0.761720f) < 1e-6f &&
-                  fabsf(pe[CC + 3] - 0.647906f) < 1e-6f && len_err < 1e-3f && shift_err < 1e-6f && wl > 0.2 &&
-                  wl < 0.25 && 8.0 / wl > 30.0,
-              "E15 article 003 input: every sinusoid row has squared length C/2 = 64 (error %.1e), length 8, "
-              "while a fresh "
-              "wte row has length %.3f: the position part is %.0fx the token part without the paper's "
-              "sqrt(d_model); "
-              "PE(p+7) is PE(p) rotated per pair (error %.1e)",
-              len_err, wl, 8.0 / wl, shift_err);
-        gpt2_free(&g);
-        free(pe);
-    }
+    for (size_t i = 0; i < sizeof ERRATA_VARIANTS / sizeof ERRATA_VARIANTS[0]; i++)
+        ERRATA_VARIANTS[i].check();
 }
 
 // ----------------------------------------------------------------------------
@@ -1918,36 +1928,51 @@ static void test_article_example(const char* path) {
 // marked "PyTorch" were computed by data/make_reference.py (they are the numbers in
 // data/ref/ref_article002.txt), embedded here so this test needs no file and no PyTorch.
 
-static void test_errata(void) {
-    printf("-- errata of the articles (doc/errata.md)\n");
-    // ---- article 002's worked example ("I love coding", d = 2), as the article gives it
+// article 002's worked example ("I love coding", d = 2), as the article gives it: the
+// products, and attention without the mask (the KV-cache path attends one query to every
+// cached key) and with it (the training path)
+typedef struct {
+    float qkv[18], Q[6], K[6], V[6], S[9];  // the products; S = Q K^T
+    float Wfull[9], Ofull[6];                // no mask: the weights and outputs
+    float Oc[6], Sc[9], Pc[9];               // causal: outputs, scaled scores, weights
+} WorkedExample;
+static WorkedExample article002_worked_example(void) {
+    WorkedExample w;
     const float X[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
     const float Wq[4] = {0.1f, 0.2f, 0.3f, 0.4f}, Wk[4] = {0.5f, 0.6f, 0.7f, 0.8f},
                 Wv[4] = {0.9f, 1.0f, 1.1f, 1.2f};
     const float* W3[3] = {Wq, Wk, Wv};
-    float qkvw[12], qkv[18], Q[6], K[6], V[6], S[9];
+    float qkvw[12];
     for (int m = 0; m < 3; m++)  // the article computes X @ W; our matmul X @ W^T, so store W^T
         for (int o = 0; o < 2; o++)
             for (int i = 0; i < 2; i++)
                 qkvw[(m * 2 + o) * 2 + i] = W3[m][i * 2 + o];
-    matmul_forward(qkv, X, qkvw, NULL, 3, 2, 6);
+    matmul_forward(w.qkv, X, qkvw, NULL, 3, 2, 6);
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 2; i++) {
-            Q[t * 2 + i] = qkv[t * 6 + i];
-            K[t * 2 + i] = qkv[t * 6 + 2 + i];
-            V[t * 2 + i] = qkv[t * 6 + 4 + i];
+            w.Q[t * 2 + i] = w.qkv[t * 6 + i];
+            w.K[t * 2 + i] = w.qkv[t * 6 + 2 + i];
+            w.V[t * 2 + i] = w.qkv[t * 6 + 4 + i];
         }
-    matmul_forward(S, Q, K, NULL, 3, 2, 3);  // S = Q K^T, with the same matmul
+    matmul_forward(w.S, w.Q, w.K, NULL, 3, 2, 3);  // S = Q K^T, with the same matmul
     // unmasked weights and outputs: the KV-cache path attends one query to every cached key, no mask
-    float Wfull[9], Ofull[6], e3[3];
+    float e3[3];
     for (int i = 0; i < 3; i++) {
-        attention_forward_cached(Ofull + i * 2, e3, Q + i * 2, K, V, 2, 2, 1, 1, 3);  // e3 = exp(score - max)
+        // e3 = exp(score - max)
+        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3);
         for (int j = 0; j < 3; j++)
-            Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
+            w.Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
     }
     // causal: the training path
-    float Oc[6], Sc[9], Pc[9];
-    attention_forward(Oc, Sc, Pc, NULL, qkv, qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
+    attention_forward(w.Oc, w.Sc, w.Pc, NULL, w.qkv, w.qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
+    return w;
+}
+
+// E1-E4, article 002's worked example: its printed scores, scaled scores, weights and
+// outputs, against PyTorch's and ours
+static void erratum_e1_to_e4(void) {
+    WorkedExample w = article002_worked_example();
+    const float *S = w.S, *Wfull = w.Wfull, *Ofull = w.Ofull, *Oc = w.Oc, *Sc = w.Sc, *V = w.V;
     // PyTorch:
     const float pt_scores[9] = {0.0353f, 0.0801f, 0.1249f, 0.0769f, 0.1745f, 0.2721f, 0.1185f, 0.2689f,
                                 0.4193f};
@@ -2029,9 +2054,13 @@ static void test_errata(void) {
     check(apart == 6, "E4 article 002: its printed weights times its V give %.4f %.4f / %.4f %.4f / "
           "%.4f %.4f, not its printed outputs (0.705 0.787 / ...): all 6 differ", from_printed[0], from_printed[1],
           from_printed[2], from_printed[3], from_printed[4], from_printed[5]);
+}
 
-    // ---- article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,
-    // an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.
+// E5, article 000, backward step 2: grad_v = att^T . G_in, not att . G_in. Same Q, K, V,
+// an explicit G_in; the other backward steps are recomputed by hand from the article's formulas.
+static void erratum_e5(void) {
+    WorkedExample w = article002_worked_example();
+    const float *qkv = w.qkv, *Pc = w.Pc, *Q = w.Q, *K = w.K, *V = w.V;
     const float G[6] = {1.0f, -0.5f, 0.25f, 2.0f, -1.0f, 0.5f};
     float dqkv[18] = {0};
     attention_backward(dqkv, dqkv + 2, G, qkv, qkv + 2, Pc, NULL, self_attention(1, 3, 2, 1, 1, 1),
@@ -2069,9 +2098,13 @@ static void test_errata(void) {
     check(e_vt < 1e-6f && d_v > 0.1f && e_qk < 1e-6f,
           "E5 article 000 backward step 2: attention_backward's dV equals att^T.G (error %.1e) and not att.G "
           "(off by %.2f); steps 1, 4, 6, 7, 8 as written agree with it (error %.1e)", e_vt, d_v, e_qk);
+}
 
-    // ---- article 000's formula softmax((QK^T + M)/sqrt(D)) with M the 0/1 lower-triangular matrix
-    // masks nothing; an additive mask must be 0 (allowed) / -inf (future), which is what step 3 does
+// E6, article 000's formula softmax((QK^T + M)/sqrt(D)) with M the 0/1 lower-triangular matrix
+// masks nothing; an additive mask must be 0 (allowed) / -inf (future), which is what step 3 does
+static void erratum_e6(void) {
+    WorkedExample w = article002_worked_example();
+    const float *S = w.S, *Pc = w.Pc;
     float future01 = 0.0f, e_inf = 0.0f;
     int exact_zero = 1;
     for (int i = 0; i < 3; i++) {
@@ -2089,154 +2122,166 @@ static void test_errata(void) {
           "E6 article 000 mask: our causal weights of future keys are exactly 0; the formula with the 0/1 "
           "matrix added gives them up to %.3f; with 0/-inf added it equals our attention (error %.1e)",
           future01, e_inf);
+}
 
-    // ---- the scale is 1/sqrt(head size), not 1/sqrt(model width) (articles 001, 003)
-    // nor 1/dim (004's comment)
-    {
-        int C = 4, NH = 2, T = 2;  // hs = 2
-        float x[2 * 12] = {0}, o[2 * 4], sc[2 * 2 * 2], pr[2 * 2 * 2];
-        x[0 * 12 + 4] = 2.0f; x[0 * 12 + 5] = 1.0f;    // key of position 0, head 0
-        x[1 * 12 + 0] = 1.0f; x[1 * 12 + 1] = 2.0f;    // query of position 1, head 0: q.k = 4
-        x[0 * 12 + 6] = 1.0f; x[0 * 12 + 7] = -3.0f;   // key of position 0, head 1
-        x[1 * 12 + 2] = 0.5f; x[1 * 12 + 3] = -1.0f;   // query of position 1, head 1: q.k = 3.5
-        attention_forward(o, sc, pr, NULL, x, x + C, self_attention(1, T, C, NH, NH, 1), NULL);
-        float s0 = sc[(0 * T + 1) * T + 0], s1 = sc[(1 * T + 1) * T + 0];
-        check(fabsf(s0 - 4.0f / sqrtf(2.0f)) < 1e-6f && fabsf(s1 - 3.5f / sqrtf(2.0f)) < 1e-6f
-              && fabsf(s0 - 4.0f / sqrtf(4.0f)) > 0.5f && fabsf(s0 - 4.0f / 4.0f) > 0.5f,
-              "E7 scale: with C=4, NH=2 the scores are q.k/sqrt(hs=2) = %.4f, %.4f, not q.k/sqrt(C) = %.1f "
-              "nor q.k/C = %.1f", s0, s1, 4.0f / sqrtf(4.0f), 1.0f);
-    }
+// the scale is 1/sqrt(head size), not 1/sqrt(model width) (articles 001, 003)
+// nor 1/dim (004's comment)
+static void erratum_e7(void) {
+    int C = 4, NH = 2, T = 2;  // hs = 2
+    float x[2 * 12] = {0}, o[2 * 4], sc[2 * 2 * 2], pr[2 * 2 * 2];
+    x[0 * 12 + 4] = 2.0f; x[0 * 12 + 5] = 1.0f;    // key of position 0, head 0
+    x[1 * 12 + 0] = 1.0f; x[1 * 12 + 1] = 2.0f;    // query of position 1, head 0: q.k = 4
+    x[0 * 12 + 6] = 1.0f; x[0 * 12 + 7] = -3.0f;   // key of position 0, head 1
+    x[1 * 12 + 2] = 0.5f; x[1 * 12 + 3] = -1.0f;   // query of position 1, head 1: q.k = 3.5
+    attention_forward(o, sc, pr, NULL, x, x + C, self_attention(1, T, C, NH, NH, 1), NULL);
+    float s0 = sc[(0 * T + 1) * T + 0], s1 = sc[(1 * T + 1) * T + 0];
+    check(fabsf(s0 - 4.0f / sqrtf(2.0f)) < 1e-6f && fabsf(s1 - 3.5f / sqrtf(2.0f)) < 1e-6f
+          && fabsf(s0 - 4.0f / sqrtf(4.0f)) > 0.5f && fabsf(s0 - 4.0f / 4.0f) > 0.5f,
+          "E7 scale: with C=4, NH=2 the scores are q.k/sqrt(hs=2) = %.4f, %.4f, not q.k/sqrt(C) = %.1f "
+          "nor q.k/C = %.1f", s0, s1, 4.0f / sqrtf(4.0f), 1.0f);
+}
 
-    // ---- article 001: the 1/sqrt(d) is there to keep the scores' spread near 1 (softmax not
-    // saturated), not for speed. q, k ~ N(0,1) with hs = 64: q.k has standard deviation 8.
-    {
-        int T = 32, C = 64;
-        uint64_t rng = 2024;
-        float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
-        float *o = zeros((size_t)T * C), *sc = zeros((size_t)T * T), *p1 = zeros((size_t)T * T),
-              *p8 = zeros((size_t)T * T);
-        attention_forward(o, sc, p1, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
-        double s2 = 0.0; int n = 0;
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j <= t; j++) {
-                s2 += (double)sc[t * T + j] * sc[t * T + j];
-                n++;
-            }
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < C; i++)
-                x[(size_t)t * 3 * C + i] *= 8.0f;  // undo the scale
-        attention_forward(o, sc, p8, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
-        double max1 = 0.0, max8 = 0.0;
-        for (int t = T / 2; t < T; t++) {
-            float a = 0.0f, b = 0.0f;
-            for (int j = 0; j <= t; j++) {
-                a = fmaxf(a, p1[t * T + j]);
-                b = fmaxf(b, p8[t * T + j]);
-            }
-            max1 += a / (T / 2); max8 += b / (T / 2);
+// article 001: the 1/sqrt(d) is there to keep the scores' spread near 1 (softmax not
+// saturated), not for speed. q, k ~ N(0,1) with hs = 64: q.k has standard deviation 8.
+static void erratum_e8(void) {
+    int T = 32, C = 64;
+    uint64_t rng = 2024;
+    float* x = random_floats(&rng, (size_t)T * 3 * C, 0.0f, 1.0f);
+    float *o = zeros((size_t)T * C), *sc = zeros((size_t)T * T), *p1 = zeros((size_t)T * T),
+          *p8 = zeros((size_t)T * T);
+    attention_forward(o, sc, p1, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
+    double s2 = 0.0; int n = 0;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j <= t; j++) {
+            s2 += (double)sc[t * T + j] * sc[t * T + j];
+            n++;
         }
-        float sd = (float)sqrt(s2 / n);
-        check(sd > 0.8f && sd < 1.25f && max8 > 0.7 && max1 < 0.3,
-              "E8 article 001 scale: scaled scores have std %.2f (unscaled: 8x that); over 16-32 keys the "
-              "largest weight averages %.2f scaled but %.2f unscaled (saturated softmax, vanishing gradient)",
-              sd, max1, max8);
-        free(x); free(o); free(sc); free(p1); free(p8);
-    }
-
-    // ---- article 001: layernorm gives mean 0, variance 1 only before its learned weight and bias,
-    // and the vector's length is then sqrt(C), not 1
-    {
-        enum { C = 16 };
-        float x[C], w1[C], b0[C], w2[C], b2[C], y[C], y2[C], mean, rstd;
-        for (int i = 0; i < C; i++) {
-            x[i] = 0.5f * i - 3.0f + (float)(i % 3);
-            w1[i] = 1.0f;
-            b0[i] = 0.0f;
-            w2[i] = 2.0f;
-            b2[i] = 0.5f;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < C; i++)
+            x[(size_t)t * 3 * C + i] *= 8.0f;  // undo the scale
+    attention_forward(o, sc, p8, NULL, x, x + C, self_attention(1, T, C, 1, 1, 1), NULL);
+    double max1 = 0.0, max8 = 0.0;
+    for (int t = T / 2; t < T; t++) {
+        float a = 0.0f, b = 0.0f;
+        for (int j = 0; j <= t; j++) {
+            a = fmaxf(a, p1[t * T + j]);
+            b = fmaxf(b, p8[t * T + j]);
         }
-        layernorm_forward(y, &mean, &rstd, x, w1, b0, 1, C);
-        layernorm_forward(y2, &mean, &rstd, x, w2, b2, 1, C);
-        double m1 = 0, v1 = 0, n1 = 0, m2 = 0, v2 = 0;
-        for (int i = 0; i < C; i++) {
-            m1 += y[i] / C;
-            m2 += y2[i] / C;
-            n1 += (double)y[i] * y[i];
-        }
-        for (int i = 0; i < C; i++) {
-            v1 += (y[i] - m1) * (y[i] - m1) / C;
-            v2 += (y2[i] - m2) * (y2[i] - m2) / C;
-        }
-        check(fabs(m1) < 1e-6 && fabs(v1 - 1.0) < 1e-4 && fabs(sqrt(n1) - 4.0) < 1e-3 && fabs(m2 - 0.5) < 1e-6
-              && fabs(v2 - 4.0) < 1e-3,
-              "E9 article 001 layernorm: weight 1, bias 0 gives mean %.1e, variance %.5f, length %.4f = "
-              "sqrt(16), not 1; weight 2, bias 0.5 gives mean %.3f, variance %.3f", m1, v1, sqrt(n1), m2, v2);
+        max1 += a / (T / 2); max8 += b / (T / 2);
     }
+    float sd = (float)sqrt(s2 / n);
+    check(sd > 0.8f && sd < 1.25f && max8 > 0.7 && max1 < 0.3,
+          "E8 article 001 scale: scaled scores have std %.2f (unscaled: 8x that); over 16-32 keys the "
+          "largest weight averages %.2f scaled but %.2f unscaled (saturated softmax, vanishing gradient)",
+          sd, max1, max8);
+    free(x); free(o); free(sc); free(p1); free(p8);
+}
 
-    // ---- article 001: cos = -1 at an angle of pi (opposite vectors), 0 at pi/2 (orthogonal)
-    {
-        float a[3] = {1, 2, 3}, b[3] = {-1, -2, -3}, c[3] = {2, -1, 0}, ab = 0, ac = 0, aa = 0, cc = 0;
-        for (int i = 0; i < 3; i++) {
-            ab += a[i] * b[i];
-            ac += a[i] * c[i];
-            aa += a[i] * a[i];
-            cc += c[i] * c[i];
-        }
-        float cos_pi = ab / (sqrtf(aa) * sqrtf(aa)), cos_half = ac / (sqrtf(aa) * sqrtf(cc));
-        check(fabsf(cos_pi + 1.0f) < 1e-6f && fabsf(cos_half) < 1e-6f
-              && fabsf(cosf((float)M_PI) + 1.0f) < 1e-6f,
-              "E10 article 001 cosine: opposite vectors (angle pi) have cos %.3f, not 0; orthogonal ones "
-              "(pi/2) %.3f", cos_pi, cos_half);
+// article 001: layernorm gives mean 0, variance 1 only before its learned weight and bias,
+// and the vector's length is then sqrt(C), not 1
+static void erratum_e9(void) {
+    enum { C = 16 };
+    float x[C], w1[C], b0[C], w2[C], b2[C], y[C], y2[C], mean, rstd;
+    for (int i = 0; i < C; i++) {
+        x[i] = 0.5f * i - 3.0f + (float)(i % 3);
+        w1[i] = 1.0f;
+        b0[i] = 0.0f;
+        w2[i] = 2.0f;
+        b2[i] = 0.5f;
     }
+    layernorm_forward(y, &mean, &rstd, x, w1, b0, 1, C);
+    layernorm_forward(y2, &mean, &rstd, x, w2, b2, 1, C);
+    double m1 = 0, v1 = 0, n1 = 0, m2 = 0, v2 = 0;
+    for (int i = 0; i < C; i++) {
+        m1 += y[i] / C;
+        m2 += y2[i] / C;
+        n1 += (double)y[i] * y[i];
+    }
+    for (int i = 0; i < C; i++) {
+        v1 += (y[i] - m1) * (y[i] - m1) / C;
+        v2 += (y2[i] - m2) * (y2[i] - m2) / C;
+    }
+    check(fabs(m1) < 1e-6 && fabs(v1 - 1.0) < 1e-4 && fabs(sqrt(n1) - 4.0) < 1e-3 && fabs(m2 - 0.5) < 1e-6
+          && fabs(v2 - 4.0) < 1e-3,
+          "E9 article 001 layernorm: weight 1, bias 0 gives mean %.1e, variance %.5f, length %.4f = "
+          "sqrt(16), not 1; weight 2, bias 0.5 gives mean %.3f, variance %.3f", m1, v1, sqrt(n1), m2, v2);
+}
 
-    // ---- article 002: the loss is the mean over positions (as PyTorch's F.cross_entropy), not the sum;
-    // and each position's prediction depends on the whole prefix, never on later tokens
-    {
-        GPT2 m;
-        GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
-                          .num_heads = 2, .channels = 8, .num_kv_heads = 2};
-        gpt2_init_random(&m, cfg, 7);
-        int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
-        float loss = gpt2_forward(&m, in, tg, 1, 4, -1), sum = 0.0f, probs[4 * 8];
-        for (int t = 0; t < 4; t++)
-            sum += m.scratch.losses[t];
-        memcpy(probs, m.acts.probs, sizeof probs);
-        gpt2_zero_grad(&m);
-        gpt2_backward(&m);
-        float e_grad = 0.0f;  // dlogits (written over the logits) = (p - onehot) / (B*T)
-        for (int t = 0; t < 4; t++)
-            for (int v = 0; v < 5; v++)
-                e_grad = fmaxf(e_grad,
-                               fabsf(m.acts.logits[t * 8 + v] - (probs[t * 8 + v] - (v == tg[t])) / 4.0f));
-        check(fabsf(loss - sum / 4.0f) < 1e-6f && fabsf(loss - sum) > 1.0f && e_grad < 1e-7f,
-              "E11 article 002 loss: gpt2_forward returns the mean %.4f of the 4 positions' losses, not "
-              "their sum %.4f; dlogits = (p - onehot)/(B*T) (error %.1e)", loss, sum, e_grad);
-        float base[4 * 8], later[4 * 8], first[4 * 8];
-        gpt2_forward(&m, in, NULL, 1, 4, -1); memcpy(base, m.acts.logits, sizeof base);
-        int in_later[4] = {0, 1, 4, 3}, in_first[4] = {3, 1, 2, 3};
-        gpt2_forward(&m, in_later, NULL, 1, 4, -1); memcpy(later, m.acts.logits, sizeof later);
-        gpt2_forward(&m, in_first, NULL, 1, 4, -1); memcpy(first, m.acts.logits, sizeof first);
-        int past_unchanged = memcmp(base, later, 2 * 8 * sizeof(float)) == 0;
-        int prefix_matters = 1;
-        for (int t = 1; t < 4; t++)
-            prefix_matters &= memcmp(base + t * 8, first + t * 8, 8 * sizeof(float)) != 0;
-        check(past_unchanged && memcmp(base + 16, later + 16, 8 * sizeof(float)) != 0 && prefix_matters,
-              "E12 article 002 decoding: changing token 2 leaves the predictions at positions 0-1 "
-              "bit-identical; changing token 0 changes the predictions at 1, 2 and 3 (each sees the whole "
-              "prefix, not just the previous label)");
-        gpt2_free(&m);
+// article 001: cos = -1 at an angle of pi (opposite vectors), 0 at pi/2 (orthogonal)
+static void erratum_e10(void) {
+    float a[3] = {1, 2, 3}, b[3] = {-1, -2, -3}, c[3] = {2, -1, 0}, ab = 0, ac = 0, aa = 0, cc = 0;
+    for (int i = 0; i < 3; i++) {
+        ab += a[i] * b[i];
+        ac += a[i] * c[i];
+        aa += a[i] * a[i];
+        cc += c[i] * c[i];
     }
+    float cos_pi = ab / (sqrtf(aa) * sqrtf(aa)), cos_half = ac / (sqrtf(aa) * sqrtf(cc));
+    check(fabsf(cos_pi + 1.0f) < 1e-6f && fabsf(cos_half) < 1e-6f
+          && fabsf(cosf((float)M_PI) + 1.0f) < 1e-6f,
+          "E10 article 001 cosine: opposite vectors (angle pi) have cos %.3f, not 0; orthogonal ones "
+          "(pi/2) %.3f", cos_pi, cos_half);
+}
 
-    // ---- a number that is right: article 001's 768*64*3*144 = 21,233,664 Q/K/V weights of GPT-2 small
-    {
-        GPT2Config d12 = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
-                          .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
-        size_t sizes[NUM_PARAMETER_TENSORS];
-        fill_in_parameter_sizes(sizes, d12);
-        check(sizes[4] == 21233664,
-              "article 001's count is right: qkvw of d12 (GPT-2 small) has %zu weights (plus %zu biases)",
-              sizes[4], sizes[5]);
-    }
+// article 002: the loss is the mean over positions (as PyTorch's F.cross_entropy), not the sum;
+// and each position's prediction depends on the whole prefix, never on later tokens
+static void erratum_e11_e12(void) {
+    GPT2 m;
+    GPT2Config cfg = {.max_seq_len = 4, .vocab_size = 5, .padded_vocab_size = 8, .num_layers = 1,
+                      .num_heads = 2, .channels = 8, .num_kv_heads = 2};
+    gpt2_init_random(&m, cfg, 7);
+    int in[4] = {0, 1, 2, 3}, tg[4] = {1, 2, 3, 4};
+    float loss = gpt2_forward(&m, in, tg, 1, 4, -1), sum = 0.0f, probs[4 * 8];
+    for (int t = 0; t < 4; t++)
+        sum += m.scratch.losses[t];
+    memcpy(probs, m.acts.probs, sizeof probs);
+    gpt2_zero_grad(&m);
+    gpt2_backward(&m);
+    float e_grad = 0.0f;  // dlogits (written over the logits) = (p - onehot) / (B*T)
+    for (int t = 0; t < 4; t++)
+        for (int v = 0; v < 5; v++)
+            e_grad = fmaxf(e_grad,
+                           fabsf(m.acts.logits[t * 8 + v] - (probs[t * 8 + v] - (v == tg[t])) / 4.0f));
+    check(fabsf(loss - sum / 4.0f) < 1e-6f && fabsf(loss - sum) > 1.0f && e_grad < 1e-7f,
+          "E11 article 002 loss: gpt2_forward returns the mean %.4f of the 4 positions' losses, not "
+          "their sum %.4f; dlogits = (p - onehot)/(B*T) (error %.1e)", loss, sum, e_grad);
+    float base[4 * 8], later[4 * 8], first[4 * 8];
+    gpt2_forward(&m, in, NULL, 1, 4, -1); memcpy(base, m.acts.logits, sizeof base);
+    int in_later[4] = {0, 1, 4, 3}, in_first[4] = {3, 1, 2, 3};
+    gpt2_forward(&m, in_later, NULL, 1, 4, -1); memcpy(later, m.acts.logits, sizeof later);
+    gpt2_forward(&m, in_first, NULL, 1, 4, -1); memcpy(first, m.acts.logits, sizeof first);
+    int past_unchanged = memcmp(base, later, 2 * 8 * sizeof(float)) == 0;
+    int prefix_matters = 1;
+    for (int t = 1; t < 4; t++)
+        prefix_matters &= memcmp(base + t * 8, first + t * 8, 8 * sizeof(float)) != 0;
+    check(past_unchanged && memcmp(base + 16, later + 16, 8 * sizeof(float)) != 0 && prefix_matters,
+          "E12 article 002 decoding: changing token 2 leaves the predictions at positions 0-1 "
+          "bit-identical; changing token 0 changes the predictions at 1, 2 and 3 (each sees the whole "
+          "prefix, not just the previous label)");
+    gpt2_free(&m);
+}
+
+// a number that is right: article 001's 768*64*3*144 = 21,233,664 Q/K/V weights of GPT-2 small
+static void erratum_checked_qkv_count(void) {
+    GPT2Config d12 = {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304,
+                      .num_layers = 12, .num_heads = 12, .channels = 768, .num_kv_heads = 12};
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    fill_in_parameter_sizes(sizes, d12);
+    check(sizes[4] == 21233664,
+          "article 001's count is right: qkvw of d12 (GPT-2 small) has %zu weights (plus %zu biases)",
+          sizes[4], sizes[5]);
+}
+
+static const struct { const char* id; void (*check)(void); } ERRATA[] = {
+    {"E1-E4", erratum_e1_to_e4}, {"E5", erratum_e5}, {"E6", erratum_e6}, {"E7", erratum_e7},
+    {"E8", erratum_e8}, {"E9", erratum_e9}, {"E10", erratum_e10}, {"E11, E12", erratum_e11_e12},
+    {"checked, 001 count", erratum_checked_qkv_count},
+};
+
+static void test_errata(void) {
+    printf("-- errata of the articles (doc/errata.md)\n");
+    for (size_t i = 0; i < sizeof ERRATA / sizeof ERRATA[0]; i++)
+        ERRATA[i].check();
 }
 
 // ----------------------------------------------------------------------------

@@ -8,9 +8,10 @@ It reads and writes llm.c's file formats (doc/formats.md). Reading order:
      softmax + cross-entropy, each _forward next to its _backward;
   2. the model: GPT2Config, parameters, activations, initialisation, checkpoints;
   3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
-  4. AdamW, the learning-rate schedule and gpt2_train_step, one optimisation step;
+  4. AdamW, one name per level: adamw_update (the formula), gpt2_update (on the model),
+     gpt2_optimizer_step (norm, clipping, learning rate), gpt2_train_step (the whole step);
   5. the KV cache and generate(): inference one token at a time;
-  6. the training loop: train() calls train_step() once per step; main() only sets up
+  6. the training loop: train() calls run_step() once per step; main() only sets up
      (setup_model, setup_generation, setup_data: plumbing, the model, data and sampler
      from the flags).
 No global switch changes what a layer computes: a backward adds (+=) into its parameters'
@@ -274,9 +275,9 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
 // causal multi-head self-attention, following the article "因果自注意力"; the same steps
 // serve the encoder's unmasked self-attention and the decoder's cross-attention (article 003)
 //
-// q is (B,T,q_row): Q in channels [0,C) of each row. Head h owns channels h*hs..(h+1)*hs-1
+// q is (B,T,q_stride): Q in channels [0,C) of each row. Head h owns channels h*hs..(h+1)*hs-1
 //   of Q ("多头计算"), and of K and V too unless NKV < NH (then it reads K/V head h / (NH/NKV)).
-// kv is (B,Tk,kv_row): K in channels [0, NKV hs), V right after it. Self-attention passes the
+// kv is (B,Tk,kv_stride): K in channels [0, NKV hs), V right after it. Self-attention passes the
 //   fused Q,K,V projection (article: "输入与注意力权重矩阵相乘"; the training forward keeps it,
 //   it is the qkv activation) as q = qkv, kv = qkv + C; cross-attention passes the decoder's
 //   queries as q and the K,V that a decoder layer projects from the encoder's output as kv.
@@ -301,14 +302,15 @@ typedef struct {
                   //   heads shares one K/V head (its repeat_kv); NKV = 1 is multi-query
     int causal;   // 1: the causal mask (step 3; needs Tk == T); 0: every query sees every key
     int Tk;       // keys per sequence; 0 = T. Cross-attention: the source length Ts
-    int q_row, kv_row;   // floats from one row of q (of kv) to the next; 0 = the fused qkv row C3
+    int q_stride, kv_stride;  // floats from one row of q (of kv) to the next; 0 = the fused row C3
     const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
 } AttentionShape;
 
 // the zero fields filled in (Tk = T, rows of C3 = C + 2 NKV hs); an impossible shape dies here
-static AttentionShape attention_sizes(AttentionShape s) {
+static AttentionShape attention_shape_filled(AttentionShape s) {
     int C3 = s.C + 2 * s.NKV * (s.C / s.NH);
-    s.Tk = s.Tk ? s.Tk : s.T, s.q_row = s.q_row ? s.q_row : C3, s.kv_row = s.kv_row ? s.kv_row : C3;
+    s.Tk = s.Tk ? s.Tk : s.T;
+    s.q_stride = s.q_stride ? s.q_stride : C3, s.kv_stride = s.kv_stride ? s.kv_stride : C3;
     if (s.causal && s.Tk != s.T) die("attention: the causal mask needs Tk == T (Tk %d, T %d)", s.Tk, s.T);
     for (int b = 0; s.key_len && b < s.B; b++)
         if (s.key_len[b] < 1 || s.key_len[b] > s.Tk)
@@ -325,7 +327,7 @@ static int last_key(AttentionShape s, int b, int t) {
 // of the scores is query t against every key; keys after `last` are the future or padding.
 void attention_forward(float* out, float* att_scores, float* att_probs, float* att_dropped,
                        const float* q, const float* kv, AttentionShape s, const DropoutMask* drop) {
-    s = attention_sizes(s);
+    s = attention_shape_filled(s);
     int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
@@ -333,12 +335,12 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float* q_h = q + (size_t)b * T * s.q_row + h * hs;  // Q_h: (T,hs) at row stride q_row
-            const float* k_h = kv + (size_t)b * Tk * s.kv_row + h / group * hs;  // K_h, V_h: (Tk,hs)
+            const float* q_h = q + (size_t)b * T * s.q_stride + h * hs;  // Q_h: (T,hs) at row stride q_stride
+            const float* k_h = kv + (size_t)b * Tk * s.kv_stride + h / group * hs;  // K_h, V_h: (Tk,hs)
             const float* v_h = k_h + s.NKV * hs;
             size_t head = ((size_t)b * NH + h) * T * Tk;         // this head's (T,Tk) matrices
             // step 1 (计算注意力分数): att = Q_h K_h^T, every query against every key
-            matmul_ABt(att_scores + head, Tk, q_h, s.q_row, k_h, s.kv_row, T, Tk, hs);
+            matmul_ABt(att_scores + head, Tk, q_h, s.q_stride, k_h, s.kv_stride, T, Tk, hs);
             for (int t = 0; t < T; t++) {
                 float* scores_row = att_scores + head + (size_t)t * Tk;
                 float* probs_row = att_probs + head + (size_t)t * Tk;
@@ -374,7 +376,8 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
             }
             // step 8 (计算 att · V): the output of position t is the weighted sum of values,
             //   out_h = att_dropped V_h
-            matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, Tk, v_h, s.kv_row, T, hs, Tk);
+            matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, Tk, v_h, s.kv_stride, T, hs,
+                      Tk);
         }
     }
 }
@@ -409,7 +412,7 @@ static void attention_rows_backward(float* grad_att, const float* att_probs, Att
     }
 }
 
-// dq is (B,T,q_row): receives dQ in q's channels; dkv is (B,Tk,kv_row): receives dK and dV
+// dq is (B,T,q_stride): receives dQ in q's channels; dkv is (B,Tk,kv_stride): receives dK and dV
 // in kv's (self-attention: dq = dqkv, dkv = dqkv + C; a padded key gets exactly 0). Both
 // are written, not added to. dout is (B,T,C), the gradient of the heads' outputs (the
 // article's G_in, after the projection's backward). Cross-attention's dkv goes back through
@@ -424,7 +427,7 @@ static void attention_rows_backward(float* grad_att, const float* att_probs, Att
 void attention_backward(float* dq, float* dkv, const float* dout, const float* q, const float* kv,
                         const float* att_probs, const float* att_dropped,
                         AttentionShape s, const DropoutMask* drop) {
-    s = attention_sizes(s);
+    s = attention_shape_filled(s);
     int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
     float scale = 1.0f / sqrtf((float)hs);
     int dropping = drop && drop->p > 0.0f;
@@ -434,9 +437,10 @@ void attention_backward(float* dq, float* dkv, const float* dout, const float* q
         for (int kvh = 0; kvh < s.NKV; kvh++) {
             for (int g = 0; g < group; g++) {
                 int h = kvh * group + g;
-                size_t q_at = (size_t)b * T * s.q_row + h * hs, k_at = (size_t)b * Tk * s.kv_row + kvh * hs;
-                const float* q_h = q + q_at;                    // Q_h: (T,hs) at row stride q_row
-                const float* k_h = kv + k_at;                   // K_h, V_h: (Tk,hs) at row stride kv_row
+                size_t q_at = (size_t)b * T * s.q_stride + h * hs;
+                size_t k_at = (size_t)b * Tk * s.kv_stride + kvh * hs;
+                const float* q_h = q + q_at;                    // Q_h: (T,hs) at row stride q_stride
+                const float* k_h = kv + k_at;                   // K_h, V_h: (Tk,hs) at row stride kv_stride
                 const float* v_h = k_h + s.NKV * hs;
                 float* dq_h = dq + q_at;                        // dQ_h, dK_h, dV_h: the same layouts
                 float* dk_h = dkv + k_at;
@@ -446,20 +450,20 @@ void attention_backward(float* dq, float* dkv, const float* dout, const float* q
                 float* grad_att = thread_scratch((size_t)T * Tk);    // (T,Tk)
                 // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
                 //   the (dropped-out) probabilities
-                matmul_ABt(grad_att, Tk, dy, C, v_h, s.kv_row, T, Tk, hs);
+                matmul_ABt(grad_att, Tk, dy, C, v_h, s.kv_stride, T, Tk, hs);
                 // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
                 //   collects att_dropped[t][t2] dy_t from every query t that saw it. With GQA
                 //   a K/V head's gradient is the sum over its group's query heads (the
                 //   backward of repeat_kv's copies): the first head writes it, the others add
-                if (g == 0) matmul_AtB(dv_h, s.kv_row, att_dropped + head, Tk, dy, C, Tk, hs, T);
-                else matmul_AtB_add(dv_h, s.kv_row, att_dropped + head, Tk, dy, C, Tk, hs, T);
+                if (g == 0) matmul_AtB(dv_h, s.kv_stride, att_dropped + head, Tk, dy, C, Tk, hs, T);
+                else matmul_AtB_add(dv_h, s.kv_stride, att_dropped + head, Tk, dy, C, Tk, hs, T);
                 attention_rows_backward(grad_att, att_probs + head, s, b, scale, drop, head);
                 // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
-                matmul_AB(dq_h, s.q_row, grad_att, Tk, k_h, s.kv_row, T, hs, Tk);
+                matmul_AB(dq_h, s.q_stride, grad_att, Tk, k_h, s.kv_stride, T, hs, Tk);
                 // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects
                 //   grad_att[t][t2] q_t (summed over the group, as dV)
-                if (g == 0) matmul_AtB(dk_h, s.kv_row, grad_att, Tk, q_h, s.q_row, Tk, hs, T);
-                else matmul_AtB_add(dk_h, s.kv_row, grad_att, Tk, q_h, s.q_row, Tk, hs, T);
+                if (g == 0) matmul_AtB(dk_h, s.kv_stride, grad_att, Tk, q_h, s.q_stride, Tk, hs, T);
+                else matmul_AtB_add(dk_h, s.kv_stride, grad_att, Tk, q_h, s.q_stride, Tk, hs, T);
             }
         }
     }
@@ -1489,7 +1493,7 @@ typedef struct {
 // The end of a training step, its gradients summed in model->grads: their mean over the
 // processes, their global norm, clipping, and AdamW at the scheduled learning rate.
 // A non-finite norm leaves the weights untouched (the trainer stops).
-StepStats gpt2_update_step(GPT2* model, int step, const AdamWConfig* opt) {
+StepStats gpt2_optimizer_step(GPT2* model, int step, const AdamWConfig* opt) {
     dist_gradients_finish(model->grads_memory, model->num_parameters);  // N processes: the mean
     StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
     s.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
@@ -1497,22 +1501,17 @@ StepStats gpt2_update_step(GPT2* model, int step, const AdamWConfig* opt) {
     return s;
 }
 
-// The second half of a training step, after gpt2_forward with targets (and this step's
-// dropout masks): the gradients, then the update. train_step() calls the halves itself,
-// to write a checkpoint between them and to accumulate micro-batches (-d).
-StepStats gpt2_backward_update(GPT2* model, int step, const AdamWConfig* opt) {
-    gpt2_zero_grad(model);
-    gpt2_backward(model);
-    return gpt2_update_step(model, step, opt);
-}
-
 // one training step on a batch: inputs and targets are (B,T); step numbers the dropout
-// masks and the learning rate. A non-finite loss leaves the weights untouched.
+// masks and the learning rate. A non-finite loss leaves the weights untouched. The
+// program's run_step() makes the same calls itself, to write a checkpoint after the forward
+// and to accumulate micro-batches (-d).
 StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, int B, int T, int step,
                           const AdamWConfig* opt) {
     float loss = gpt2_forward(model, inputs, targets, B, T, step);
     if (!isfinite(loss)) return (StepStats){loss, 0.0f, 0.0f};
-    return gpt2_backward_update(model, step, opt);
+    gpt2_zero_grad(model);
+    gpt2_backward(model);
+    return gpt2_optimizer_step(model, step, opt);
 }
 
 // ----------------------------------------------------------------------------
@@ -2039,7 +2038,7 @@ static void stop_if_not_finite(const char* what, float value, int step, const Ru
 // With -d the batch is grad_accum micro-batches of B rows per process: the gradients of
 // all but the last are summed before it (gpt2_backward adds; each weighs 1/grad_accum).
 // elapsed: the run's seconds so far; stepping: its steps' seconds so far, this one's added
-static double train_step(const Options* o, Run* r, int step, double elapsed, double* stepping) {
+static double run_step(const Options* o, Run* r, int step, double elapsed, double* stepping) {
     double t0 = now_seconds(), sum = 0.0;
     TrainState before = train_state(o, r, step);
     if (o->overfit) dataloader_seek(&r->train, 0, 0);  // -a 1: the first batch, every step
@@ -2061,7 +2060,7 @@ static double train_step(const Options* o, Run* r, int step, double elapsed, dou
     size_t last_rows = (size_t)(o->grad_accum - 1) * dist.size * o->B;  // every process's, this pass
     dist_step_tokens(r->train.inputs + last_rows * o->T, (size_t)dist.size * o->B * o->T);
     gpt2_backward(&r->model);
-    StepStats s = gpt2_update_step(&r->model, step, &r->adamw);
+    StepStats s = gpt2_optimizer_step(&r->model, step, &r->adamw);
     stop_if_not_finite("gradient norm", s.norm, step, r);
     history_step(&r->history, step, loss, s.lr);
     double dt = now_seconds() - t0, tokens = (double)o->B * dist.size * o->T * o->grad_accum;
@@ -2110,7 +2109,7 @@ void train(const Options* o, Run* r) {
         // Ctrl-C during the last step, this validation or sample: N processes stop together
         if (dist_stop_agreed()) stop_after(o, r, step, &now);
         if (last) break;
-        double dt = train_step(o, r, step, now_seconds() - start, &stepping);
+        double dt = run_step(o, r, step, now_seconds() - start, &stepping);
         if (step > r->state.step) {  // the first step warms up: not timed
             train_seconds += dt;
             timed_steps++;

@@ -24,6 +24,11 @@ Tokens (util/pairs.h): PAD = 0, BOS = 1, EOS = 2, characters from 3. A batch hol
 src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...; dec_tgt
 (B,Tt) = target, EOS, -1 (no loss)... Shapes: Ts source length, Tt target length + 1,
 Le and Ld the layers of the encoder and the decoder; the rest as in train_gpt2.c.
+Names: seq2seq_ for the model's operations, the counterparts of train_gpt2.c's gpt2_
+(seq2seq_forward, seq2seq_backward, seq2seq_train_step, seq2seq_decode, checkpoints);
+s2s_ for everything else of this file that would otherwise take a name of train_gpt2.c
+(its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program: S2SOptions,
+S2SRun, s2s_setup, s2s_train).
 */
 #define TESTING  // train_gpt2.c without its main
 #include "train_gpt2.c"
@@ -420,7 +425,7 @@ static AttentionShape sublayer_attention(const Seq2Seq* m, Sublayer u) {
                                 .causal = c.mask == MASK_CAUSAL,
                                 .key_len = c.mask == MASK_NONE ? m->dec_len : NULL};
     return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = m->Ts,
-                            .q_row = C, .kv_row = 2 * C, .key_len = m->src_len};
+                            .q_stride = C, .kv_stride = 2 * C, .key_len = m->src_len};
 }
 
 // the dropout mask of a site of sublayer s (site DROP_EMBED: s = 0 the source's, s = 1 the
@@ -890,14 +895,14 @@ static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float*
             float* kv = dc->self_kv + slot + (size_t)b * maxT * 2 * C;
             memcpy(kv + (size_t)pos * 2 * C, dc->qkv + (size_t)b * 3 * C + C, 2 * C * sizeof(float));
             AttentionShape one = {.B = 1, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = pos + 1,
-                                  .q_row = 3 * C, .kv_row = 2 * C};
+                                  .q_stride = 3 * C, .kv_stride = 2 * C};
             attention_forward(dc->atty + (size_t)b * C, dc->scores, dc->probs, NULL,
                               dc->qkv + (size_t)b * 3 * C, kv, one, NULL);
         }
     } else {                   // B queries against their sources' cached K,V, padding masked
         matmul_forward(dc->qkv, in, w.w1, w.b1, B, C, C);
         AttentionShape cross = {.B = B, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = dc->Ts,
-                                .q_row = C, .kv_row = 2 * C, .key_len = dc->src_len};
+                                .q_stride = C, .kv_stride = 2 * C, .key_len = dc->src_len};
         attention_forward(dc->atty, dc->scores, dc->probs, NULL, dc->qkv, dc->cross_kv + slot, cross, NULL);
     }
     matmul_forward(dc->proj, dc->atty, w.w2, w.b2, B, C, C);

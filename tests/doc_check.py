@@ -40,7 +40,9 @@ A quote is an inline `code span`, a line of a fenced block, or one of the forms 
 - steps: every function of train_gpt2.c or test_gpt2.c that carries the article's step
   labels (`// step 3 (`) is named in doc/README.md's table of article 000's steps;
 - the first loss: "the first loss, X" is the loss of step 1 in README.md's transcript of
-  the default run.
+  the default run;
+- line counts: a count of lines said of a file ("`util/dist.h` (508 lines", "`train_gpt2.c`
+  is a ~2,050-line") is its count now, within 5%.
 Not code, and not checked: maths (a quote with ·, ⊙, Σ, ≤, −, ×, √, ` -> ` or a power such
 as W^T or 2^24), indented blocks (maths), program output after an `<!-- ... -->` line, the
 articles' own code (ARTICLE_NAMES) and the few quotes in ALLOWED, each with its reason.
@@ -110,7 +112,8 @@ README_MOVED = [
      ["**1.8048**", "7.1080", "73,728", "57.6 tokens/s"]),
     ("Encoder-decoder (article 003)", "doc/seq2seq.md", "Encoder-decoder (article 003)",
      ["0.243M parameters", "L1H2 0.92", "26 mutants", "16% exact match"]),
-    ("Tests", "doc/tests.md", "Tests", ["805 checks", "32 of 32", "542 texts", "400 MB memory limit"]),
+    ("Tests", "doc/tests.md", "Tests",
+     ["the last line is `N passed, M failed`", "32 of 32", "542 texts", "400 MB memory limit"]),
     ("Test tolerances, from measured errors", "doc/tests.md", "Test tolerances, from measured errors",
      ["7.2e-7", "fcprojb 3.1e-7", "1.19e-7"]),
     ("Speed", "doc/speed.md", "Speed", ["**635**", "**65.7%**", "**0.33**", "**1.69x**"]),
@@ -293,6 +296,9 @@ class Checker:
         for t in self.texts.values():
             self.words.update(IDENT.findall(t))
         self.bodies = function_bodies(self.texts)
+        # tables of functions: NAME[] = { ... };
+        self.tables = {m.group(1): m.group(2) for t in self.texts.values()
+                       for m in re.finditer(r"\b([A-Z][A-Z0-9_]+)\[\]\s*=\s*\{(.*?)\};", t, re.S)}
         self.stripped_bodies = {n: [strip_ws(b) for _, b in v] for n, v in self.bodies.items()}
         main = self.texts.get("train_gpt2.c", "")
         self.tensors = set()
@@ -583,7 +589,8 @@ class Checker:
             self.bad(path, line, f"the first loss {quoted}: the default run prints {m.group(1)} (README.md)")
 
     def reachable(self, name, depth=2):
-        """the bodies of name and of the functions it calls, to depth calls deep"""
+        """the bodies of name and of the functions it calls, to depth calls deep; a table of
+        functions that it names (ERRATA_ARTICLES[i].check()) counts as calls of them"""
         out, todo = [], [(name, 0)]
         seen = {name}
         while todo:
@@ -591,7 +598,10 @@ class Checker:
             for _, b in self.bodies.get(n, []):
                 out.append(b)
                 if d < depth:
-                    for callee in set(re.findall(r"\b(\w+)\(", b)) - seen:
+                    called = set(re.findall(r"\b(\w+)\(", b))
+                    for table in set(re.findall(r"\b([A-Z][A-Z0-9_]+)\[", b)) & set(self.tables):
+                        called |= set(IDENT.findall(self.tables[table]))
+                    for callee in called - seen:
                         if callee in self.bodies:
                             seen.add(callee)
                             todo.append((callee, d + 1))
@@ -635,6 +645,30 @@ class Checker:
                                  "in the table of article 000's steps")
 
 
+LINE_COUNT = re.compile(r"`([\w./-]+\.(?:c|h|sh|py))`|~?(\d[\d,]*)[ -]lines?\b")
+
+
+def check_line_counts(c, path):
+    """a count of lines said of a file (`util/dist.h` (508 lines, `train_gpt2.c` is a
+    ~2,050-line ...): the file's lines now, within 5% (a count rounded to "~2,050")"""
+    text = open(path, encoding="utf-8").read()
+    for unit in re.split(r"\n\s*\n|\n(?=\|)", text):
+        named = None
+        for m in LINE_COUNT.finditer(unit):
+            if m.group(1):
+                named = (m.group(1), m.end())
+                continue
+            if not named or m.start() - named[1] > 150 or not os.path.isfile(named[0]):
+                continue
+            c.quotes += 1
+            said = int(m.group(2).replace(",", ""))
+            with open(named[0], encoding="utf-8", errors="replace") as fh:
+                has = sum(1 for _ in fh)
+            if abs(has - said) > 0.05 * has:
+                line = text[:text.find(unit)].count("\n") + unit[:m.start()].count("\n") + 1
+                c.bad(path, line, f"`{named[0]}` is said to have {m.group(0).strip()}: it has {has} lines")
+
+
 def check_readme(c):
     """README.md a first page: at most README_MAX_LINES lines, `attention_forward` within its
     first 50, the sequel the last step of "How to read this code"; and each section of the
@@ -672,6 +706,7 @@ def main():
     for d in docs:
         c.check_doc(d)
         c.check_test_table(d)
+        check_line_counts(c, d)
     c.check_step_table()
     if not sys.argv[1:]:
         check_readme(c)

@@ -465,7 +465,7 @@ static inline void dist_layer_done(int l) {
 // - dist_gradients_finish sums those rows alone, packed (at most N·B·T rows).
 // Each element is still one sum of the N processes' final values (a row of the batch: the
 // head's part plus the embedding's, summed on each process first), so on 2 processes the
-// bits are the blocking reduction's. train_step names the tokens (dist_step_tokens): every
+// bits are the blocking reduction's. run_step names the tokens (dist_step_tokens): every
 // process holds the whole step's rows; without them wte waits for the end, as before.
 
 // the tokens of every process's rows in the step's last backward pass (n = N·B·T)
