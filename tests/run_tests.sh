@@ -440,7 +440,7 @@ expect_error "-hf with a block variant (-kv)" "-hf: Hugging Face's GPT-2 cannot 
     ./train_gpt2 -nl 1 -nh 2 -nc 32 -kv 1 -x 1000 -hf "$TMP/hf_no"
 expect_error "-hf with -causal 0" "unmasked attention)" ./train_gpt2 -e $HF/model.safetensors -causal 0 -x 0 -hf "$TMP/hf_no"
 expect_error "-hf into an unwritable directory" "-hf: cannot create directory '$TMP/a_file/no/such'" \
-    ./train_gpt2 -e $HF/model.safetensors -x 1000 -hf "$TMP/a_file/no/such"
+    ./train_gpt2 -e $HF/model.safetensors -t 16 -x 1000 -hf "$TMP/a_file/no/such"
 
 # bad files: one line naming the file and the tensor, a non-zero exit, no huge allocation
 # st_edit IN OUT 'PERL': a copy whose JSON header is rewritten by PERL (on $_); the length is recomputed
