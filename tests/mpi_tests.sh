@@ -166,7 +166,7 @@ expect_mpi_error() {  # name, expected text, then the mpirun arguments
         bad "mpirun, $name: exit $rc, $(cat "$TMP/bad.err")"
     fi
 }
-expect_mpi_error "process 1 cannot open its training file" "process 1 of 2: cannot open '$TMP/nope.bin'" \
+expect_mpi_error "process 1 cannot open its training file" "process 1 of 2: -i '$TMP/nope.bin': No such file" \
     -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" : -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" -i "$TMP/nope.bin"
 expect_mpi_error "a global batch larger than the data" "fewer than one batch of B*T+1 = 1280001 (-b times the processes, -t)" \
     -np 2 ./train_gpt2 "${SMALL[@]}" -b 20000 -x 5 -o ""
