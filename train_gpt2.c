@@ -1755,8 +1755,8 @@ static void hf_check_representable(GPT2Config c, const char* what) {
             "%s-LN, %s, MLP width %d, %s attention): it has as many key/value heads as heads, learned "
             "positions, pre-LN, GELU, MLP width 4C = %d, causal attention", what, c.num_kv_heads,
             c.num_kv_heads == 1 ? "" : "s", c.num_heads, VARIANT_WORDS[0][c.pos_encoding],
-            VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation], ff_channels(c), 4 * c.channels,
-            c.mask ? "unmasked" : "causal");
+            VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation], ff_channels(c),
+            c.mask ? "unmasked" : "causal", 4 * c.channels);
 }
 
 // -hf DIR: DIR/model.safetensors and DIR/config.json
