@@ -1408,15 +1408,18 @@ static void test_kv_cache(const char* model_path) {
 // KV cache against the training forward (and after generate() slides its window), and
 // checkpoints written back byte for byte
 
-typedef struct { const char* name; int NH, NKV, pe, ln, act, mask; } Variant;
+typedef struct { const char* name; int NH, NKV, pe, ln, act, mask, ff; } Variant;  // ff 0: 4C
 static const Variant VARIANTS[] = {
-    {"GPT-2", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL},
-    {"GQA 4 over 2 + RoPE", 4, 2, POS_ROPE, LN_PRE, ACT_GELU, MASK_CAUSAL},
-    {"multi-query + sinusoids", 4, 1, POS_SIN, LN_PRE, ACT_GELU, MASK_CAUSAL},
-    {"post-LN", 4, 4, POS_LEARNED, LN_POST, ACT_GELU, MASK_CAUSAL},
-    {"post-LN + GQA + RoPE, no mask", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_NONE},
-    {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL},
+    {"GPT-2", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 0},
+    {"GQA 4 over 2 + RoPE", 4, 2, POS_ROPE, LN_PRE, ACT_GELU, MASK_CAUSAL, 0},
+    {"multi-query + sinusoids", 4, 1, POS_SIN, LN_PRE, ACT_GELU, MASK_CAUSAL, 0},
+    {"post-LN", 4, 4, POS_LEARNED, LN_POST, ACT_GELU, MASK_CAUSAL, 0},
+    {"post-LN + GQA + RoPE, no mask", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_NONE, 0},
+    {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL, 0},
+    {"-ff 32 (2C, article 003's d_ff)", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 32},
+    {"-ff 24 + post-LN + GQA + RoPE", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_CAUSAL, 24},
 };
+#define FF_VARIANT 6  // -ff 32: the -prec bf16 check
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
 // L=2, C=16, V=11 (padded 16); weights spread wider than GPT-2's 0.02 (as the references'),
@@ -1424,7 +1427,7 @@ static const Variant VARIANTS[] = {
 static void variant_model(GPT2* m, const Variant* v, int maxT, uint64_t seed) {
     GPT2Config c = {.max_seq_len = maxT, .vocab_size = 11, .padded_vocab_size = 16, .num_layers = 2,
                     .num_heads = v->NH, .channels = 16, .num_kv_heads = v->NKV, .pos_encoding = v->pe,
-                    .ln_place = v->ln, .activation = v->act, .mask = v->mask};
+                    .ln_place = v->ln, .activation = v->act, .mask = v->mask, .ff = v->ff};
     gpt2_init_random(m, c, seed);
     uint64_t rng = seed;
     for (size_t i = 0; i < m->num_parameters; i++)
@@ -1523,6 +1526,71 @@ static void test_variant_kv_cache(void) {
         gpt2_free(&m);
     }
     use_threads(threads);
+}
+
+// -ff with -prec bf16: the loss from bf16 operands near float32's (and not equal: they are
+// used), and the KV cache from the bf16 copy of the weights near float32's logits
+static void test_ff_bf16(void) {
+    printf("-- -ff with -prec bf16\n");
+    enum { T = 8 };
+    GPT2 m;
+    variant_model(&m, &VARIANTS[FF_VARIANT], T, 700);
+    int x[T], y[T];
+    uint64_t rng = 77;
+    for (int t = 0; t < T; t++)
+        x[t] = (int)(random_u64(&rng) % 11), y[t] = (int)(random_u64(&rng) % 11);
+    int threads = use_threads(1);
+    double fp32 = model_loss(&m, x, y, 1, T);
+    gemm_precision = GEMM_BF16;
+    double bf16 = model_loss(&m, x, y, 1, T);
+    KVCache a, b;
+    kvcache_init(&a, m.config);
+    kvcache_init(&b, m.config);
+    weights_bf16_sync(&b.bf16, m.params_memory, m.num_parameters, NULL);
+    gemm_precision = GEMM_FP32;
+    float worst = 0.0f, largest = 0.0f;
+    for (int t = 0; t < T; t++) {
+        const float* la = gpt2_forward_token(&m, &a, x[t]);
+        Error e = compare(gpt2_forward_token(&m, &b, x[t]), la, 1, 11, 0);
+        if (!(e.max_abs <= worst)) worst = e.max_abs;
+        if (e.max_ref > largest) largest = e.max_ref;
+    }
+    double rel_loss = fabs(bf16 - fp32) / fp32;
+    check(rel_loss <= 1e-2 && bf16 != fp32 && worst <= 2e-2f * largest && worst > 0.0f,
+          "-ff 32, -prec bf16: loss %.6f vs float32's %.6f (relative %.1e, tolerance 1e-2); KV cache from "
+          "bf16 weights: max |logit - float32's| %.2e, relative to the largest %.1e (tolerance 2e-2)", bf16,
+          fp32, rel_loss, worst, worst / largest);
+    kvcache_free(&a);
+    kvcache_free(&b);
+    gpt2_free(&m);
+    use_threads(threads);
+}
+
+// a -ff model is a variant: written as version 104 with d_ff in slot 13, read back the
+// same; Hugging Face's format refuses it; a model of width 4C keeps slot 13 at 0
+static void test_ff_checkpoint(void) {
+    printf("-- -ff in checkpoints\n");
+    const char* tmp = compat_temp_dir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test_gpt2_ff_%d.bin", tmp, (int)getpid());
+    GPT2 m, back;
+    variant_model(&m, &VARIANTS[FF_VARIANT], 8, 800);
+    gpt2_write_checkpoint(&m, path);
+    int32_t h[256];
+    FILE* f = fopenCheck(path, "rb");
+    fread_check(h, sizeof(int32_t), 256, f, path, "header");
+    fclose(f);
+    gpt2_build_from_checkpoint(&back, path);
+    int same = back.num_parameters == m.num_parameters && ff_channels(back.config) == 32 &&
+               memcmp(back.params_memory, m.params_memory, m.num_parameters * sizeof(float)) == 0;
+    GPT2Config wide = m.config;
+    wide.ff = 4 * wide.channels;  // 4C spelt out: GPT-2 itself
+    check(same && h[1] == CHECKPOINT_VARIANTS && h[13] == 32 && !is_gpt2(m.config) && is_gpt2(wide),
+          "-ff 32: version %d, slot 13 = %d, read back with d_ff %d and the same %zu parameters; -ff 4C "
+          "is GPT-2", h[1], h[13], ff_channels(back.config), m.num_parameters);
+    remove(path);
+    gpt2_free(&m);
+    gpt2_free(&back);
 }
 
 // reading a checkpoint and writing it back gives the same bytes: llm.c's version 3 for
@@ -2694,6 +2762,8 @@ int main(int argc, char** argv) {
         test_variant_gradients();
         test_variant_kv_cache();
         test_checkpoint_bytes(dir);
+        test_ff_bf16();
+        test_ff_checkpoint();
         snprintf(a, sizeof a, "%s/ref_article002.txt", dir);
         test_article_example(a);
         test_errata();

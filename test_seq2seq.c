@@ -3,8 +3,8 @@ test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
 
 1. Finite differences of the whole model's loss, every parameter, on a padded batch
    (sources and targets of different lengths), for pre-/post-LN, GELU/ReLU, learned and
-   sinusoidal positions, with dropout at every site, the embedding scale (-es 1) and the
-   decoder unmasked (-causal 0).
+   sinusoidal positions, with dropout at every site, the embedding scale (-es 1), the
+   decoder unmasked (-causal 0) and MLP widths other than 4C (-ff 2C, article 003's; -ff 12).
 2. Padding invariance: the same pairs padded further (longer Ts and Tt) give the same
    logits at every real position and the same gradients, within float rounding.
 3. The KV-cache decoder (decoder_forward_token) against the training forward's logits
@@ -34,22 +34,26 @@ Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 // ----------------------------------------------------------------------------
 // a small model and a padded batch
 
-typedef struct { const char* name; int pe, ln, act; float dropout; int mask, embed_scale; } Variant;
-static const Variant VARIANTS[] = {
-    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0},
-    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0},
-    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f, MASK_CAUSAL, 0},
-    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL, 0},
-    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f, MASK_CAUSAL, 0},
-    {"pre-LN, GELU, learned, embeddings x sqrt(C)", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 1},
-    {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE, 0},  // -causal 0
+enum { V = 9, MAXT = 8, C = 8, NH = 2 };
+typedef struct { const char* name; int pe, ln, act; float dropout; int mask, embed_scale, ff; } Variant;
+static const Variant VARIANTS[] = {  // ff 0: 4C
+    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0},
+    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 0},
+    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 0},
+    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0},
+    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f, MASK_CAUSAL, 0, 0},
+    {"pre-LN, GELU, learned, embeddings x sqrt(C)", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 1, 0},
+    {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE, 0, 0},  // -causal 0
+    {"post-LN, ReLU, sinusoids, -ff 2C", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 2 * C},  // 003's
+    {"pre-LN, GELU, -ff 12", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 12},
 };
 #define SCALED 5    // the -es 1 variant
 #define UNMASKED 6  // the -causal 0 variant: no KV-cache check (decoding differs)
-static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED};  // padding and checkpoint checks
-static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED};        // the KV-cache checks
+#define FF_2C 7     // article 003's toy layer: d_ff = 2d
+#define FF_12 8
+static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12};  // padding and checkpoints
+static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12};        // the KV-cache checks
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
-enum { V = 9, MAXT = 8, C = 8, NH = 2 };
 
 // 2 + 2 layers (so the memory's gradient sums over two decoder layers); weights drawn
 // larger than GPT-2's 0.02 so that activations are of order 1 (a finite difference then
@@ -58,7 +62,7 @@ static void small_model(Seq2Seq* m, const Variant* v, uint64_t seed) {
     Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 2,
                        .dec_layers = 2, .num_heads = NH, .channels = C, .pos_encoding = v->pe,
                        .ln_place = v->ln, .activation = v->act, .mask = v->mask,
-                       .embed_scale = v->embed_scale};
+                       .embed_scale = v->embed_scale, .ff = v->ff};
     seq2seq_init_random(m, c, seed);
     uint64_t rng = seed * 7 + 1;
     for (size_t i = 0; i < m->num_parameters; i++)
@@ -127,7 +131,7 @@ static uint64_t relu_signs(const Seq2Seq* m) {
         Sublayer u = sublayer(&m->params, c, s);
         if (u.kind != SUB_MLP) continue;
         SublayerActs a = sublayer_acts(m, u, s);
-        int T = u.decoder ? m->Tt : m->Ts, H = 4 * c.channels;
+        int T = u.decoder ? m->Tt : m->Ts, H = s2s_ff(c);
         for (int bt = 0; bt < m->B * T; bt++) {  // real positions only: padding's kinks change nothing
             int real = u.decoder ? m->dec_tgt[bt] >= 0 : bt % T < m->src_len[bt / T];
             for (int i = 0; real && i < H; i++)
@@ -189,7 +193,7 @@ static void test_padding_invariance(void) {
     PairBatch tight, loose;
     make_batch(&tight, &PAIRS, 5, 7);
     make_batch(&loose, &PAIRS, 8, 8);
-    for (int i = 0, k; i < 4 && (k = PADDED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < 6 && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 200 + k);
         gradients(&m, &tight, -1);
@@ -241,7 +245,7 @@ static void test_kv_cache(void) {
     printf("-- the decoder one token at a time (KV cache) against the training forward\n");
     PairBatch pb;
     make_batch(&pb, &PAIRS, 5, 7);
-    for (int i = 0, k; i < 5 && (k = CACHED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < 7 && (k = CACHED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 300 + k);
         DecodeCache dc;
@@ -314,7 +318,7 @@ static int same_file(const char* a, const char* b) {
 static void test_checkpoint(void) {
     printf("-- checkpoints\n");
     compat_mkdir("tests/tmp");
-    for (int i = 0, k; i < 4 && (k = PADDED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < 6 && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m, back;
         small_model(&m, &VARIANTS[k], 400 + k);
         seq2seq_write_checkpoint(&m, "tests/tmp/s2s_a.bin");

@@ -679,7 +679,11 @@ typedef struct {
     int channels;           // C
     int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
     int pos_encoding, ln_place, activation, mask;  // the variants above
+    int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
 } GPT2Config;
+
+// the MLP's hidden width: -ff, or 4C (article 003's toy layer has 2d; the paper 4d)
+static int ff_channels(GPT2Config c) { return c.ff ? c.ff : 4 * c.channels; }
 
 // a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads
 static int qkv_channels(GPT2Config c) { return c.channels + 2 * c.num_kv_heads * (c.channels / c.num_heads); }
@@ -722,9 +726,9 @@ typedef struct {
     float* attprojb; // (L,C)
     float* ln2w;     // (L,C)
     float* ln2b;     // (L,C)
-    float* fcw;      // (L,4C,C)
-    float* fcb;      // (L,4C)
-    float* fcprojw;  // (L,C,4C)
+    float* fcw;      // (L,F,C) F = d_ff, 4C unless -ff
+    float* fcb;      // (L,F)
+    float* fcprojw;  // (L,C,F)
     float* fcprojb;  // (L,C)
     float* lnfw;     // (C)
     float* lnfb;     // (C)
@@ -741,9 +745,10 @@ static const int LAYER_TENSORS[2] = {2, 14};  // ln1w .. fcprojb: (L, ...), one 
 static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     size_t Vp = cfg.padded_vocab_size, C = cfg.channels, maxT = cfg.max_seq_len, L = cfg.num_layers;
     size_t C3 = qkv_channels(cfg), wpe = cfg.pos_encoding == POS_LEARNED ? maxT * C : 0;
+    size_t F = ff_channels(cfg);
     size_t shapes[NUM_PARAMETER_TENSORS] = {
         Vp * C, wpe, L * C, L * C, L * C3 * C, L * C3, L * C * C, L * C,
-        L * C, L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+        L * C, L * C, L * F * C, L * F, L * C * F, L * C, C, C};
     memcpy(sizes, shapes, sizeof shapes);
 }
 
@@ -772,8 +777,8 @@ typedef struct {
     float* ln2;         // (L,B,T,C)
     float* ln2_mean;    // (L,B,T)
     float* ln2_rstd;    // (L,B,T)
-    float* fch;         // (L,B,T,4C) MLP hidden, before GELU (or ReLU)
-    float* fch_act;     // (L,B,T,4C) MLP hidden, after it
+    float* fch;         // (L,B,T,F) MLP hidden, before GELU (or ReLU); F = d_ff
+    float* fch_act;     // (L,B,T,F) MLP hidden, after it
     float* fcproj;      // (L,B,T,C) MLP projection (after residual dropout)
     float* residual3;   // (L,B,T,C) residual2 + MLP branch: the layer's output (pre-LN)
     float* lnf;         // (B,T,C)
@@ -785,10 +790,10 @@ typedef struct {
 
 static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int dropout) {
     size_t C = cfg.channels, NH = cfg.num_heads, L = cfg.num_layers, Vp = cfg.padded_vocab_size;
-    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg);
+    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg), F = ff_channels(cfg);
     size_t s[NUM_ACTIVATION_TENSORS] = {
         BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * C, att, att, dropout ? att : 0,
-        L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * 4 * C, L * BT * 4 * C,
+        L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * F, L * BT * F,
         L * BT * C, L * BT * C, BT * C, BT, BT, BT * Vp, BT * Vp};
     memcpy(sizes, s, sizeof s);
 }
@@ -811,17 +816,17 @@ typedef struct {
     float* dln;         // (B,T,C) gradient of a layernorm's output
     float* datty;       // (B,T,C)
     float* dqkv;        // (B,T,C3)
-    float* dfch;        // (B,T,4C)
-    float* dfch_act;   // (B,T,4C)
+    float* dfch;        // (B,T,F)
+    float* dfch_act;   // (B,T,F)
     float* dlosses;     // (B,T)
     float* losses;      // (B,T) the forward's per-position loss
     float* dsum;        // (B,T,C) post-LN only: the gradient of a residual sum (a layernorm's input)
 } BackwardScratch;
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
-    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST;
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * qkv_channels(cfg), 4 * BT * C,
-                                     4 * BT * C, BT, BT, post * BT * C};
+    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = ff_channels(cfg);
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * qkv_channels(cfg), BT * F, BT * F,
+                                     BT, BT, post * BT * C};
     memcpy(sizes, s, sizeof s);
 }
 
@@ -887,6 +892,8 @@ static void check_config(GPT2Config c, const char* source) {
         die("%s: key/value heads %d must divide the heads %d", source, c.num_kv_heads, c.num_heads);
     if (c.pos_encoding == POS_ROPE && (c.channels / c.num_heads) % 2 != 0)
         die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, c.channels / c.num_heads);
+    if (c.ff < 0 || c.ff > 1 << 18)
+        die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
     if ((unsigned)c.pos_encoding > POS_SIN || (unsigned)c.ln_place > LN_POST ||
         (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
         die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
@@ -915,17 +922,18 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
 // stay 0.
 void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
     if (config.num_kv_heads == 0) config.num_kv_heads = config.num_heads;
-    check_config(config, "the fresh model (-nl, -nh, -nc, -mt, -kv)");
+    if (config.ff == 4 * config.channels) config.ff = 0;  // GPT-2's width: one spelling of it
+    check_config(config, "the fresh model (-nl, -nh, -nc, -mt, -kv, -ff)");
     gpt2_allocate_parameters(model, config);
     ParameterTensors p = model->params;
-    size_t C = config.channels, L = config.num_layers;
+    size_t C = config.channels, L = config.num_layers, F = ff_channels(config);
     memset(model->params_memory, 0, model->num_parameters * sizeof(float));
     uint64_t rng = splitmix64(seed);
     float residual_std = 0.02f / sqrtf(2.0f * L);
     struct { float* t; size_t n; float std; } normal_init[] = {
         {p.wte, (size_t)config.vocab_size * C, 0.02f}, {p.wpe, model->param_sizes[1], 0.02f},
         {p.qkvw, model->param_sizes[4], 0.02f}, {p.attprojw, L * C * C, residual_std},
-        {p.fcw, L * 4 * C * C, 0.02f}, {p.fcprojw, L * C * 4 * C, residual_std}};
+        {p.fcw, L * F * C, 0.02f}, {p.fcprojw, L * C * F, residual_std}};
     for (size_t k = 0; k < sizeof normal_init / sizeof normal_init[0]; k++)
         for (size_t i = 0; i < normal_init[k].n; i++)
             normal_init[k].t[i] = normal_init[k].std * random_normal(&rng);
@@ -939,7 +947,7 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 
 // llm.c's checkpoint (doc/formats.md): a 256-int header with the shape, then every parameter.
 // A model with a block variant is written as version 104, which llm.c refuses (it reads
-// only 3), so it never misreads one; the variant settings are in the spare slots 8-12, and
+// only 3), so it never misreads one; the variant settings are in the spare slots 8-13, and
 // slot 255 holds a checksum (CRC-32C). Version 103, the same without the checksum, is read.
 // GPT-2 itself stays llm.c's version 3, byte for byte, with no checksum: llm.c's readers
 // accept only 3 (and its slots are llm.c's to give).
@@ -950,7 +958,7 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 
 static int is_gpt2(GPT2Config c) {
     return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
-           c.activation == ACT_GELU && c.mask == MASK_CAUSAL;
+           c.activation == ACT_GELU && c.mask == MASK_CAUSAL && ff_channels(c) == 4 * c.channels;
 }
 
 // weights that are nan or inf are refused on load and before every export: they would
@@ -987,8 +995,8 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
                     .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
     if (variants) {
         c.num_kv_heads = h[8]; c.pos_encoding = h[9]; c.ln_place = h[10];
-        c.activation = h[11]; c.mask = h[12];
-        check_unused_slots(path, h, 13, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
+        c.activation = h[11]; c.mask = h[12]; c.ff = h[13];  // 0: 4C (version 103 and older 104 files)
+        check_unused_slots(path, h, 14, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
     }
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
@@ -1013,7 +1021,7 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
     if (!is_gpt2(c)) {  // GPT-2 itself stays llm.c's version 3, byte for byte
         h[1] = CHECKPOINT_VARIANTS;
         h[8] = c.num_kv_heads; h[9] = c.pos_encoding; h[10] = c.ln_place;
-        h[11] = c.activation; h[12] = c.mask;
+        h[11] = c.activation; h[12] = c.mask; h[13] = ff_channels(c) == 4 * c.channels ? 0 : c.ff;
         h[255] = (int32_t)crc32c_update(header_checksum(h), model->params_memory,
                                         model->num_parameters * sizeof(float));
     }
@@ -1069,10 +1077,10 @@ typedef struct {
 } LayerParams;
 
 static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
-    size_t C = c.channels, C3 = qkv_channels(c);
+    size_t C = c.channels, C3 = qkv_channels(c), F = ff_channels(c);
     LayerParams lp = {p.ln1w + l * C, p.ln1b + l * C, p.qkvw + l * C3 * C, p.qkvb + l * C3,
                       p.attprojw + l * C * C, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
-                      p.fcw + l * 4 * C * C, p.fcb + l * 4 * C, p.fcprojw + l * 4 * C * C, p.fcprojb + l * C};
+                      p.fcw + l * F * C, p.fcb + l * F, p.fcprojw + l * F * C, p.fcprojb + l * C};
     return lp;
 }
 
@@ -1090,14 +1098,14 @@ static float* block_output(const GPT2* model, int l, int B, int T) {
 static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
     const ActivationTensors* a = &model->acts;
     size_t C = model->config.channels, NH = model->config.num_heads, BT = (size_t)B * T;
-    size_t att = NH * BT * T, C3 = qkv_channels(model->config);
+    size_t att = NH * BT * T, C3 = qkv_channels(model->config), F = ff_channels(model->config);
     LayerActs la = {
         l == 0 ? a->encoded : block_output(model, l - 1, B, T),
         a->ln1 + l * BT * C, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, a->qkv + l * BT * C3,
         a->atty + l * BT * C, a->att_scores + l * att, a->att_probs + l * att,
         a->att_dropped ? a->att_dropped + l * att : NULL,
         a->attproj + l * BT * C, a->residual2 + l * BT * C, a->ln2 + l * BT * C, a->ln2_mean + l * BT,
-        a->ln2_rstd + l * BT, a->fch + l * BT * 4 * C, a->fch_act + l * BT * 4 * C,
+        a->ln2_rstd + l * BT, a->fch + l * BT * F, a->fch_act + l * BT * F,
         a->fcproj + l * BT * C, a->residual3 + l * BT * C};
     return la;
 }
@@ -1136,10 +1144,11 @@ static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T
     LayerParams w = layer_params(model->params, c, l);
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-    matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, 4 * C);
-    if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * 4 * C);
-    else gelu_forward(a.fch_act, a.fch, (size_t)BT * 4 * C);
-    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, w.fcprojb, BT, 4 * C, C);
+    int F = ff_channels(c);  // d_ff: only the shapes depend on it
+    matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, F);
+    if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * F);
+    else gelu_forward(a.fch_act, a.fch, (size_t)BT * F);
+    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, w.fcprojb, BT, F, C);
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
 }
 
@@ -1231,10 +1240,11 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     BackwardScratch* s = &model->scratch;
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
-    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, 4 * C, C, gw);
-    if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
-    else gelu_backward(s->dfch, a.fch, s->dfch_act, 4 * BTC);
-    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, 4 * C, gw);
+    int F = ff_channels(c);  // d_ff: the same steps as with 4C, other shapes
+    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C, gw);
+    if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
+    else gelu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
+    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
 }
 
 static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
@@ -1549,7 +1559,8 @@ void kvcache_init(KVCache* kv, GPT2Config c) {
     kv->keys = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     kv->values = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     float** ptrs[] = {&kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch, &kv->att, &kv->logits};
-    size_t sizes[] = {C, C, qkv_channels(c), C, C, 4 * C, c.num_heads * maxT, c.padded_vocab_size}, n = 8;
+    size_t sizes[] = {C, C, qkv_channels(c), C, C, ff_channels(c), c.num_heads * maxT, c.padded_vocab_size};
+    size_t n = 8;
     kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
     kv->tokens = mallocCheck(maxT * sizeof(int));
     kv->pos = 0, kv->bf16 = (WeightsBF16){0};
@@ -1602,7 +1613,7 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
     int C = c.channels, NH = c.num_heads, NKV = c.num_kv_heads, hs = C / NH, C3 = qkv_channels(c);
-    int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST;
+    int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST, F = ff_channels(c);
     if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
     if (token < 0 || token >= c.vocab_size)
         die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
@@ -1627,10 +1638,10 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
-        matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, 4 * C);
-        if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, 4 * C);
-        else gelu_forward(kv->fch, kv->fch, 4 * C);
-        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, w.fcprojb, 4 * C, C);
+        matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
+        if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, F);
+        else gelu_forward(kv->fch, kv->fch, F);
+        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, w.fcprojb, F, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
     }
@@ -1741,10 +1752,11 @@ void gpt2_build_from_file(GPT2* model, const char* path) {
 static void hf_check_representable(GPT2Config c, const char* what) {
     if (!is_gpt2(c))
         die("%s: Hugging Face's GPT-2 cannot hold this model (%d key/value head%s of %d, positions %s, "
-            "%s-LN, %s, %s attention): it has as many key/value heads as heads, learned positions, pre-LN, "
-            "GELU, causal attention", what, c.num_kv_heads, c.num_kv_heads == 1 ? "" : "s", c.num_heads,
-            VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
-            c.mask ? "unmasked" : "causal");
+            "%s-LN, %s, MLP width %d, %s attention): it has as many key/value heads as heads, learned "
+            "positions, pre-LN, GELU, MLP width 4C = %d, causal attention", what, c.num_kv_heads,
+            c.num_kv_heads == 1 ? "" : "s", c.num_heads, VARIANT_WORDS[0][c.pos_encoding],
+            VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation], ff_channels(c),
+            c.mask ? "unmasked" : "causal", 4 * c.channels);
 }
 
 // -hf DIR: DIR/model.safetensors and DIR/config.json
@@ -1810,6 +1822,7 @@ void setup_model(const Options* o, Run* r) {
         int* settings[5] = {&fresh.pos_encoding, &fresh.ln_place, &fresh.activation, &fresh.num_kv_heads,
                             &fresh.mask};
         apply_variant_flags(o, settings, 1, "", fresh.num_heads, fresh.channels);
+        fresh.ff = o->ff;  // 0: 4C
         gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
     }
     GPT2Config* mc = &r->model.config;  // a loaded model: the flags must agree with it (-causal may switch)
@@ -1817,7 +1830,8 @@ void setup_model(const Options* o, Run* r) {
     const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
     if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
     if (!is_fresh || o->init[0])  // a loaded model, or llm.c's descriptor (d12...): its shape, not -nl ...
-        check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len);
+        check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len,
+                          ff_channels(*mc));
     GPT2Config c = r->model.config;
     // a loaded model's tokenizer: -tok, or by default the one of its vocabulary (GPT-2's 50257 tokens)
     int gpt2_vocab = default_tokenizer && c.vocab_size == 50257;
@@ -1865,6 +1879,8 @@ void setup_model(const Options* o, Run* r) {
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
            r->model.num_parameters / 1e6, o->precision, GEMM_PRODUCTS_NAME);
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
+    if (ff_channels(c) != 4 * c.channels)
+        printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);
 }
 
 // sampler, KV cache and the prompt (the end-of-text token when there is none)

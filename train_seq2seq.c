@@ -52,7 +52,11 @@ typedef struct {
                             //   an experiment: in training each position reads what it predicts)
     int embed_scale;        // 1 (-es 1): token embeddings times sqrt(C) on the way in, not in the
                             //   tied head (the original Transformer's; doc/errata.md E15)
+    int ff;                 // d_ff: the MLPs' hidden width (-ff); 0 = 4C (article 003's toy layer: 2d)
 } Seq2SeqConfig;
+
+// the MLPs' hidden width F: -ff, or 4C
+static int s2s_ff(Seq2SeqConfig c) { return c.ff ? c.ff : 4 * c.channels; }
 
 // all parameters, in the checkpoint's order. L.. arrays hold one slice per layer.
 #define NUM_S2S_PARAMETERS 38
@@ -68,9 +72,9 @@ typedef struct {
     float* e_attprojb; // (Le,C)
     float* e_ln2w;     // (Le,C)
     float* e_ln2b;     // (Le,C)
-    float* e_fcw;      // (Le,4C,C)
-    float* e_fcb;      // (Le,4C)
-    float* e_fcprojw;  // (Le,C,4C)
+    float* e_fcw;      // (Le,F,C) F = d_ff, 4C unless -ff
+    float* e_fcb;      // (Le,F)
+    float* e_fcprojw;  // (Le,C,F)
     float* e_fcprojb;  // (Le,C)
     float* enc_lnfw;   // (C) the encoder's final layernorm: its output is the memory
     float* enc_lnfb;   // (C)
@@ -91,9 +95,9 @@ typedef struct {
     float* d_xprojb;   // (Ld,C)
     float* d_ln2w;     // (Ld,C)
     float* d_ln2b;     // (Ld,C)
-    float* d_fcw;      // (Ld,4C,C)
-    float* d_fcb;      // (Ld,4C)
-    float* d_fcprojw;  // (Ld,C,4C)
+    float* d_fcw;      // (Ld,F,C)
+    float* d_fcb;      // (Ld,F)
+    float* d_fcprojw;  // (Ld,C,F)
     float* d_fcprojb;  // (Ld,C)
     float* lnfw;       // (C) the decoder's final layernorm
     float* lnfb;       // (C)
@@ -111,15 +115,15 @@ static const int S2S_DECAYS[NUM_S2S_PARAMETERS] = {
     0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 
 static void s2s_parameter_sizes(size_t* sizes, Seq2SeqConfig c) {
-    size_t Vp = c.padded_vocab_size, C = c.channels, Le = c.enc_layers, Ld = c.dec_layers;
+    size_t Vp = c.padded_vocab_size, C = c.channels, Le = c.enc_layers, Ld = c.dec_layers, F = s2s_ff(c);
     size_t wpe = c.pos_encoding == POS_LEARNED ? (size_t)c.max_seq_len * C : 0;
     size_t s[NUM_S2S_PARAMETERS] = {
         Vp * C, wpe,
         Le * C, Le * C, Le * 3 * C * C, Le * 3 * C, Le * C * C, Le * C,
-        Le * C, Le * C, Le * 4 * C * C, Le * 4 * C, Le * 4 * C * C, Le * C, C, C,
+        Le * C, Le * C, Le * F * C, Le * F, Le * C * F, Le * C, C, C,
         Ld * C, Ld * C, Ld * 3 * C * C, Ld * 3 * C, Ld * C * C, Ld * C,
         Ld * C, Ld * C, Ld * C * C, Ld * C, Ld * 2 * C * C, Ld * 2 * C, Ld * C * C, Ld * C,
-        Ld * C, Ld * C, Ld * 4 * C * C, Ld * 4 * C, Ld * 4 * C * C, Ld * C, C, C};
+        Ld * C, Ld * C, Ld * F * C, Ld * F, Ld * C * F, Ld * C, C, C};
     memcpy(sizes, s, sizeof s);
 }
 
@@ -160,8 +164,8 @@ typedef struct {
     float* att_scores;  // (A,B,NH,T,T) of which (B,NH,Tq,Tk) are used
     float* att_probs;   // (A,B,NH,T,T)
     float* att_dropped; // (A,B,NH,T,T), NULL without dropout
-    float* fch;         // (M,B,T,4C) MLP sites: hidden before the non-linearity
-    float* fch_act;     // (M,B,T,4C) and after it
+    float* fch;         // (M,B,T,F) MLP sites: hidden before the non-linearity
+    float* fch_act;     // (M,B,T,F) and after it
     float* memory;      // (B,T,C) the encoder's output (its final layernorm), read by every
                         //   decoder layer's cross-attention
     float* memory_mean; // (B,T)
@@ -175,10 +179,11 @@ typedef struct {
 
 static void s2s_activation_sizes(size_t* sizes, Seq2SeqConfig c, int B, int dropout) {
     size_t C = c.channels, BT = (size_t)B * c.max_seq_len, S = num_sublayers(c), A = num_att_sites(c);
-    size_t M = num_mlp_sites(c), att = A * B * c.num_heads * (size_t)c.max_seq_len * c.max_seq_len;
+    size_t M = num_mlp_sites(c) * (size_t)s2s_ff(c);  // the MLP sites' hidden values per position
+    size_t att = A * B * c.num_heads * (size_t)c.max_seq_len * c.max_seq_len;
     size_t s[NUM_S2S_ACTIVATIONS + 1] = {
         BT * C, BT * C, S * BT * C, S * BT, S * BT, S * BT * C, S * BT * C, A * BT * 3 * C, A * BT * C,
-        att, att, dropout ? att : 0, M * BT * 4 * C, M * BT * 4 * C, BT * C, BT, BT, BT * C, BT, BT,
+        att, att, dropout ? att : 0, M * BT, M * BT, BT * C, BT, BT, BT * C, BT, BT,
         BT * c.padded_vocab_size, BT * c.padded_vocab_size};
     memcpy(sizes, s, sizeof s);
 }
@@ -192,8 +197,8 @@ typedef struct {
     float* dsum;      // (B,T,C) post-LN: the gradient of a residual sum
     float* datty;     // (B,T,C)
     float* dqkv;      // (B,T,3C) as qkv: cross-attention's dQ, then dK,dV at offset B T C
-    float* dfch;      // (B,T,4C)
-    float* dfch_act;  // (B,T,4C)
+    float* dfch;      // (B,T,F)
+    float* dfch_act;  // (B,T,F)
     float* dmemory;   // (B,T,C) the memory's gradient: the sum over the decoder layers
     float* dmemory_l; // (B,T,C) one decoder layer's part of it
     float* losses;    // (B,T) the forward's per-position loss (0 where no target)
@@ -240,6 +245,8 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
         c.channels > 1 << 14 || c.enc_layers > 256 || c.dec_layers > 256 || c.max_seq_len > 4096)
         die("%s: model shape out of range (V %d, Vp %d, C %d, Le %d, Ld %d, maxT %d)", source, c.vocab_size,
             c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
+    if (c.ff < 0 || c.ff > 1 << 18)
+        die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
     if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
         (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE || (unsigned)c.embed_scale > 1)
         die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
@@ -265,7 +272,8 @@ static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
 // projections into the residual stream scaled by 1/sqrt(2L) for a stack of L layers,
 // biases 0, layernorm weights 1, padding rows of wte 0
 void seq2seq_init_random(Seq2Seq* m, Seq2SeqConfig c, uint64_t seed) {
-    s2s_check_config(c, "the fresh model (-nl, -nle, -nld, -nh, -nc, -mt)");
+    if (c.ff == 4 * c.channels) c.ff = 0;  // the default width: one spelling of it
+    s2s_check_config(c, "the fresh model (-nl, -nle, -nld, -nh, -nc, -mt, -ff)");
     s2s_allocate_parameters(m, c);
     memset(m->params_memory, 0, m->num_parameters * sizeof(float));
     Seq2SeqParams p = m->params;
@@ -302,7 +310,8 @@ static void s2s_allocate_activations(Seq2Seq* m, int B) {
     s2s_activation_sizes(sizes, c, B, dropout);
     m->acts_memory = point_fields(&m->acts, NUM_S2S_ACTIVATIONS + 1,
         alignedMallocCheck(sum_sizes(sizes, NUM_S2S_ACTIVATIONS + 1) * sizeof(float)), sizes);
-    size_t s[NUM_S2S_SCRATCH] = {BT * C, BT * C, BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, BT * 4 * C,
+    size_t F = s2s_ff(c);
+    size_t s[NUM_S2S_SCRATCH] = {BT * C, BT * C, BT * C, BT * C, BT * C, BT * 3 * C, BT * F, BT * F,
                                  BT * C, BT * C, BT, BT};
     m->scratch_memory = point_fields(&m->scratch, NUM_S2S_SCRATCH,
         alignedMallocCheck(sum_sizes(s, NUM_S2S_SCRATCH) * sizeof(float)), s);
@@ -331,14 +340,14 @@ typedef struct {
     int layer;        // its layer in its stack
     int site;         // its attention site (SUB_SELF, SUB_CROSS) or MLP site (SUB_MLP)
     float *lnw, *lnb; // (C) its layernorm
-    float *w1, *b1;   // the branch's first matmul: qkvw (3C,C), xqw (C,C) or fcw (4C,C); bias
-    float *w2, *b2;   // its last: attprojw (C,C), xprojw (C,C) or fcprojw (C,4C); bias
+    float *w1, *b1;   // the branch's first matmul: qkvw (3C,C), xqw (C,C) or fcw (F,C); bias
+    float *w2, *b2;   // its last: attprojw (C,C), xprojw (C,C) or fcprojw (C,F); bias
     float *wkv, *bkv; // cross-attention: xkvw (2C,C), xkvb (2C); otherwise NULL
 } Sublayer;
 
 // sublayer s's slices of the parameters p (or of their gradients, the same layout)
 static Sublayer sublayer(const Seq2SeqParams* p, Seq2SeqConfig c, int s) {
-    size_t C = c.channels;
+    size_t C = c.channels, F = s2s_ff(c);
     Sublayer u = {0};
     u.decoder = s >= 2 * c.enc_layers;
     int r = u.decoder ? s - 2 * c.enc_layers : s;
@@ -350,8 +359,8 @@ static Sublayer sublayer(const Seq2SeqParams* p, Seq2SeqConfig c, int s) {
         float *lnw = u.decoder ? p->d_ln2w : p->e_ln2w, *lnb = u.decoder ? p->d_ln2b : p->e_ln2b;
         float *fcw = u.decoder ? p->d_fcw : p->e_fcw, *fcb = u.decoder ? p->d_fcb : p->e_fcb;
         float *pw = u.decoder ? p->d_fcprojw : p->e_fcprojw, *pb = u.decoder ? p->d_fcprojb : p->e_fcprojb;
-        u.lnw = lnw + l * C; u.lnb = lnb + l * C; u.w1 = fcw + l * 4 * C * C; u.b1 = fcb + l * 4 * C;
-        u.w2 = pw + l * 4 * C * C; u.b2 = pb + l * C;
+        u.lnw = lnw + l * C; u.lnb = lnb + l * C; u.w1 = fcw + l * F * C; u.b1 = fcb + l * F;
+        u.w2 = pw + l * F * C; u.b2 = pb + l * C;
     } else if (u.kind == SUB_SELF) {
         u.site = u.decoder ? c.enc_layers + 2 * u.layer : u.layer;
         float *lnw = u.decoder ? p->d_ln1w : p->e_ln1w, *lnb = u.decoder ? p->d_ln1b : p->e_ln1b;
@@ -385,8 +394,8 @@ static SublayerActs sublayer_acts(const Seq2Seq* m, Sublayer u, int s) {
     SublayerActs sa = {a->ln + s * BT * C, a->ln_mean + s * BT, a->ln_rstd + s * BT, a->branch + s * BT * C,
                        a->res + s * BT * C, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     if (u.kind == SUB_MLP) {
-        sa.fch = a->fch + site * BT * 4 * C;
-        sa.fch_act = a->fch_act + site * BT * 4 * C;
+        sa.fch = a->fch + site * BT * s2s_ff(c);
+        sa.fch_act = a->fch_act + site * BT * s2s_ff(c);
     } else {
         sa.qkv = a->qkv + site * BT * 3 * C;
         sa.atty = a->atty + site * BT * C;
@@ -446,11 +455,12 @@ static void branch_forward(Seq2Seq* m, int s, const float* in) {
     int C = c.channels, rows = m->B * (w.decoder ? m->Tt : m->Ts);
     DropoutMask att_drop = s2s_dropout(m, s, DROP_ATT_PROBS);
     DropoutMask out_drop = s2s_dropout(m, s, w.kind == SUB_MLP ? DROP_MLP_OUT : DROP_ATT_OUT);
-    if (w.kind == SUB_MLP) {  // fcproj(act(fc(in)))
-        matmul_forward(a.fch, in, w.w1, w.b1, rows, C, 4 * C);
-        if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)rows * 4 * C);
-        else gelu_forward(a.fch_act, a.fch, (size_t)rows * 4 * C);
-        matmul_forward(a.branch, a.fch_act, w.w2, w.b2, rows, 4 * C, C);
+    if (w.kind == SUB_MLP) {  // fcproj(act(fc(in))), hidden width F
+        int F = s2s_ff(c);
+        matmul_forward(a.fch, in, w.w1, w.b1, rows, C, F);
+        if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)rows * F);
+        else gelu_forward(a.fch_act, a.fch, (size_t)rows * F);
+        matmul_forward(a.branch, a.fch_act, w.w2, w.b2, rows, F, C);
     } else {
         const float* kv = a.qkv + C;  // self-attention: K,V follow Q in each fused row
         if (w.kind == SUB_SELF) {
@@ -623,11 +633,12 @@ static void branch_backward(Seq2Seq* m, int s, const float* in, const float* dou
     DropoutMask att_drop = s2s_dropout(m, s, DROP_ATT_PROBS);
     DropoutMask out_drop = s2s_dropout(m, s, w.kind == SUB_MLP ? DROP_MLP_OUT : DROP_ATT_OUT);
     const float* dbranch = dropout_grad(g->dbranch, dout, (size_t)rows * C, &out_drop);
-    if (w.kind == SUB_MLP) {
-        matmul_backward(g->dfch_act, dw.w2, dw.b2, dbranch, a.fch_act, w.w2, rows, 4 * C, C, GRAD_ADD);
-        if (c.activation == ACT_RELU) relu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * 4 * C);
-        else gelu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * 4 * C);
-        matmul_backward(g->dln, dw.w1, dw.b1, g->dfch, in, w.w1, rows, C, 4 * C, GRAD_ADD);
+    if (w.kind == SUB_MLP) {  // the same steps for any width F
+        int F = s2s_ff(c);
+        matmul_backward(g->dfch_act, dw.w2, dw.b2, dbranch, a.fch_act, w.w2, rows, F, C, GRAD_ADD);
+        if (c.activation == ACT_RELU) relu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * F);
+        else gelu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * F);
+        matmul_backward(g->dln, dw.w1, dw.b1, g->dfch, in, w.w1, rows, C, F, GRAD_ADD);
         return;
     }
     matmul_backward(g->datty, dw.w2, dw.b2, dbranch, a.atty, w.w2, rows, C, C, GRAD_ADD);
@@ -772,7 +783,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
 // Slots (doc/formats.md): 2 maxT, 3 V, 4 Le, 5 NH, 6 C, 7 Vp, 8 key/value heads (= NH),
 // 9 positions, 10 layernorm, 11 activation (train_gpt2.c's numbering of the variants),
 // 12 mask (0: the decoder's self-attention is causal; 1: none, -causal 0), 13 Ld, 14 embedding
-// scale (0: none; 1: token embeddings times sqrt(C), -es 1).
+// scale (0: none; 1: token embeddings times sqrt(C), -es 1), 15 d_ff (0: 4C; -ff).
 
 void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     char tmp[4096];
@@ -782,7 +793,7 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     h[0] = CHECKPOINT_MAGIC; h[1] = CHECKPOINT_SEQ2SEQ; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = c.mask;
-    h[13] = c.dec_layers; h[14] = c.embed_scale;
+    h[13] = c.dec_layers; h[14] = c.embed_scale; h[15] = s2s_ff(c) == 4 * c.channels ? 0 : c.ff;
     h[255] = (int32_t)crc32c_update(header_checksum(h), m->params_memory, m->num_parameters * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
@@ -802,11 +813,11 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     Seq2SeqConfig c = {.max_seq_len = h[2], .vocab_size = h[3], .enc_layers = h[4], .num_heads = h[5],
                        .channels = h[6], .padded_vocab_size = h[7], .pos_encoding = h[9], .ln_place = h[10],
                        .activation = h[11], .mask = h[12], .dec_layers = h[13],
-                       .embed_scale = h[14]};
+                       .embed_scale = h[14], .ff = h[15]};
     s2s_check_config(c, path);
     if (h[8] != h[5])
         die("'%s': key/value heads %d (must equal the heads %d) not supported", path, h[8], h[5]);
-    check_unused_slots(path, h, 15, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
+    check_unused_slots(path, h, 16, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
@@ -836,8 +847,8 @@ typedef struct {
     float* qkv;        // (B,3C) the new positions' Q,K,V (cross-attention: Q in (B,C))
     float* atty;       // (B,C)
     float* proj;       // (B,C) a branch's output
-    float* fch;        // (B,4C)
-    float* fch_act;    // (B,4C)
+    float* fch;        // (B,F)
+    float* fch_act;    // (B,F)
     float* scores;     // (B,NH,maxT) the new queries' scores
     float* probs;      // (B,NH,maxT)
     float* mean;       // (B) layernorm statistics (not needed after)
@@ -850,8 +861,9 @@ void decode_cache_init(DecodeCache* dc, Seq2SeqConfig c, int batch) {
     size_t B = (size_t)batch, C = c.channels, Ld = c.dec_layers, T = c.max_seq_len, NH = c.num_heads;
     float** ptrs[] = {&dc->self_kv, &dc->cross_kv, &dc->x, &dc->ln, &dc->qkv, &dc->atty, &dc->proj,
                       &dc->fch, &dc->fch_act, &dc->scores, &dc->probs, &dc->mean, &dc->rstd, &dc->logits};
+    size_t F = s2s_ff(c);
     size_t sizes[] = {Ld * B * T * 2 * C, Ld * B * T * 2 * C, B * C, B * C, B * 3 * C, B * C, B * C,
-                      B * 4 * C, B * 4 * C, B * NH * T, B * NH * T, B, B, B * (size_t)c.padded_vocab_size};
+                      B * F, B * F, B * NH * T, B * NH * T, B, B, B * (size_t)c.padded_vocab_size};
     int n = sizeof sizes / sizeof sizes[0];
     dc->buffers = point_tensors(ptrs, n, alignedCallocCheck(sum_sizes(sizes, n), sizeof(float)), sizes);
     dc->src_len = mallocCheck(B * sizeof(int));
@@ -883,10 +895,11 @@ static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float*
     int B = dc->B, C = c.channels, NH = c.num_heads, maxT = c.max_seq_len, pos = dc->pos;
     size_t slot = (size_t)w.layer * dc->capacity * maxT * 2 * C;  // this layer's part of a K,V cache
     if (w.kind == SUB_MLP) {
-        matmul_forward(dc->fch, in, w.w1, w.b1, B, C, 4 * C);
-        if (c.activation == ACT_RELU) relu_forward(dc->fch_act, dc->fch, (size_t)B * 4 * C);
-        else gelu_forward(dc->fch_act, dc->fch, (size_t)B * 4 * C);
-        matmul_forward(dc->proj, dc->fch_act, w.w2, w.b2, B, 4 * C, C);
+        int F = s2s_ff(c);
+        matmul_forward(dc->fch, in, w.w1, w.b1, B, C, F);
+        if (c.activation == ACT_RELU) relu_forward(dc->fch_act, dc->fch, (size_t)B * F);
+        else gelu_forward(dc->fch_act, dc->fch, (size_t)B * F);
+        matmul_forward(dc->proj, dc->fch_act, w.w2, w.b2, B, F, C);
         return;
     }
     if (w.kind == SUB_SELF) {  // cache K,V of the new position, then one query against pos+1 keys
@@ -1115,6 +1128,7 @@ typedef struct {
     int max_steps, val_every, checkpoint_every;     // -x -v -n
     int resume;                                     // -y
     int layers, enc_layers, dec_layers, heads, channels, max_seq_len;  // -nl -nle -nld -nh -nc -mt
+    int ff;                                         // -ff: the MLPs' width d_ff; 0 = 4C
     float grad_clip;                                // -gc
     long long seed;                                 // -sd
     float dropout, beta1, beta2, eps;               // -dr -b1 -b2 -ae
@@ -1152,6 +1166,8 @@ static const Flag S2S_FLAGS[] = {
     {"-nh", 'i', S2S_OPT(heads), "fresh model: heads", NULL, NULL},
     {"-nc", 'i', S2S_OPT(channels), "fresh model: channels", NULL, NULL},
     {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT", "the longest source or target + 1", NULL},
+    {"-ff", 'i', S2S_OPT(ff), "fresh model: the MLPs' hidden width d_ff (article 003's toy: 2C)",
+     "4C (4 x -nc)", NULL},
     {"-gc", 'f', S2S_OPT(grad_clip), "clip the global gradient norm to this (0 = off)", NULL, NULL},
     {"-sd", 'L', S2S_OPT(seed), "seed: initialisation, dropout, shuffling, sampling", NULL, NULL},
     {"-dr", 'f', S2S_OPT(dropout), "dropout probability, 0 <= p < 1 (training only)", NULL, NULL},
@@ -1199,11 +1215,15 @@ S2SOptions s2s_parse_args(int argc, char** argv) {
     S2SOptions o = s2s_default_options();
     print_usage_to = s2s_print_usage;
     parse_flag_table(S2S_FLAGS, NUM_S2S_FLAGS, &o, argc, argv);
+    int ff_given = 0;  // -ff 0 is refused, while 0 is the default (4C): was it on the command line?
+    for (int i = 1; i + 1 < argc; i += 2)  // (parse_flag_table took every flag with one value)
+        ff_given |= strcmp(argv[i], "-ff") == 0;
     RangeCheck checks[] = {  // util/cli.h: the flags train_gpt2 has too, then ours
         COMMON_RANGE_CHECKS(o), {o.max_steps < 0, "-x (steps) must be >= 0"},
         {o.val_every < 0, "-v must be >= 0"},
         {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
         {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
+        {o.ff < 0 || (o.ff == 0 && ff_given) || o.ff > FF_MAX, "-ff (MLP width) must be in 1.." FF_MAX_TEXT},
         {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
         {o.freeze_encoder < 0 || o.freeze_encoder > 1, "-fe must be 1 or 0"},
@@ -1268,7 +1288,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
                            .padded_vocab_size = (ps->vocab_size + 127) / 128 * 128,
                            .enc_layers = o->enc_layers ? o->enc_layers : o->layers,
                            .dec_layers = o->dec_layers ? o->dec_layers : o->layers, .num_heads = o->heads,
-                           .channels = o->channels, .embed_scale = o->embed_scale == 1};
+                           .channels = o->channels, .embed_scale = o->embed_scale == 1, .ff = o->ff};
         int* settings[3] = {&c.pos_encoding, &c.ln_place, &c.activation};
         for (int k = 0; k < 3; k++)
             if (o->variant[k] >= 0) *settings[k] = o->variant[k];
@@ -1280,6 +1300,9 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
         if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->resume_step >= 0 || o->init[0]))
             usage_error("%s: the loaded model was built otherwise; a block variant is chosen when a model is "
                         "created", VARIANT_FLAGS[k]);
+    if (o->ff && o->ff != s2s_ff(c))  // only a loaded model can differ: a fresh one took -ff
+        usage_error("-ff %d: the model in '%s' has d_ff=%d; its shape is its own (leave -ff out, or start a "
+                    "fresh model)", o->ff, r->last_checkpoint[0] ? r->last_checkpoint : o->init, s2s_ff(c));
     if (o->embed_scale >= 0 && o->embed_scale != c.embed_scale)
         usage_error("-es: the loaded model was built %s the embedding scale; it is chosen when a model is "
                     "created", c.embed_scale ? "with" : "without");
@@ -1295,6 +1318,8 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
            c.padded_vocab_size, r->model.num_parameters / 1e6);
     printf("block: positions %s, %s-LN, %s\n", VARIANT_WORDS[0][c.pos_encoding], VARIANT_WORDS[1][c.ln_place],
            VARIANT_WORDS[2][c.activation]);
+    if (s2s_ff(c) != 4 * c.channels)
+        printf("MLP: hidden width d_ff = %d (-ff), not 4C = %d\n", s2s_ff(c), 4 * c.channels);
     if (c.embed_scale) printf("token embeddings times sqrt(C) = %.2f on the way in (-es 1)\n",
                               sqrtf(c.channels));
     if (c.mask == MASK_NONE)

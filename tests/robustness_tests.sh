@@ -196,7 +196,7 @@ fi
 expect_error "a missing -i names its flag" "-i '$R/no_such.bin': No such file" ./train_gpt2 -i "$R/no_such.bin" -x 1 -o ""
 expect_error "a missing -j names its flag" "-j '$R/no_such.bin': No such file" ./train_gpt2 -j "$R/no_such.bin" -x 1 -o ""
 expect_error "a missing -e names its flag" "-e '$R/no_such.bin': No such file" ./train_gpt2 -e "$R/no_such.bin" -x 0
-expect_error "a fresh model's shape out of range names its flags" "the fresh model (-nl, -nh, -nc, -mt, -kv): model shape out of range" \
+expect_error "a fresh model's shape out of range names its flags" "the fresh model (-nl, -nh, -nc, -mt, -kv, -ff): model shape out of range" \
     ./train_gpt2 -nc 100000 -x 1 -o ""
 expect_error "data/prepare -o DIR/" "-o '$R/' is a prefix of file names" ./data/prepare -i data/tiny_shakespeare.txt -o "$R/"
 mkfifo "$R/a_fifo"  # (main wrote a_fifo_train.bin, and for -o /dev/full three files into /dev)

@@ -194,6 +194,24 @@ expect_usage "-ln unknown word" "flag -ln: unknown value 'sandwich'" ./train_gpt
 expect_usage "-act unknown word" "flag -act: unknown value 'swish'" ./train_gpt2 -act swish
 expect_usage "-causal 2" "-causal must be 1 or 0" ./train_gpt2 -causal 2
 expect_usage "-prec fp16" "flag -prec: unknown value 'fp16' (fp32, bf16)" ./train_gpt2 -prec fp16
+for v in 0 -8 abc 300000 99999999999; do
+    expect_usage "-ff $v" "-ff" ./train_gpt2 -ff $v
+done
+expect_usage "-ff with -e (a model of another width)" \
+    "-ff 64: the model in 'data/ref/ref_a_model.bin' has d_ff=128; its shape is its own" \
+    ./train_gpt2 -e data/ref/ref_a_model.bin -ff 64 -t 16 -x 0 -g 0
+# -ff 48 (not 4C = 128): a variant, version 104 with d_ff in slot 13; read back, it generates with
+# the KV cache, float32 and -prec bf16
+./train_gpt2 "${SMALL[@]}" -ff 48 -x 3 -o "$TMP/ff" > "$TMP/ff.log" 2>&1
+header=" $(echo $(od -An -t d4 -N 56 "$TMP/ff/model_00000003.bin" 2> /dev/null)) "
+./train_gpt2 -e "$TMP/ff/model_00000003.bin" -x 0 -g 12 -t 32 -prec bf16 > "$TMP/ff_gen.log" 2>&1; rc=$?
+if grep -q '^MLP: hidden width d_ff = 48 (-ff), not GPT-2.s 4C = 128' "$TMP/ff.log" \
+      && [ "$header" == " 20240326 104 32 65 2 2 32 128 2 0 0 0 0 48 " ] && [ $rc -eq 0 ] \
+      && grep -q '^MLP: hidden width d_ff = 48' "$TMP/ff_gen.log"; then
+    ok "-ff 48: checkpoint version 104 with d_ff in slot 13; loaded again it generates with -prec bf16"
+else
+    bad "-ff 48: header '$header', generation exit $rc"; tail -n 2 "$TMP/ff_gen.log"
+fi
 
 # ---- -prec bf16: a short training falls, is deterministic, and a float32 run resumes in bf16
 ./train_gpt2 "${SMALL[@]}" -x 40 -o "$TMP/prec" -n 20 -prec bf16 > "$TMP/bf16_a.log" 2>&1
@@ -438,6 +456,8 @@ else
 fi
 expect_error "-hf with a block variant (-kv)" "-hf: Hugging Face's GPT-2 cannot hold this model (1 key/value head of 2" \
     ./train_gpt2 -nl 1 -nh 2 -nc 32 -kv 1 -x 1000 -hf "$TMP/hf_no"
+expect_error "-hf with -ff 64" "MLP width 64, causal attention)" \
+    ./train_gpt2 -nl 1 -nh 2 -nc 32 -ff 64 -x 1000 -hf "$TMP/hf_no"
 expect_error "-hf with -causal 0" "unmasked attention)" ./train_gpt2 -e $HF/model.safetensors -causal 0 -x 0 -hf "$TMP/hf_no"
 expect_error "-hf into an unwritable directory" "-hf: cannot create directory '$TMP/a_file/no/such'" \
     ./train_gpt2 -e $HF/model.safetensors -t 16 -x 1000 -hf "$TMP/a_file/no/such"

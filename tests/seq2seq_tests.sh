@@ -117,3 +117,17 @@ expect_error "-es 2" "-es must be 1 or 0" ./train_seq2seq -es 2
 expect_error "-es 1 on a loaded model built without it" \
     "-es: the loaded model was built without the embedding scale" ./train_seq2seq -e "$ckpt" -x 0 -es 1
 expect_error "-ln of a loaded model" "-ln: the loaded model was built otherwise" ./train_seq2seq -e "$ckpt" -x 0 -ln post
+for v in 0 -8 abc 300000; do
+    expect_error "-ff $v" "-ff" ./train_seq2seq -ff $v
+done
+expect_error "-ff of a loaded model" "-ff 16: the model in '$ckpt' has d_ff=128; its shape is its own" \
+    ./train_seq2seq -e "$ckpt" -x 0 -ff 16
+# -ff 64 (article 003's 2C): d_ff in slot 15 of the checkpoint, which loads again
+./train_seq2seq "${S2S[@]}" -ff 64 -x 2 -o "$TMP/s2s_ff" > "$TMP/s2s_ff.log" 2>&1
+slots=" $(echo $(od -An -t d4 -j 52 -N 12 "$TMP/s2s_ff/model_00000002.bin" 2> /dev/null)) "
+if grep -q '^MLP: hidden width d_ff = 64 (-ff), not 4C = 128' "$TMP/s2s_ff.log" \
+      && [ "$slots" == " 1 0 64 " ] && ./train_seq2seq -e "$TMP/s2s_ff/model_00000002.bin" -x 0 -ne 8 -g 1 > /dev/null 2>&1; then
+    ok "train_seq2seq -ff 64: slot 15 holds d_ff (slots 13..15: $slots), and the checkpoint loads again"
+else
+    bad "train_seq2seq -ff 64: slots 13..15 '$slots'"; tail -n 2 "$TMP/s2s_ff.log"
+fi

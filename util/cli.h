@@ -56,6 +56,7 @@ typedef struct {
     const char* attention_map;   // -am
     int slide;                   // -sw
     int kv_heads;                // -kv (fresh model; 0 = -nh)
+    int ff;                      // -ff (fresh model): the MLP's hidden width d_ff; 0 = 4C
     const char *pe, *ln, *act;   // -pe -ln -act: words ("" = not given)
     int variant[3];              // their indices in VARIANT_WORDS; -1 = not given
     int causal;                  // -causal 1 or 0; -1 = not given
@@ -72,6 +73,10 @@ static const char* const LR_SCHEDULES[4] = {"cosine", "linear", "constant", "wsd
 static const char* const VARIANT_FLAGS[3] = {"-pe", "-ln", "-act"};
 static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pre", "post", NULL},
                                                 {"gelu", "relu", NULL}};
+
+// -ff's largest value: 4C for the largest C (1 << 16), so that no size overflows
+#define FF_MAX (1 << 18)
+#define FF_MAX_TEXT "262144"
 
 // validation with -m 0 reads at most this many tokens: a 100M-token shard is not read whole
 // at every validation, yet every batch of Tiny Shakespeare's (111,540 tokens) is
@@ -165,6 +170,9 @@ static const Flag FLAGS[] = {
      "the prompt as labels), print where each head looks, and exit"},
     {"-kv", 'i', OPT(kv_heads), "fresh model: key/value heads, dividing -nh (GQA)", "-nh",
      "fresh model: key/value heads, dividing `-nh` (grouped-query attention; 1 = multi-query; 0 = `-nh`)"},
+    {"-ff", 'i', OPT(ff), "fresh model: the MLP's hidden width d_ff", "4C (4 x -nc)",
+     "fresh model: the MLP's hidden width d_ff (article 003's toy layer has 2d, GPT-2 and the paper 4d); "
+     "a model with another width than 4C is a block variant (version 104, no `-hf`)"},
     {"-pe", 's', OPT(pe), "fresh model: positions learned | rope | sin", "learned",
      "fresh model: positions `learned` (GPT-2's `wpe`), `rope` (rotary, article 004), `sin` (fixed "
      "sinusoids, article 003)"},
@@ -469,6 +477,8 @@ Options parse_args(int argc, char** argv) {
         {o.force_vocab != 0 && o.force_vocab != 1, "-fv must be 0 or 1"},
         {o.resume && o.overwrite, "-y 1 resumes the run in -o, -ow 1 replaces it: give one of them"},
         {o.kv_heads < 0, "-kv (key/value heads) must be >= 0"},
+        {o.ff < 0 || (o.ff == 0 && flag_given(&o, "-ff")) || o.ff > FF_MAX, "-ff (MLP width) must be in 1.."
+         FF_MAX_TEXT},
         {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
         {o.attention_map[0] && !o.prompt[0], "-am draws the attention maps of a prompt: give one with -pr"},
         {o.zero < -1 || o.zero > 1 || (o.zero == -1 && flag_given(&o, "-z")),
@@ -526,14 +536,14 @@ static void apply_variant_flags(const Options* o, int* settings[5], int fresh, c
 
 // A loaded model (-e, or -y 1) has its own shape: -nl -nh -nc -mt given on the command
 // line must agree with it (so that the command that started a run resumes it), or the run
-// is refused, as a block variant's flag is (apply_variant_flags). layers..max_seq_len: the model's.
+// is refused, as a block variant's flag is (apply_variant_flags). layers..ff: the model's.
 static void check_shape_given(const Options* o, const char* source, int layers, int heads, int channels,
-                              int max_seq_len) {
-    const char* flags[4] = {"-nl", "-nh", "-nc", "-mt"};
-    const char* what[4] = {"L", "NH", "C", "maxT"};  // as the line "model: L=4 NH=4 C=128 maxT=64" names them
-    int given[4] = {o->layers, o->heads, o->channels, o->max_seq_len ? o->max_seq_len : o->T};
-    int model[4] = {layers, heads, channels, max_seq_len};
-    for (int i = 0; i < 4; i++)
+                              int max_seq_len, int ff) {
+    const char* flags[5] = {"-nl", "-nh", "-nc", "-mt", "-ff"};
+    const char* what[5] = {"L", "NH", "C", "maxT", "d_ff"};  // as "model: L=4 NH=4 C=128 maxT=64" names them
+    int given[5] = {o->layers, o->heads, o->channels, o->max_seq_len ? o->max_seq_len : o->T, o->ff};
+    int model[5] = {layers, heads, channels, max_seq_len, ff};
+    for (int i = 0; i < 5; i++)
         if (flag_given(o, flags[i]) && given[i] != model[i])
             usage_error("%s %d: the model in '%s' has %s=%d; its shape is its own (leave %s out, or start a "
                         "fresh model)", flags[i], given[i], source, what[i], model[i], flags[i]);
