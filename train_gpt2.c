@@ -922,7 +922,7 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
 // stay 0.
 void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
     if (config.num_kv_heads == 0) config.num_kv_heads = config.num_heads;
-    if (config.ff == 4 * config.channels) config.ff = 0;  // GPT-2's width: one spelling of it
+    if ((long long)config.ff == 4LL * config.channels) config.ff = 0;  // GPT-2's width, one spelling
     check_config(config, "the fresh model (-nl, -nh, -nc, -mt, -kv, -ff)");
     gpt2_allocate_parameters(model, config);
     ParameterTensors p = model->params;

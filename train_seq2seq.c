@@ -272,7 +272,7 @@ static void s2s_allocate_parameters(Seq2Seq* m, Seq2SeqConfig c) {
 // projections into the residual stream scaled by 1/sqrt(2L) for a stack of L layers,
 // biases 0, layernorm weights 1, padding rows of wte 0
 void seq2seq_init_random(Seq2Seq* m, Seq2SeqConfig c, uint64_t seed) {
-    if (c.ff == 4 * c.channels) c.ff = 0;  // the default width: one spelling of it
+    if ((long long)c.ff == 4LL * c.channels) c.ff = 0;  // the default width: one spelling of it
     s2s_check_config(c, "the fresh model (-nl, -nle, -nld, -nh, -nc, -mt, -ff)");
     s2s_allocate_parameters(m, c);
     memset(m->params_memory, 0, m->num_parameters * sizeof(float));
