@@ -1080,9 +1080,9 @@ EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B,
     pair_batch_alloc(&pb, B, ps->max_src, ps->max_tgt);
     Sampler greedy;
     sampler_init(&greedy, V, 0.0f, 0, 0);
-    size_t BT = (size_t)B * maxT, I = sizeof(int);
-    DecodedBatch d = {callocCheck(BT, I), callocCheck(B, I), callocCheck(BT, I), callocCheck(B, I),
-                      callocCheck(BT, I)};
+    size_t BT = (size_t)B * maxT, isz = sizeof(int);  // not I: <complex.h> (OpenBLAS) defines it
+    DecodedBatch d = {callocCheck(BT, isz), callocCheck(B, isz), callocCheck(BT, isz), callocCheck(B, isz),
+                      callocCheck(BT, isz)};
     int* ids = mallocCheck((size_t)B * sizeof(int));
     double loss_sum = 0.0;
     for (int i0 = 0; i0 < n; i0 += B) {
