@@ -134,23 +134,27 @@ ref_a_dropout_state.bin   (config a only; none for b, c, d) same body as a versi
                        before the residual add, idx in (B,T,C)
                     3: MLP output projection (fcproj out incl. bias) of layer l, before
                        the residual add, idx in (B,T,C)
-ref_s2s_Y_model.bin, ref_s2s_Y_state.bin, ref_s2s_Y_train.bin   (Y in {pre, post}),
+ref_s2s_Y_model.bin, ref_s2s_Y_state.bin, ref_s2s_Y_train.bin   (Y in {pre, post, es}),
 ref_s2s_pre_dropout_state.bin
                   The encoder-decoder of train_seq2seq.c, with torch.nn.Transformer
                   itself as the oracle (batch_first, float64, dropout 0,
-                  dim_feedforward 4C, layer_norm_eps 1e-5, train mode so that no fast
-                  path or nested tensor is used):
+                  dim_feedforward 4C unless the config says d_ff, layer_norm_eps 1e-5,
+                  train mode so that no fast path or nested tensor is used):
                     pre:  V=13 Vp=16 maxT=12 Le=2 Ld=2 NH=2 C=16, norm_first=True,
                           activation F.gelu(approximate="tanh"), learned wpe; seed 5005
                     post: the same shape, norm_first=False, F.relu, the sin table
                           above (no wpe); seed 6006
+                    es:   -pe sin -es 1 -ff 2C: V=13 Vp=16 maxT=12 Le=2 Ld=2 NH=3 C=24
+                          (hs 8), norm_first=True, the tanh GELU, the sin table, token
+                          embeddings times sqrt(24) on the way in (not in the tied head),
+                          dim_feedforward 48; seed 7007
                   Parameters drawn as for GPT-2 (0.1 N, layernorm weights 1 + 0.3 N,
                   wte padding rows non-zero) in checkpoint order, then the batch: B=3
                   pairs, sources of 7, 3, 10 and targets of 5, 9, 2 characters drawn
                   from 3..V-1, laid out as util/pairs.h's PairBatch: src (B,Ts=10) PAD (0)
                   after src_len; dec_in (B,Tt=10) = BOS (1), target, PAD; dec_tgt =
                   target, EOS (2), -1. Embeddings wte[src] + pos[0..Ts) and wte[dec_in]
-                  + pos[0..Tt) (no sqrt(C) scaling) enter nn.Transformer with
+                  + pos[0..Tt) (wte[...] times sqrt(C) in es only) enter nn.Transformer with
                   src_key_padding_mask = memory_key_padding_mask = (position >= src_len),
                   tgt_mask = the causal mask; logits = decoder output (after
                   decoder.norm) @ wte^T, the first V columns; loss = cross-entropy mean
@@ -166,7 +170,8 @@ ref_s2s_pre_dropout_state.bin
                   no real logit or the loss.
                   _model: checkpoint version 200: [0]=20240326 [1]=200 [2]=maxT [3]=V
                       [4]=Le [5]=NH [6]=C [7]=Vp [8]=NH [9]=pe (0 learned, 2 sin)
-                      [10]=ln [11]=act [12]=0 [13]=Ld; the 38 tensors (37 without wpe).
+                      [10]=ln [11]=act [12]=0 [13]=Ld [14]=embedding scale (1 in es)
+                      [15]=d_ff (0: 4C; 48 in es); the 38 tensors (37 without wpe).
                   _state: reference state version 200: [0]=20240327 [1]=200 [2]=B
                       [3]=Ts [4]=Tt; src (B*Ts int32), src_len (B), dec_in (B*Tt),
                       dec_tgt (B*Tt), logits (B*Tt*V float32, 0 at positions without
@@ -814,6 +819,10 @@ S2S_CONFIGS = {
                 pe="learned", ln="pre", act="gelu"),
     "post": dict(V=13, Vp=16, maxT=12, Le=2, Ld=2, NH=2, C=16, seed=6006,
                  pe="sin", ln="post", act="relu"),
+    # -pe sin -es 1 (E15's remedy) and -ff 2C (article 003's toy width). C = 24: sqrt(C) =
+    # 4.899 is not a power of two, nor C/4, hs or sqrt(hs), so a wrong factor cannot pass
+    "es": dict(V=13, Vp=16, maxT=12, Le=2, Ld=2, NH=3, C=24, seed=7007,
+               pe="sin", ln="pre", act="gelu", es=1, ff=48),
 }
 S2S_SRC_LENS, S2S_TGT_LENS = [7, 3, 10], [5, 9, 2]  # B = 3; Ts = 10, Tt = 9 + 1 = 10
 PAD, BOS, EOS = 0, 1, 2
@@ -827,12 +836,24 @@ S2S_DECAYED = {"wte", "wpe", "e_qkvw", "e_attprojw", "e_fcw", "e_fcprojw", "d_qk
                "d_attprojw", "d_xqw", "d_xkvw", "d_xprojw", "d_fcw", "d_fcprojw"}
 
 
+def s2s_ff(cfg):
+    """The MLPs' hidden width d_ff: -ff, or 4C."""
+    return cfg.get("ff", 4 * cfg["C"])
+
+
+def s2s_tokens(wte, tokens, cfg):
+    """wte[tokens], times sqrt(C) with -es 1 (the original Transformer's scale; not in the
+    tied head). Without it no multiplication at all: the other configs' files stay as they were."""
+    e = wte[tokens]
+    return e * math.sqrt(cfg["C"]) if cfg.get("es") else e
+
+
 def s2s_shapes(cfg):
     """name -> shape in checkpoint order (no wpe with sinusoids)."""
-    Vp, C, Le, Ld = cfg["Vp"], cfg["C"], cfg["Le"], cfg["Ld"]
+    Vp, C, Le, Ld, FF = cfg["Vp"], cfg["C"], cfg["Le"], cfg["Ld"], s2s_ff(cfg)
     per = {"ln1w": (C,), "ln1b": (C,), "qkvw": (3 * C, C), "qkvb": (3 * C,),
            "attprojw": (C, C), "attprojb": (C,), "ln2w": (C,), "ln2b": (C,),
-           "fcw": (4 * C, C), "fcb": (4 * C,), "fcprojw": (C, 4 * C), "fcprojb": (C,),
+           "fcw": (FF, C), "fcb": (FF,), "fcprojw": (C, FF), "fcprojb": (C,),
            "lnxw": (C,), "lnxb": (C,), "xqw": (C, C), "xqb": (C,), "xkvw": (2 * C, C),
            "xkvb": (2 * C,), "xprojw": (C, C), "xprojb": (C,)}
     out = {}
@@ -879,7 +900,7 @@ def s2s_module(cfg):
     activation (GELU: the tanh form, as ours). Train mode: no fast path, no nested tensors."""
     act = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "relu": F.relu}[cfg["act"]]
     tr = torch.nn.Transformer(d_model=cfg["C"], nhead=cfg["NH"], num_encoder_layers=cfg["Le"],
-                              num_decoder_layers=cfg["Ld"], dim_feedforward=4 * cfg["C"],
+                              num_decoder_layers=cfg["Ld"], dim_feedforward=s2s_ff(cfg),
                               dropout=0.0, activation=act, layer_norm_eps=1e-5,
                               batch_first=True, norm_first=cfg["ln"] == "pre",
                               dtype=torch.float64)
@@ -960,13 +981,13 @@ def s2s_positions(emb, cfg, T):
 
 def s2s_forward(tr, cfg, emb, src, src_len, dec_in, dec_tgt):
     """Logits (B,Tt,V) and the mean loss over the positions with a target (dec_tgt >= 0).
-    Embeddings wte[token] + positions for source and target, no sqrt(C) scaling; the
-    head is tied: the decoder's output (after its final layernorm) @ wte^T."""
+    Embeddings wte[token] + positions for source and target (wte[token] times sqrt(C) with
+    -es 1, the config's "es"); the head is tied: the decoder's output (after its final layernorm) @ wte^T."""
     B, Ts = src.shape
     Tt = dec_in.shape[1]
     wte = emb["wte"]
-    x_src = wte[src] + s2s_positions(emb, cfg, Ts)
-    x_tgt = wte[dec_in] + s2s_positions(emb, cfg, Tt)
+    x_src = s2s_tokens(wte, src, cfg) + s2s_positions(emb, cfg, Ts)
+    x_tgt = s2s_tokens(wte, dec_in, cfg) + s2s_positions(emb, cfg, Tt)
     pad = torch.arange(Ts)[None, :] >= src_len[:, None]  # True = padding: ignored as a key
     causal = tr.generate_square_subsequent_mask(Tt).to(torch.float64)
     h = tr(x_src, x_tgt, tgt_mask=causal, src_key_padding_mask=pad,
@@ -1021,13 +1042,13 @@ def s2s_by_hand(cfg, P, src, src_len, dec_in, drop=None):
     Tt, Le = dec_in.shape[1], cfg["Le"]
     emb = {"wte": P["wte"], "wpe": P.get("wpe")}
     key_ok = (torch.arange(Ts)[None, :] < src_len[:, None])[:, None, :]  # (B,1,Ts)
-    x = dropped(P["wte"][src] + s2s_positions(emb, cfg, Ts), 0, 0)
+    x = dropped(s2s_tokens(P["wte"], src, cfg) + s2s_positions(emb, cfg, Ts), 0, 0)
     for l in range(Le):
         x = sub(x, P["e_ln1w"][l], P["e_ln1b"][l],
                 self_att("e_", l, key_ok.expand(B, Ts, Ts), 2 * l), 2 * l, 2)
         x = sub(x, P["e_ln2w"][l], P["e_ln2b"][l], mlp("e_", l), 2 * l + 1, 3)
     memory = ln(x, P["enc_lnfw"], P["enc_lnfb"])
-    y = dropped(P["wte"][dec_in] + s2s_positions(emb, cfg, Tt), 1, 0)
+    y = dropped(s2s_tokens(P["wte"], dec_in, cfg) + s2s_positions(emb, cfg, Tt), 1, 0)
     causal = torch.tril(torch.ones(Tt, Tt, dtype=torch.bool))[None]
     for l in range(cfg["Ld"]):
         s = 2 * Le + 3 * l
@@ -1056,10 +1077,11 @@ def s2s_by_hand_backward(cfg, P32, batch, drop=None):
 def s2s_model_header(cfg):
     """Version 200 (train_seq2seq.c, doc/formats.md): [2] maxT [3] V [4] Le [5] NH [6] C
     [7] Vp [8] key/value heads (= NH) [9] positions [10] layernorm [11] activation
-    [12] mask (0) [13] Ld."""
+    [12] mask (0) [13] Ld [14] embedding scale (1: -es 1) [15] d_ff (0: 4C)."""
+    ff = s2s_ff(cfg)
     return [20240326, 200, cfg["maxT"], cfg["V"], cfg["Le"], cfg["NH"], cfg["C"], cfg["Vp"],
             cfg["NH"], PE_CODES[cfg["pe"]], LN_CODES[cfg["ln"]], ACT_CODES[cfg["act"]], 0,
-            cfg["Ld"]]
+            cfg["Ld"], cfg.get("es", 0), 0 if ff == 4 * cfg["C"] else ff]
 
 
 def s2s_trajectory(tr, cfg, emb, batch, step0_norm):
@@ -1160,7 +1182,9 @@ def seq2seq_references(out):
 
         print(f"== encoder-decoder {name}: V={V} Vp={cfg['Vp']} maxT={cfg['maxT']} "
               f"Le={cfg['Le']} Ld={cfg['Ld']} NH={cfg['NH']} C={cfg['C']}, {cfg['ln']}-LN, "
-              f"{cfg['act']}, {cfg['pe']} positions; B={B} Ts={Ts} Tt={Tt} ==")
+              f"{cfg['act']}, {cfg['pe']} positions"
+              f"{', embeddings x sqrt(C)' if cfg.get('es') else ''}, d_ff {s2s_ff(cfg)}; "
+              f"B={B} Ts={Ts} Tt={Tt} ==")
         print(f"sources {S2S_SRC_LENS}, targets {S2S_TGT_LENS} (+ EOS); {int(real.sum())} "
               f"positions with a target")
         print(f"nn.Transformer vs by hand: max |logit diff| {err:.3g}, |grad diff| {gerr:.3g}; "
@@ -1179,7 +1203,7 @@ def verify_seq2seq(out):
         nparams = sum(int(np.prod(s)) for s in shp.values())
         assert len(raw) == 1024 + 4 * nparams, name + ": model size"
         h = np.frombuffer(raw[:1024], "<i4")
-        assert list(h[:14]) == s2s_model_header(cfg) and not h[14:].any()
+        assert list(h[:16]) == s2s_model_header(cfg) and not h[16:].any()
         P32, off = {}, 1024
         for n, s in shp.items():
             cnt = int(np.prod(s))

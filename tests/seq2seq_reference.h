@@ -1,12 +1,14 @@
 /*
 tests/seq2seq_reference.h: the encoder-decoder (train_seq2seq.c) against PyTorch's
 nn.Transformer itself, in float64 (data/make_reference.py, seq2seq_references; the files
-data/ref/ref_s2s_{pre,post}_{model,state,train}.bin, formats in that script's docstring).
+data/ref/ref_s2s_{pre,post,es}_{model,state,train}.bin, formats in that script's docstring).
 
-Two configurations, both V=13 Vp=16 maxT=12 Le=2 Ld=2 NH=2 C=16, on one padded batch of
-3 pairs (sources of 7, 3, 10 tokens, targets of 5, 9, 2 + EOS: Ts = Tt = 10):
-  pre:  pre-LN, GELU (tanh), learned positions
-  post: post-LN, ReLU, sinusoidal positions
+Three configurations, all V=13 Vp=16 maxT=12 Le=2 Ld=2, on one padded batch of 3 pairs
+(sources of 7, 3, 10 tokens, targets of 5, 9, 2 + EOS: Ts = Tt = 10):
+  pre:  NH=2 C=16, pre-LN, GELU (tanh), learned positions
+  post: NH=2 C=16, post-LN, ReLU, sinusoidal positions
+  es:   NH=3 C=24, pre-LN, GELU, sinusoids, token embeddings times sqrt(24) (-es 1, E15's
+        remedy; nn.Transformer is given wte[token] * sqrt(C) + PE) and d_ff 2C = 48 (-ff)
 For each: the logits at every position with a target, the loss (the mean over those
 positions), the gradient of every parameter tensor, then 12 AdamW steps (warm-up, cosine
 decay, clipping, weight decay on the matrices and embeddings) at the tolerances of the
@@ -106,10 +108,11 @@ static void s2s_check_state(const char* model_path, const char* state_path) {
     S2SRefState s;
     s2s_read_state(&s, state_path, &m);
     Seq2SeqConfig c = m.config;
-    printf("-- %s + %s: B=%d Ts=%d Tt=%d Le=%d Ld=%d NH=%d C=%d V=%d Vp=%d, %s-LN, %s, %s positions%s\n",
-           model_path, state_path, s.B, s.Ts, s.Tt, c.enc_layers, c.dec_layers, c.num_heads, c.channels,
-           c.vocab_size, c.padded_vocab_size, VARIANT_WORDS[1][c.ln_place], VARIANT_WORDS[2][c.activation],
-           VARIANT_WORDS[0][c.pos_encoding], s.dropout_p > 0 ? ", dropout" : "");
+    printf("-- %s + %s: B=%d Ts=%d Tt=%d Le=%d Ld=%d NH=%d C=%d V=%d Vp=%d, %s-LN, %s, %s positions%s, "
+           "d_ff %d%s\n", model_path, state_path, s.B, s.Ts, s.Tt, c.enc_layers, c.dec_layers, c.num_heads,
+           c.channels, c.vocab_size, c.padded_vocab_size, VARIANT_WORDS[1][c.ln_place],
+           VARIANT_WORDS[2][c.activation], VARIANT_WORDS[0][c.pos_encoding],
+           c.embed_scale ? ", embeddings x sqrt(C)" : "", s2s_ff(c), s.dropout_p > 0 ? ", dropout" : "");
     PairBatch pb = s2s_state_batch(&s);
     m.dropout_p = s.dropout_p;
     m.dropout_seed = s.seed;
@@ -197,9 +200,9 @@ static void s2s_check_training(const char* model_path, const char* state_path, c
 
 // every encoder-decoder reference in dir; returns the number of failed checks among them
 int check_seq2seq_references(const char* dir) {
-    static const char* const configs[] = {"pre", "post"};
+    static const char* const configs[] = {"pre", "post", "es"};
     int failed_before = failed;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         char model[4096], state[4096], train[4096];
         snprintf(model, sizeof model, "%s/ref_s2s_%s_model.bin", dir, configs[i]);
         snprintf(state, sizeof state, "%s/ref_s2s_%s_state.bin", dir, configs[i]);
