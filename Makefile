@@ -159,6 +159,10 @@ test_seq2seq$(EXE): test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_se
 tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq.c $(SRC)
 	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
+# article 003's toy layer by train_seq2seq.c's layers, for tests/article_code.py (CI, PyTorch)
+tests/article003_layer: tests/article003_layer.c train_seq2seq.c $(SRC)
+	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(LDLIBS)
+
 # a command, not built by default: article 002's worked example with the reader's numbers
 tests/article002: tests/article002.c $(SRC)
 	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(LDLIBS)
@@ -242,7 +246,7 @@ tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicod
 	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/article002 tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
 	rm -f *.exe data/*.exe
 
 clean: clean-bin
