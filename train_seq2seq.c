@@ -19,7 +19,9 @@ Reading order:
      K and V computed once per source (decoder_forward_token, seq2seq_decode);
   7. evaluation: decoding (greedy, sampled) against teacher forcing at the same positions,
      and after the first wrong token (exact match = teacher-forced sequence accuracy);
-  8. the program: flags, the training loop, checkpoints and resume, the pictures.
+  8. the program: the run's setup, the training loop, the report, the pictures. Its flags
+     are util/cli.h's (SEQ2SEQ_FLAGS), its resume, checkpoints, stops and step line
+     util/run.h's: the same as train_gpt2's.
 Tokens (util/pairs.h): PAD = 0, BOS = 1, EOS = 2, characters from 3. A batch holds B pairs:
 src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...; dec_tgt
 (B,Tt) = target, EOS, -1 (no loss)... Shapes: Ts source length, Tt target length + 1,
@@ -27,8 +29,8 @@ Le and Ld the layers of the encoder and the decoder; the rest as in train_gpt2.c
 Names: seq2seq_ for the model's operations, the counterparts of train_gpt2.c's gpt2_
 (seq2seq_forward, seq2seq_backward, seq2seq_train_step, seq2seq_decode, checkpoints);
 s2s_ for everything else of this file that would otherwise take a name of train_gpt2.c
-(its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program: S2SOptions,
-S2SRun, s2s_setup, s2s_train).
+(its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program: S2SRun, s2s_setup,
+s2s_train).
 */
 #define TESTING  // train_gpt2.c without its main
 #include "train_gpt2.c"
@@ -733,13 +735,6 @@ void seq2seq_backward(Seq2Seq* m) {
 // ----------------------------------------------------------------------------
 // one training step: forward, backward, clipping, AdamW (train_gpt2.c's pieces)
 
-// AdamW's moments, zero until the first update (or read from a training-state file)
-void seq2seq_allocate_moments(Seq2Seq* m) {
-    if (m->m_memory) return;
-    m->m_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
-    m->v_memory = alignedCallocCheck(m->num_parameters, sizeof(float));
-}
-
 // the tensors an update changes: all, or (-fe 1) all but the encoder's, e_ln1w..enc_lnfb
 enum { FIRST_ENCODER_TENSOR = 2, FIRST_DECODER_TENSOR = 16 };
 static int s2s_trained(const Seq2Seq* m, int k) {
@@ -773,7 +768,7 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
     StepStats st = {loss, (float)sqrt(sum_of_squares(m->grads_memory, m->num_parameters)), 0.0f};
     st.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (!isfinite(st.norm)) return st;
-    seq2seq_allocate_moments(m);
+    allocate_moments(&m->m_memory, &m->v_memory, m->num_parameters);  // train_gpt2.c's
     s2s_update(m, opt, st.lr, grad_clip_scale(st.norm, opt->grad_clip), step + 1);
     return st;
 }
@@ -1119,126 +1114,6 @@ EvalStats evaluate(Seq2Seq* m, DecodeCache* dc, const PairSet* ps, int n, int B,
 // (test_seq2seq.c defines TESTING_SEQ2SEQ and skips it)
 #ifndef TESTING_SEQ2SEQ
 
-typedef struct {
-    const char *train_path, *val_path, *tokenizer_path, *init, *out_dir;  // -i -j -tok -e -o
-    int B;                                          // -b
-    float lr;                                       // -l
-    int warmup;                                     // -u
-    float final_lr_frac, weight_decay;              // -q -c
-    int max_steps, val_every, checkpoint_every;     // -x -v -n
-    int resume;                                     // -y
-    int layers, enc_layers, dec_layers, heads, channels, max_seq_len;  // -nl -nle -nld -nh -nc -mt
-    int ff;                                         // -ff: the MLPs' width d_ff; 0 = 4C
-    float grad_clip;                                // -gc
-    long long seed;                                 // -sd
-    float dropout, beta1, beta2, eps;               // -dr -b1 -b2 -ae
-    float temperature;                              // -tp
-    int top_k;                                      // -tk
-    int eval_pairs, examples;                       // -ne -g
-    const char* attention_map;                      // -am
-    const char *pe, *ln, *act;                      // -pe -ln -act
-    int variant[3];                                 // their indices in VARIANT_WORDS; -1 = not given
-    int causal;                                     // -causal: 1, 0, or -1 = not given
-    int embed_scale;                                // -es: 1, 0, or -1 = not given
-    int freeze_encoder;                             // -fe
-    const char* optimizer;                          // -opt adamw | sgd
-} S2SOptions;
-
-#define S2S_OPT(field) offsetof(S2SOptions, field)
-static const Flag S2S_FLAGS[] = {
-    {"-i", 's', S2S_OPT(train_path), "training pairs (pair file, util/pairs.h)", NULL, NULL},
-    {"-j", 's', S2S_OPT(val_path), "held-out pairs (\"\" = none)", NULL, NULL},
-    {"-tok", 's', S2S_OPT(tokenizer_path), "tokenizer, to print tokens (\"\" = print ids)", NULL, NULL},
-    {"-e", 's', S2S_OPT(init), "start from this encoder-decoder checkpoint", "a fresh model", NULL},
-    {"-o", 's', S2S_OPT(out_dir), "output directory for checkpoints (\"\" = none)", NULL, NULL},
-    {"-b", 'i', S2S_OPT(B), "batch size: pairs per step", NULL, NULL},
-    {"-l", 'f', S2S_OPT(lr), "peak learning rate", NULL, NULL},
-    {"-u", 'i', S2S_OPT(warmup), "warmup steps", NULL, NULL},
-    {"-q", 'f', S2S_OPT(final_lr_frac), "final learning rate as a fraction of the peak", NULL, NULL},
-    {"-c", 'f', S2S_OPT(weight_decay), "AdamW weight decay (matrices and embeddings only)", NULL, NULL},
-    {"-x", 'i', S2S_OPT(max_steps), "training steps (0 = none: evaluate and decode)", NULL, NULL},
-    {"-v", 'i', S2S_OPT(val_every), "held-out loss and accuracy every N steps (0 = at the end)", NULL, NULL},
-    {"-n", 'i', S2S_OPT(checkpoint_every), "checkpoint every N steps (0 = only at the end)", NULL, NULL},
-    {"-y", 'i', S2S_OPT(resume), "1 = resume from the newest checkpoint in -o", NULL, NULL},
-    {"-nl", 'i', S2S_OPT(layers), "fresh model: layers of each stack", NULL, NULL},
-    {"-nle", 'i', S2S_OPT(enc_layers), "fresh model: encoder layers (0 = -nl)", "-nl", NULL},
-    {"-nld", 'i', S2S_OPT(dec_layers), "fresh model: decoder layers (0 = -nl)", "-nl", NULL},
-    {"-nh", 'i', S2S_OPT(heads), "fresh model: heads", NULL, NULL},
-    {"-nc", 'i', S2S_OPT(channels), "fresh model: channels", NULL, NULL},
-    {"-mt", 'i', S2S_OPT(max_seq_len), "fresh model: maxT", "the longest source or target + 1", NULL},
-    {"-ff", 'i', S2S_OPT(ff), "fresh model: the MLPs' hidden width d_ff (article 003's toy: 2C)",
-     "4C (4 x -nc)", NULL},
-    {"-gc", 'f', S2S_OPT(grad_clip), "clip the global gradient norm to this (0 = off)", NULL, NULL},
-    {"-sd", 'L', S2S_OPT(seed), "seed: initialisation, dropout, shuffling, sampling", NULL, NULL},
-    {"-dr", 'f', S2S_OPT(dropout), "dropout probability, 0 <= p < 1 (training only)", NULL, NULL},
-    {"-b1", 'f', S2S_OPT(beta1), "AdamW beta1", NULL, NULL},
-    {"-b2", 'f', S2S_OPT(beta2), "AdamW beta2", NULL, NULL},
-    {"-ae", 'f', S2S_OPT(eps), "AdamW epsilon", NULL, NULL},
-    {"-tp", 'f', S2S_OPT(temperature), "temperature of the printed examples (0 = greedy)", NULL, NULL},
-    {"-tk", 'i', S2S_OPT(top_k), "sample from the k most likely tokens (0 = all)", "0 = all", NULL},
-    {"-ne", 'i', S2S_OPT(eval_pairs), "held-out pairs to evaluate (exact match, accuracy)", NULL, NULL},
-    {"-g", 'i', S2S_OPT(examples), "decoded examples to print", NULL, NULL},
-    {"-am", 's', S2S_OPT(attention_map), "attention maps of a pair: this SVG, _encoder, _decoder",
-     "none", NULL},
-    {"-pe", 's', S2S_OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
-    {"-ln", 's', S2S_OPT(ln), "fresh model: layernorm pre | post (the Transformer's)", "pre", NULL},
-    {"-act", 's', S2S_OPT(act), "fresh model: MLP non-linearity gelu | relu", "gelu", NULL},
-    {"-causal", 'i', S2S_OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
-     "the model's (1 when fresh)", NULL},
-    {"-es", 'i', S2S_OPT(embed_scale), "fresh model: 1 = token embeddings times sqrt(C) (the Transformer's)",
-     "0", NULL},
-    {"-fe", 'i', S2S_OPT(freeze_encoder), "1 = freeze the encoder (the decoder and wte learn)", NULL, NULL},
-    {"-opt", 's', S2S_OPT(optimizer), "optimizer: adamw | sgd (plain: W -= lr dL/dW)", NULL, NULL},
-};
-#define NUM_S2S_FLAGS ((int)(sizeof S2S_FLAGS / sizeof S2S_FLAGS[0]))
-
-// the defaults train the reversal task (data/reverse_*.bin, `make` prepares them)
-static S2SOptions s2s_default_options(void) {
-    S2SOptions o = {
-        .train_path = "data/reverse_train.bin", .val_path = "data/reverse_val.bin",
-        .tokenizer_path = "data/reverse_tokenizer.bin", .init = "", .out_dir = "out_seq2seq", .B = 32,
-        .lr = 3e-3f, .warmup = 100, .final_lr_frac = 0.0f, .weight_decay = 0.0f, .max_steps = 2000,
-        .val_every = 250, .checkpoint_every = 0, .resume = 0, .layers = 2, .enc_layers = 0, .dec_layers = 0,
-        .heads = 4, .channels = 64, .max_seq_len = 0, .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f,
-        .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .temperature = 0.0f, .top_k = 0, .eval_pairs = 1000,
-        .examples = 5, .attention_map = "", .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1},
-        .causal = -1, .embed_scale = -1, .freeze_encoder = 0, .optimizer = "adamw"};
-    return o;
-}
-
-static void s2s_print_usage(FILE* f) {
-    S2SOptions d = s2s_default_options();
-    print_flag_table(f, "train_seq2seq", S2S_FLAGS, NUM_S2S_FLAGS, &d);
-}
-
-S2SOptions s2s_parse_args(int argc, char** argv) {
-    S2SOptions o = s2s_default_options();
-    print_usage_to = s2s_print_usage;
-    parse_flag_table(S2S_FLAGS, NUM_S2S_FLAGS, &o, argc, argv);
-    int ff_given = 0;  // -ff 0 is refused, while 0 is the default (4C): was it on the command line?
-    for (int i = 1; i + 1 < argc; i += 2)  // (parse_flag_table took every flag with one value)
-        ff_given |= strcmp(argv[i], "-ff") == 0;
-    RangeCheck checks[] = {  // util/cli.h: the flags train_gpt2 has too, then ours
-        COMMON_RANGE_CHECKS(o), {o.max_steps < 0, "-x (steps) must be >= 0"},
-        {o.val_every < 0, "-v must be >= 0"},
-        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
-        {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
-        {o.ff < 0 || (o.ff == 0 && ff_given) || o.ff > FF_MAX, "-ff (MLP width) must be in 1.." FF_MAX_TEXT},
-        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
-        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
-        {o.freeze_encoder < 0 || o.freeze_encoder > 1, "-fe must be 1 or 0"},
-        {o.embed_scale < -1 || o.embed_scale > 1, "-es must be 1 or 0"},
-        {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
-    check_ranges(checks, sizeof checks / sizeof checks[0]);
-    const char* words[3] = {o.pe, o.ln, o.act};
-    parse_variant_words(words, o.variant);
-    print_usage_to = NULL;  // from here on a value's one line is enough
-    if (o.variant[0] == POS_ROPE)
-        usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is "
-                    "train_gpt2's)");
-    return o;
-}
-
 // everything a run holds
 typedef struct {
     Seq2Seq model;
@@ -1247,15 +1122,28 @@ typedef struct {
     PairBatch batch;
     int* order;                  // (train pairs) this epoch's order of the training pairs
     TrainState state;            // where training stands (the step, the data position)
-    int resume_step;             // the checkpoint resumed from, or -1
-    char last_checkpoint[4096];
+    Checkpoints ckpt;            // -o: the checkpoint resumed from, the newest, the loss curve
     Tokenizer tokenizer;
     int have_tokenizer;
     DecodeCache cache;
     Sampler sampler;             // -tp, -tk: the printed examples' decoding
     AdamWConfig adamw;
-    LossHistory history;
 } S2SRun;
+
+// the model as util/run.h sees it: its weights, its moments, its checkpoint writer
+static void s2s_write_checkpoint(const void* m, const char* path) { seq2seq_write_checkpoint(m, path); }
+static RunModel s2s_run_model(const S2SRun* r) {
+    const Seq2Seq* m = &r->model;
+    return (RunModel){m->params_memory, m->num_parameters, m->m_memory, m->v_memory, m, s2s_write_checkpoint};
+}
+
+// where training stands before step: the data position, the sampler's stream
+static TrainState s2s_train_state(const S2SRun* r, int step) {
+    TrainState st = r->state;
+    st.step = step;
+    st.sampler_rng = r->sampler.rng;
+    return st;
+}
 
 // every pair must fit the model: its vocabulary, and maxT >= source and target + 1
 static void check_pairs(const PairSet* ps, const char* path, Seq2SeqConfig c) {
@@ -1266,14 +1154,9 @@ static void check_pairs(const PairSet* ps, const char* path, Seq2SeqConfig c) {
 }
 
 // the model: resumed from -o, loaded with -e, or fresh (its vocabulary and maxT from the data)
-static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
-    r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
-    if (o->resume && r->resume_step < 0)
-        printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
-    if (r->resume_step >= 0) {
-        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
-                 r->resume_step);
-        seq2seq_build_from_checkpoint(&r->model, r->last_checkpoint);
+static void s2s_setup_model(const Options* o, S2SRun* r) {
+    if (find_resume(o, &r->ckpt) >= 0) {  // -y 1
+        seq2seq_build_from_checkpoint(&r->model, r->ckpt.last);
     } else if (o->init[0]) {
         require_file(o->init, "-e", 0);
         seq2seq_build_from_checkpoint(&r->model, o->init);
@@ -1297,12 +1180,12 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
     Seq2SeqConfig c = r->model.config;
     int settings[3] = {c.pos_encoding, c.ln_place, c.activation};
     for (int k = 0; k < 3; k++)  // a loaded model keeps its block; a flag that contradicts it is an error
-        if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->resume_step >= 0 || o->init[0]))
+        if (o->variant[k] >= 0 && o->variant[k] != settings[k] && (r->ckpt.last[0] || o->init[0]))
             usage_error("%s: the loaded model was built otherwise; a block variant is chosen when a model is "
                         "created", VARIANT_FLAGS[k]);
     if (o->ff && o->ff != s2s_ff(c))  // only a loaded model can differ: a fresh one took -ff
         usage_error("-ff %d: the model in '%s' has d_ff=%d; its shape is its own (leave -ff out, or start a "
-                    "fresh model)", o->ff, r->last_checkpoint[0] ? r->last_checkpoint : o->init, s2s_ff(c));
+                    "fresh model)", o->ff, r->ckpt.last[0] ? r->ckpt.last : o->init, s2s_ff(c));
     if (o->embed_scale >= 0 && o->embed_scale != c.embed_scale)
         usage_error("-es: the loaded model was built %s the embedding scale; it is chosen when a model is "
                     "created", c.embed_scale ? "with" : "without");
@@ -1329,7 +1212,7 @@ static void s2s_setup_model(const S2SOptions* o, S2SRun* r) {
 }
 
 // the data, the tokenizer, the model, the optimiser's state when resuming
-static void s2s_setup(const S2SOptions* o, S2SRun* r) {
+static void s2s_setup(const Options* o, S2SRun* r) {
     if (o->attention_map[0] && !o->val_path[0])  // now, not after the training
         die("-am needs held-out pairs (-j) to draw one of them");
     r->have_train = o->max_steps > 0;
@@ -1358,22 +1241,24 @@ static void s2s_setup(const S2SOptions* o, S2SRun* r) {
     }
     r->state = (TrainState){0, o->B, c.max_seq_len, 0, 0, r->sampler.rng, (uint64_t)o->seed, 1,
                             r->have_train ? (uint64_t)r->train.num_pairs : 0, 0};
-    if (r->resume_step >= 0) {
+    if (r->ckpt.resume_step >= 0) {  // util/run.h: the state file into r->state and the moments
+        allocate_moments(&r->model.m_memory, &r->model.v_memory, r->model.num_parameters);
+        RunModel m = s2s_run_model(r);
+        TrainState now = s2s_train_state(r, r->ckpt.resume_step);
+        read_resumed_state(o, &r->ckpt, &r->state, &m);
+        if (r->have_train) check_resumed_state(&r->state, now, r->ckpt.last);
         char path[4096];
-        snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
-        seq2seq_allocate_moments(&r->model);
-        TrainState now = r->state;
-        read_train_state(path, &r->state, r->model.m_memory, r->model.v_memory, r->model.num_parameters);
-        now.step = r->resume_step;
-        if (r->have_train) check_resumed_state(&r->state, now, r->last_checkpoint);
+        checkpoint_path(path, sizeof path, o->out_dir, "state", r->ckpt.resume_step);
         if (r->have_train && r->state.batch_index > (size_t)r->train.num_pairs / (size_t)o->B)
             die("'%s': saved data position %zu is past the %d batches of '%s'", path, r->state.batch_index,
                 r->train.num_pairs / o->B, o->train_path);
         r->sampler.rng = r->state.sampler_rng;
-        printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
     }
     if (r->have_train) pairs_order(r->order, r->train.num_pairs, (uint64_t)o->seed, (int)r->state.epoch);
-    history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+    const char* resumed_dir = r->ckpt.resume_step >= 0 ? o->out_dir : NULL;  // its loss.tsv
+    history_init(&r->ckpt.history, o->max_steps, resumed_dir, r->state.step);
+    snprintf(r->ckpt.title, sizeof r->ckpt.title, "train_seq2seq -o %s: %.3fM parameters, B=%d, %s",
+             o->out_dir, r->model.num_parameters / 1e6, o->B, o->train_path);
     if (o->out_dir[0] && o->max_steps > 0) check_output_dir(o->out_dir, "-o");
 }
 
@@ -1383,12 +1268,12 @@ static void s2s_run_free(S2SRun* r) {
     if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
     decode_cache_free(&r->cache);
     sampler_free(&r->sampler);
-    history_free(&r->history);
+    history_free(&r->ckpt.history);
     seq2seq_free(&r->model);
 }
 
 // the next B training pairs into r->batch: the epoch's order, a new order each epoch
-static void next_batch(const S2SOptions* o, S2SRun* r) {
+static void next_batch(const Options* o, S2SRun* r) {
     int n = r->train.num_pairs;
     if ((r->state.batch_index + 1) * (size_t)o->B > (size_t)n) {
         r->state.epoch++;
@@ -1399,27 +1284,11 @@ static void next_batch(const S2SOptions* o, S2SRun* r) {
     r->state.batch_index++;
 }
 
-// -o's model_STEP.bin, state_STEP.bin (where training stands before step) and the loss curve
-static void s2s_save_checkpoint(const S2SOptions* o, S2SRun* r, int step) {
-    char path[4096], title[512];
-    Seq2Seq* m = &r->model;
-    seq2seq_allocate_moments(m);  // a run stopped before its first update
-    for (size_t i = 0; i < m->num_parameters; i++)
-        if (!isfinite(m->params_memory[i]))
-            die("the weights became nan or inf before step %d; not writing a checkpoint. Last good "
-                "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
-    snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir, step);
-    atomic_begin();  // the four files land together, or none does
-    seq2seq_write_checkpoint(m, r->last_checkpoint);
-    snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, step);
-    TrainState st = r->state;
-    st.step = step;
-    st.sampler_rng = r->sampler.rng;
-    write_train_state(path, &st, m->m_memory, m->v_memory, m->num_parameters);
-    snprintf(title, sizeof title, "train_seq2seq -o %s: %.3fM parameters, B=%d, %s", o->out_dir,
-             m->num_parameters / 1e6, o->B, o->train_path);
-    history_save(&r->history, o->out_dir, title);
-    atomic_keep();
+// -o's checkpoint at step, its state file and the loss curve (util/run.h)
+static void s2s_save_checkpoint(const Options* o, S2SRun* r, int step) {
+    RunModel m = s2s_run_model(r);
+    TrainState st = s2s_train_state(r, step);
+    save_checkpoint(o, &r->ckpt, &m, step, &st);
 }
 
 static double percent(int right, int of) { return of > 0 ? 100.0 * right / of : 0.0; }
@@ -1427,7 +1296,7 @@ static double percent(int right, int of) { return of > 0 ? 100.0 * right / of : 
 // the held-out loss, teacher-forced token accuracy and greedy exact match (1,000 pairs of
 // reversal: about half a second, most of it the decoding), and where the two regimes differ:
 // the positions after the first wrong greedy token
-static void s2s_validate(const S2SOptions* o, S2SRun* r, int step) {
+static void s2s_validate(const Options* o, S2SRun* r, int step) {
     EvalStats e = evaluate(&r->model, &r->cache, &r->val, o->eval_pairs, o->B, NULL, 0, NULL);
     printf("step %5d | val loss %.4f | teacher-forced token accuracy %.2f%% | exact match %.2f%% "
            "(%d held-out pairs)\n", step, e.loss, percent(e.tf_right, e.positions),
@@ -1435,11 +1304,11 @@ static void s2s_validate(const S2SOptions* o, S2SRun* r, int step) {
     printf("           after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher "
            "forced %.2f%% of the same positions right\n", e.erring, e.after,
            percent(e.after_greedy, e.after), percent(e.after_tf, e.after));
-    history_val(&r->history, step, (float)e.loss);
+    history_val(&r->ckpt.history, step, (float)e.loss);
     eval_stats_free(&e);
 }
 
-void s2s_train(const S2SOptions* o, S2SRun* r) {
+void s2s_train(const Options* o, S2SRun* r) {
     printf("training: B=%d pairs, %d steps, lr %g (warmup %d, cosine to %g), weight decay %g, clip %g, "
            "dropout %g, %d thread%s\n", o->B, o->max_steps, o->lr, o->warmup, o->final_lr_frac,
            o->weight_decay, o->grad_clip, o->dropout, max_threads(), max_threads() == 1 ? "" : "s");
@@ -1450,8 +1319,8 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
     printf("data: %s (%d pairs), %s (%d pairs)\n", o->train_path, r->train.num_pairs,
            r->have_val ? o->val_path : "no held-out pairs", r->have_val ? r->val.num_pairs : 0);
     catch_stop_signals();
-    double seconds = 0.0;
-    int timed = 0, start = r->state.step;
+    int start = r->state.step;
+    RunClock clock = run_clock(start);
     for (int step = start; step <= o->max_steps; step++) {
         int last = step == o->max_steps;
         if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) s2s_validate(o, r, step);
@@ -1461,33 +1330,19 @@ void s2s_train(const S2SOptions* o, S2SRun* r) {
         double t0 = now_seconds();
         next_batch(o, r);
         StepStats st = seq2seq_train_step(&r->model, &r->batch, step, &r->adamw);
-        if (!isfinite(st.loss) || !isfinite(st.norm))
-            die("the %s became %f at step %d; stopping. Last good checkpoint: %s",
-                isfinite(st.loss) ? "gradient norm" : "training loss", isfinite(st.loss) ? st.norm : st.loss,
-                step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+        stop_if_not_finite("training loss", st.loss, step, &r->ckpt);
+        stop_if_not_finite("gradient norm", st.norm, step, &r->ckpt);
         r->state.step = step + 1;
-        history_step(&r->history, step, st.loss, st.lr);
-        double dt = now_seconds() - t0;
-        printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms\n", step + 1, o->max_steps, st.loss,
-               st.lr, st.norm, dt * 1e3);
-        fflush(stdout);
-        if (step > start) {  // the first step warms up: not timed
-            seconds += dt;
-            timed++;
-        }
-        if (stop_signal) {
-            if (!o->out_dir[0])
-                stop_together("stopped by signal %d after %d steps; nothing saved (no -o)", stop_signal,
-                              step + 1);
-            s2s_save_checkpoint(o, r, step + 1);
-            stop_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal,
-                          step + 1, r->last_checkpoint);
+        history_step(&r->ckpt.history, step, st.loss, st.lr);
+        print_step(&clock, step, o->max_steps, st.loss, st.lr, st.norm, now_seconds() - t0, o->B, "pairs");
+        if (stop_signal) {  // Ctrl-C or SIGTERM during this step: save it, and stop
+            RunModel m = s2s_run_model(r);
+            TrainState now = s2s_train_state(r, step + 1);
+            stop_after(o, &r->ckpt, &m, step + 1, start, &now);
         }
     }
     if (o->out_dir[0] && o->max_steps > start) s2s_save_checkpoint(o, r, o->max_steps);
-    if (timed > 0)
-        printf("done: %d steps, %.1f ms/step%s%s\n", o->max_steps - start, 1e3 * seconds / timed,
-               r->last_checkpoint[0] ? ", checkpoint " : "", r->last_checkpoint);
+    print_training_done(&clock, o->max_steps - start, o->B, "pairs", NAN, r->ckpt.last);
 }
 
 // accuracy per target position (1 = the first character; a pair's last is its EOS),
@@ -1507,7 +1362,7 @@ static void print_positions(const EvalStats* e, int maxT) {
 // exact match beside teacher-forced sequence accuracy (equal by construction), then the
 // measurement of article 002's lesson: free-running decoding against teacher forcing at
 // the same positions, and after the first wrong token
-static void s2s_report(const S2SOptions* o, S2SRun* r) {
+static void s2s_report(const Options* o, S2SRun* r) {
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     if (o->examples > 0)
         printf("greedy decoding of the first %d held-out pairs, token by token (source -> output):\n",
@@ -1545,7 +1400,7 @@ static void s2s_report(const S2SOptions* o, S2SRun* r) {
 // -am's self-attention maps, beside the cross-attention's: the encoder's (Le layers, Ts x Ts,
 // sites 0..Le-1) or the decoder's (Ld layers, Tt x Tt, sites Le + 2l), of the pair the last
 // forward ran on, into the -am path with "_encoder" or "_decoder" before its ".svg"
-static void draw_self_attention(const S2SOptions* o, S2SRun* r, const PairBatch* pb, int decoder) {
+static void draw_self_attention(const Options* o, S2SRun* r, const PairBatch* pb, int decoder) {
     Seq2Seq* m = &r->model;
     Seq2SeqConfig c = m->config;
     int L = decoder ? c.dec_layers : c.enc_layers, NH = c.num_heads, T = decoder ? pb->Tt : pb->Ts;
@@ -1560,7 +1415,7 @@ static void draw_self_attention(const S2SOptions* o, S2SRun* r, const PairBatch*
     snprintf(path, sizeof path, "%.*s_%s.svg", (int)(svg ? n - 4 : n), o->attention_map,
              decoder ? "decoder" : "encoder");  // cross.svg -> cross_encoder.svg
     const char* stack = decoder ? "decoder" : "encoder";
-    const char* model = o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model";
+    const char* model = o->init[0] ? o->init : r->ckpt.last[0] ? r->ckpt.last : "a fresh model";
     snprintf(title, sizeof title, "the %s's self-attention (%s, a held-out pair of %s)", stack, model,
              o->val_path);
     const int* tokens = decoder ? pb->dec_in : pb->src;  // queries and keys: the same inputs
@@ -1575,7 +1430,7 @@ static void draw_self_attention(const S2SOptions* o, S2SRun* r, const PairBatch*
 // a panel per decoder layer and head, a row per output position (labelled by the token it
 // predicts), a column per source token. For reversal, output i reads source n-1-i: the
 // anti-diagonal.
-static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
+static void draw_cross_attention(const Options* o, S2SRun* r) {
     Seq2Seq* m = &r->model;
     Seq2SeqConfig c = m->config;
     if (!r->have_val || r->val.num_pairs == 0) die("-am needs held-out pairs (-j) to draw one of them");
@@ -1591,7 +1446,7 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
         memcpy(probs + l * map, m->acts.att_probs + (c.enc_layers + 2 * l + 1) * slot, map * sizeof(float));
     char title[8400];
     snprintf(title, sizeof title, "the decoder's cross-attention (%s, a held-out pair of %s)",
-             o->init[0] ? o->init : r->last_checkpoint[0] ? r->last_checkpoint : "a fresh model",
+             o->init[0] ? o->init : r->ckpt.last[0] ? r->ckpt.last : "a fresh model",
              o->val_path);
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     write_attention_map_svg(o->attention_map, probs, Ld, NH, Tt, Ts, pb.dec_tgt, pb.src, tk, 0, title);
@@ -1614,7 +1469,7 @@ static void draw_cross_attention(const S2SOptions* o, S2SRun* r) {
 }
 
 // -tp, -tk: the first -g held-out pairs decoded again, sampled instead of greedy
-static void print_sampled_examples(const S2SOptions* o, S2SRun* r) {
+static void print_sampled_examples(const Options* o, S2SRun* r) {
     printf("sampled decoding (-tp %g -tk %d):\n", o->temperature, o->top_k);
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     int n = o->examples < r->val.num_pairs ? o->examples : r->val.num_pairs, len;
@@ -1632,7 +1487,7 @@ static void print_sampled_examples(const S2SOptions* o, S2SRun* r) {
 
 int main(int argc, char** argv) {
     error_program = "train_seq2seq";
-    S2SOptions o = s2s_parse_args(argc, argv);
+    Options o = parse_seq2seq_args(argc, argv);
     static S2SRun r;  // zeroed
     s2s_setup(&o, &r);
     if (o.max_steps > 0) s2s_train(&o, &r);

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     char* end = NULL;
     float scale = env ? strtof(env, &end) : 1.0f;
     if (env && (end == env || *end || !(scale > 0.0f))) die("PE_SCALE '%s' is not a positive number", env);
-    S2SOptions o = s2s_parse_args(argc, argv);
+    Options o = parse_seq2seq_args(argc, argv);
     static S2SRun r;  // zeroed
     s2s_setup(&o, &r);
     if (!r.model.sinusoids) die("PE_SCALE scales the sinusoid table: give -pe sin");
