@@ -27,7 +27,7 @@ Two folders beside this file can be skipped on a first reading:
          Each fast kernel names its plain twin; test_gpt2.c checks one against the other.
   util/  the plumbing: errors and checked I/O, random numbers, data loader, tokenizer,
          sampler, training-state file, command line, the run around a model (run.h:
-         resume, checkpoints, stops, the step's line; train_seq2seq.c's too), pictures, and
+         resume, checkpoints, stops, the step's line; train_seq2seq's too), pictures, and
          data parallelism over MPI (dist.h: N processes share a global batch and average
          their gradients).
 

@@ -9,8 +9,8 @@ measurement at twice the training length (doc/errata.md, "Remarks"). Build and r
 Every flag is train_seq2seq's; the table is scaled after the model is built or loaded, so
 -x 0 -e CHECKPOINT evaluates a checkpoint with the same scale.
 */
-#define main train_seq2seq_main  // train_seq2seq.c's own main, unused
-#include "train_seq2seq.c"
+#define main train_seq2seq_main  // train_seq2seq_main.c's own main, unused
+#include "train_seq2seq_main.c"
 #undef main
 
 int main(int argc, char** argv) {

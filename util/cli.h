@@ -72,7 +72,7 @@ typedef struct {
     int embed_scale;             // train_seq2seq's -es: 1, 0, or -1 = not given
     int freeze_encoder;          // train_seq2seq's -fe
     const char* optimizer;       // train_seq2seq's -opt adamw | sgd
-    unsigned long long given;    // bit k: FLAGS[k] was on the command line
+    unsigned long long given;    // bit k: a flag named as FLAGS[k] was on the command line
 } Options;
 
 // the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
@@ -363,9 +363,9 @@ static inline void parse_flag_table(const Flag* flags, int n, Options* o, int ar
         const Flag* fl = find_flag(flags, n, argv[i]);
         if (!fl) usage_error("unknown flag '%s'", argv[i]);
         if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
-        fl = flag_row(fl);
-        if (fl >= FLAGS && fl < FLAGS + NUM_FLAGS) o->given |= 1ULL << (fl - FLAGS);
-        parse_flag_value(fl, o, argv[++i]);
+        const Flag* namesake = find_flag(FLAGS, NUM_FLAGS, argv[i]);  // flag_given answers by name
+        if (namesake) o->given |= 1ULL << (namesake - FLAGS);
+        parse_flag_value(flag_row(fl), o, argv[++i]);
     }
 }
 
@@ -634,7 +634,8 @@ static void apply_variant_flags(const Options* o, int* settings[5], int fresh, c
 
 // A loaded model (-e, or -y 1) has its own shape: -nl -nh -nc -mt given on the command
 // line must agree with it (so that the command that started a run resumes it), or the run
-// is refused, as a block variant's flag is (apply_variant_flags). layers..ff: the model's.
+// is refused, as a block variant's flag is (apply_variant_flags). layers..ff: the model's
+// (-1: not checked; train_seq2seq's -nl sets the layers of both stacks, a model's may differ).
 static void check_shape_given(const Options* o, const char* source, int layers, int heads, int channels,
                               int max_seq_len, int ff) {
     const char* flags[5] = {"-nl", "-nh", "-nc", "-mt", "-ff"};
@@ -642,7 +643,7 @@ static void check_shape_given(const Options* o, const char* source, int layers, 
     int given[5] = {o->layers, o->heads, o->channels, o->max_seq_len ? o->max_seq_len : o->T, o->ff};
     int model[5] = {layers, heads, channels, max_seq_len, ff};
     for (int i = 0; i < 5; i++)
-        if (flag_given(o, flags[i]) && given[i] != model[i])
+        if (model[i] >= 0 && flag_given(o, flags[i]) && given[i] != model[i])
             usage_error("%s %d: the model in '%s' has %s=%d; its shape is its own (leave %s out, or start a "
                         "fresh model)", flags[i], given[i], source, what[i], model[i], flags[i]);
 }
