@@ -151,11 +151,12 @@ static void s2s_setup(const Options* o, S2SRun* r) {
         TrainState now = s2s_train_state(r, r->ckpt.resume_step);
         read_resumed_state(o, &r->ckpt, &r->state, &m);
         if (r->have_train) check_resumed_state(&r->state, now, r->ckpt.last);
-        char path[4096];
-        checkpoint_path(path, sizeof path, o->out_dir, "state", r->ckpt.resume_step);
-        if (r->have_train && r->state.batch_index > (size_t)r->train.num_pairs / (size_t)o->B)
+        if (r->have_train && r->state.batch_index > (size_t)r->train.num_pairs / (size_t)o->B) {
+            char path[4096];
+            checkpoint_path(path, sizeof path, o->out_dir, "state", r->ckpt.resume_step);
             die("'%s': saved data position %zu is past the %d batches of '%s'", path, r->state.batch_index,
                 r->train.num_pairs / o->B, o->train_path);
+        }
         r->sampler.rng = r->state.sampler_rng;
     }
     if (r->have_train) pairs_order(r->order, r->train.num_pairs, (uint64_t)o->seed, (int)r->state.epoch);
