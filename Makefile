@@ -148,15 +148,16 @@ train_gpt2$(EXE): $(SRC)
 test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
-# the encoder-decoder (article 003), a second program built on train_gpt2.c's layers
-train_seq2seq$(EXE): train_seq2seq.c $(SRC)
+# the encoder-decoder (article 003), a second program built on train_gpt2.c's layers: the model
+# in train_seq2seq.c, its program (flags, setup, training loop, report) in train_seq2seq_main.c
+train_seq2seq$(EXE): train_seq2seq_main.c train_seq2seq.c $(SRC)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 test_seq2seq$(EXE): test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 # an experiment, not built by default: -pe sin with its table scaled by $$PE_SCALE (doc/errata.md)
-tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq.c $(SRC)
+tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq_main.c train_seq2seq.c $(SRC)
 	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
 # article 003's toy layer by train_seq2seq.c's layers, for tests/article_code.py (CI, PyTorch)

@@ -20,8 +20,7 @@ Then errata E26-E28 (tests/errata_seq2seq.h), and PyTorch's nn.Transformer as th
 oracle, when tests/seq2seq_reference.h is present (references in data/ref, or -r DIR).
 Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
 */
-#define TESTING_SEQ2SEQ  // train_seq2seq.c without its main
-#include "train_seq2seq.c"
+#include "train_seq2seq.c"  // the model (its program is train_seq2seq_main.c)
 
 #define TOL_FD_REL 5e-4f     // finite differences: max |num - analytic| / max |analytic|
 #define TOL_PAD_LOGIT 1e-6f  // padding: logits of real positions, relative to the largest |logit|

@@ -26,8 +26,10 @@ Two folders beside this file can be skipped on a first reading:
          attention's matrix products, vectorisable exp, row kernels, aligned memory.
          Each fast kernel names its plain twin; test_gpt2.c checks one against the other.
   util/  the plumbing: errors and checked I/O, random numbers, data loader, tokenizer,
-         sampler, training-state file, command line, pictures, and data parallelism over
-         MPI (dist.h: N processes share a global batch and average their gradients).
+         sampler, training-state file, command line, the run around a model (run.h:
+         resume, checkpoints, stops, the step's line; train_seq2seq's too), pictures, and
+         data parallelism over MPI (dist.h: N processes share a global batch and average
+         their gradients).
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels.
@@ -49,6 +51,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/state.h"       // TrainState: the file that makes resuming exact
 #include "util/dist.h"        // data parallelism over MPI: N processes, one global batch
 #include "util/cli.h"         // Options: the command line
+#include "util/run.h"         // the run around a model: resume, checkpoints, stops, the step's line
 #include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "util/progress.h"    // elapsed time, ETA, the progress of a long validation
 #include "util/schedulers.h"  // learning_rate: llm.c's learning-rate schedules (-k)
@@ -1403,13 +1406,13 @@ float grad_clip_scale(float norm, float max_norm) {
     return (max_norm > 0.0f && norm > max_norm) ? max_norm / norm : 1.0f;
 }
 
-// AdamW's moments, zero until the first update (or read from a training-state file): of
-// this process's shard of the parameters with -z 1 (util/dist.h), else of all of them
-void gpt2_allocate_moments(GPT2* model) {
-    if (model->m_memory) return;
-    size_t n = dist_shard_end(model->num_parameters) - dist_shard_begin();
-    model->m_memory = alignedCallocCheck(n, sizeof(float));
-    model->v_memory = alignedCallocCheck(n, sizeof(float));
+// AdamW's moments of n parameters, zero until the first update (or read from a training-state
+// file): of this process's shard of them with -z 1 (util/dist.h), else of all of them
+void allocate_moments(float** m, float** v, size_t n) {
+    if (*m) return;
+    size_t shard = dist_shard_end(n) - dist_shard_begin();
+    *m = alignedCallocCheck(shard, sizeof(float));
+    *v = alignedCallocCheck(shard, sizeof(float));
 }
 
 // the optimiser's settings: AdamW, the learning-rate schedule, clipping
@@ -1482,7 +1485,7 @@ static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, flo
 void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
     double t0 = now_seconds(), gathered = dist.gather_seconds;
     int first = !model->m_memory;  // the first update touches the moments' new pages: not timed
-    gpt2_allocate_moments(model);
+    allocate_moments(&model->m_memory, &model->v_memory, model->num_parameters);
     if (dist.zero) gpt2_update_shard(model, opt, lr, grad_scale, t);
     else adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
                       model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
@@ -1778,8 +1781,7 @@ void gpt2_write_safetensors(const GPT2* model, const char* dir) {
 typedef struct {
     GPT2 model;
     TrainState state;            // where training stands (step 0 unless resumed)
-    int resume_step;             // the checkpoint resumed from, or -1
-    char last_checkpoint[4096];  // the newest checkpoint written or resumed from
+    Checkpoints ckpt;            // -o: the checkpoint resumed from, the newest, the loss curve
     Tokenizer tokenizer;
     int have_tokenizer;          // loaded, and its vocabulary matches the model's
     Sampler sampler;
@@ -1789,30 +1791,32 @@ typedef struct {
     DataLoader train, val;
     int have_val, val_batches;
     AdamWConfig adamw;           // from the flags
-    LossHistory history;         // every step's loss and learning rate, the validation losses
 } Run;
+
+// the model as util/run.h sees it: its weights, its moments, its checkpoint writer
+static void write_checkpoint(const void* model, const char* path) { gpt2_write_checkpoint(model, path); }
+static RunModel run_model(const Run* r) {
+    const GPT2* m = &r->model;
+    return (RunModel){m->params_memory, m->num_parameters, m->m_memory, m->v_memory, m, write_checkpoint};
+}
 
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
 // its vocabulary
 void setup_model(const Options* o, Run* r) {
     struct stat sb;
     int default_tokenizer = !flag_given(o, "-tok");
-    r->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
-    if (o->resume && r->resume_step < 0)
-        printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
+    find_resume(o, &r->ckpt);  // -y 1
     GPT2Config fresh = {.max_seq_len = o->max_seq_len ? o->max_seq_len : o->T, .num_layers = o->layers,
                         .num_heads = o->heads, .channels = o->channels};
-    int is_fresh = r->resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init, &fresh.num_layers,
-                                             &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
+    int is_fresh = r->ckpt.resume_step < 0 && (!o->init[0] || parse_model_descriptor(o->init,
+                       &fresh.num_layers, &fresh.num_heads, &fresh.channels, &fresh.max_seq_len));
     if (is_fresh) {
         require_file(o->tokenizer_path, "-tok", !flag_given(o, "-tok"));
         tokenizer_init(&r->tokenizer, o->tokenizer_path);  // a fresh model takes its vocabulary from it
         r->have_tokenizer = 1;
     }
-    if (r->resume_step >= 0) {
-        snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", o->out_dir,
-                 r->resume_step);
-        gpt2_build_from_checkpoint(&r->model, r->last_checkpoint);
+    if (r->ckpt.resume_step >= 0) {
+        gpt2_build_from_checkpoint(&r->model, r->ckpt.last);
     } else if (!is_fresh) {
         require_file(o->init, "-e", 0);
         gpt2_build_from_file(&r->model, o->init);  // llm.c's checkpoint, or Hugging Face's .safetensors
@@ -1827,7 +1831,7 @@ void setup_model(const Options* o, Run* r) {
     }
     GPT2Config* mc = &r->model.config;  // a loaded model: the flags must agree with it (-causal may switch)
     int* settings[5] = {&mc->pos_encoding, &mc->ln_place, &mc->activation, &mc->num_kv_heads, &mc->mask};
-    const char* source = r->last_checkpoint[0] ? r->last_checkpoint : o->init;
+    const char* source = r->ckpt.last[0] ? r->ckpt.last : o->init;
     if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
     if (!is_fresh || o->init[0])  // a loaded model, or llm.c's descriptor (d12...): its shape, not -nl ...
         check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len,
@@ -1860,20 +1864,10 @@ void setup_model(const Options* o, Run* r) {
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist.rank * o->B;
     r->model.grad_accum = o->grad_accum;  // -d: each micro-batch's gradients weigh 1/grad_accum
-    if (r->resume_step >= 0) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/state_%08d.bin", o->out_dir, r->resume_step);
-        gpt2_allocate_moments(&r->model);
-        size_t n = r->model.num_parameters, lo = dist_shard_begin(), shard = dist_shard_end(n) - lo;
-        float* m = dist.zero ? mallocCheck(n * sizeof(float)) : r->model.m_memory;  // -z 1: the file's
-        float* v = dist.zero ? mallocCheck(n * sizeof(float)) : r->model.v_memory;  // whole moments
-        read_train_state(path, &r->state, m, v, n);
-        if (dist.zero) {  // this process keeps its shard of them (util/dist.h)
-            memcpy(r->model.m_memory, m + lo, shard * sizeof(float));
-            memcpy(r->model.v_memory, v + lo, shard * sizeof(float));
-            free(m), free(v);
-        }
-        printf("resuming from %s at step %d\n", r->last_checkpoint, r->state.step);
+    if (r->ckpt.resume_step >= 0) {
+        allocate_moments(&r->model.m_memory, &r->model.v_memory, r->model.num_parameters);
+        RunModel m = run_model(r);
+        read_resumed_state(o, &r->ckpt, &r->state, &m);
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
@@ -1887,7 +1881,7 @@ void setup_model(const Options* o, Run* r) {
 void setup_generation(const Options* o, Run* r) {
     GPT2Config c = r->model.config;
     sampler_init(&r->sampler, c.vocab_size, o->temperature, o->top_k, (uint64_t)o->seed ^ 0x5A4D504CULL);
-    if (r->resume_step >= 0) r->sampler.rng = r->state.sampler_rng;
+    if (r->ckpt.resume_step >= 0) r->sampler.rng = r->state.sampler_rng;
     if (o->gen_tokens > 0) kvcache_init(&r->kv, c);
     r->prompt = mallocCheck((size_t)c.max_seq_len * sizeof(int));
     r->prompt_len = 1;
@@ -1914,35 +1908,6 @@ static TrainState train_state(const Options* o, const Run* r, int step) {
                         r->sampler.rng, (uint64_t)o->seed, o->shuffle, r->train.total_tokens, o->max_steps};
 }
 
-// -o holds checkpoints and this run neither resumes them (-y 1) nor replaces them (-ow 1):
-// refuse, rather than mix two runs' checkpoints and loss curves
-static void protect_output_dir(const Options* o) {
-    int newest = latest_checkpoint(o->out_dir, 0);
-    if (newest < 0 || o->resume) return;
-    if (!o->overwrite)
-        die("-o '%s' holds the checkpoints of another run (the newest of step %d): resume it with -y 1, "
-            "replace it with -ow 1, or choose another -o", o->out_dir, newest);
-    printf("-ow 1: removed %d checkpoint(s) of another run from '%s'\n", prune_checkpoints(o->out_dir, 0, 0),
-           o->out_dir);
-}
-
-// the validation batches: -m, or (-m 0) as many as fit in VAL_TOKENS tokens, or (-m -1) all
-static int validation_batches(const Options* o, const DataLoader* val) {
-    size_t all = val->total_batches, fit = VAL_TOKENS / ((size_t)val->B * val->T);
-    size_t n = o->val_batches > 0 ? (size_t)o->val_batches : o->val_batches < 0 ? all : fit > 0 ? fit : 1;
-    return (int)(n < all ? n : all);
-}
-
-// -y 1 with another -x than the run was started with: the schedule is computed for the new
-// -x from here on (as llm.c's), so the learning rate jumps; one line says by how much
-static void print_schedule_change(const AdamWConfig* a, int old_steps, int step) {
-    float before = learning_rate(a->schedule, step, a->lr, a->warmup, old_steps, a->final_lr_frac);
-    float now = learning_rate(a->schedule, step, a->lr, a->warmup, a->max_steps, a->final_lr_frac);
-    printf("note: -x %d, the run was started with -x %d: the learning-rate schedule now ends at step %d "
-           "(at step %d the learning rate is %.2e, not %.2e)\n", a->max_steps, old_steps, a->max_steps, step,
-           now, before);
-}
-
 // the training and validation batches, and the optimiser's settings; -x -1 becomes one epoch
 void setup_data(Options* o, Run* r) {
     int V = r->model.config.vocab_size;
@@ -1959,16 +1924,19 @@ void setup_data(Options* o, Run* r) {
         dataloader_init(&r->val, o->val_path, B, o->T, V, 0, 0, "-j", flags, o->force_vocab);
         r->val_batches = validation_batches(o, &r->val);
     }
-    if (r->resume_step >= 0 && o->max_steps > 0) {  // the state must be this run's
-        check_resumed_state(&r->state, train_state(o, r, r->resume_step), r->last_checkpoint);
+    if (r->ckpt.resume_step >= 0 && o->max_steps > 0) {  // the state must be this run's
+        check_resumed_state(&r->state, train_state(o, r, r->ckpt.resume_step), r->ckpt.last);
         dataloader_seek(&r->train, r->state.epoch, r->state.batch_index);
         if (r->state.step >= o->max_steps)
             printf("-y 1: the checkpoint is at step %d, at or past -x %d: nothing to train\n", r->state.step,
                    o->max_steps);
         else if (r->state.max_steps && r->state.max_steps != o->max_steps)
-            print_schedule_change(&r->adamw, r->state.max_steps, r->state.step);
+            print_schedule_change(o, r->state.max_steps, r->state.step);
     }
-    history_init(&r->history, o->max_steps, r->resume_step >= 0 ? o->out_dir : NULL, r->state.step);
+    const char* resumed_dir = r->ckpt.resume_step >= 0 ? o->out_dir : NULL;  // its loss.tsv
+    history_init(&r->ckpt.history, o->max_steps, resumed_dir, r->state.step);
+    snprintf(r->ckpt.title, sizeof r->ckpt.title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s",
+             o->out_dir, r->model.num_parameters / 1e6, o->B, o->T, o->train_path);
     if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0) {
         check_output_dir(o->out_dir, "-o");  // fail now, not at the end
         protect_output_dir(o);
@@ -1983,57 +1951,12 @@ void export_hf(const Options* o, const Run* r) {
 }
 
 void run_free(Run* r, const Options* o) {
-    free(r->prompt); sampler_free(&r->sampler); history_free(&r->history);
+    free(r->prompt); sampler_free(&r->sampler); history_free(&r->ckpt.history);
     if (o->gen_tokens > 0) kvcache_free(&r->kv);
     if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
     if (o->max_steps > 0) dataloader_free(&r->train);
     if (r->have_val) dataloader_free(&r->val);
     gpt2_free(&r->model);
-}
-
-// writes -o's model_STEP.bin and state_STEP.bin, and the loss curve (loss.svg to look at,
-// loss.tsv to resume it from); refuses weights that are not finite, so the newest
-// checkpoint on disk is always a usable one
-static void save_checkpoint(const Options* o, Run* r, int step, const TrainState* st) {
-    const GPT2* model = &r->model;
-    const char* dir = o->out_dir;
-    char path[4096], title[512];
-    float *m = model->m_memory, *v = model->v_memory;
-    if (dist.zero) {  // -z 1: the state file holds the whole moments; process 0 gathers them
-        m = dist.rank == 0 ? mallocCheck(model->num_parameters * sizeof(float)) : NULL;
-        v = dist.rank == 0 ? mallocCheck(model->num_parameters * sizeof(float)) : NULL;
-        dist_gather_moments(m, model->m_memory);
-        dist_gather_moments(v, model->v_memory);
-    }
-    if (dist.rank != 0) return;  // N processes: the weights are the same, process 0 writes them
-    for (size_t i = 0; i < model->num_parameters; i++)
-        if (!isfinite(model->params_memory[i]))
-            die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
-                "checkpoint: %s", step, r->last_checkpoint[0] ? r->last_checkpoint : "none");
-    snprintf(r->last_checkpoint, sizeof r->last_checkpoint, "%s/model_%08d.bin", dir, step);
-    atomic_begin();  // the four files land together, or none does
-    gpt2_write_checkpoint(model, r->last_checkpoint);
-    snprintf(path, sizeof path, "%s/state_%08d.bin", dir, step);
-    write_train_state(path, st, m, v, model->num_parameters);
-    if (dist.zero) free(m), free(v);
-    snprintf(title, sizeof title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s", dir,
-             model->num_parameters / 1e6, o->B, o->T, o->train_path);
-    history_save(&r->history, dir, title);
-    atomic_keep();
-    if (o->keep_checkpoints > 0) prune_checkpoints(dir, o->keep_checkpoints, o->major_every);  // -nk, -nm
-}
-
-
-// Ctrl-C or SIGTERM came during the step before this one, or the validation or sample
-// after it: save where training stood then, `now` (a checkpoint, as any other), and stop
-// with exit status 1 (not an error: the line says "stopped"), so scripts see it
-static void stop_after(const Options* o, Run* r, int step, const TrainState* now) {
-    if (!o->out_dir[0] || step == r->state.step)
-        stop_together("stopped by signal %d after %d steps; nothing %ssaved", stop_signal, step,
-                      o->out_dir[0] ? "new " : "(no -o) ");
-    save_checkpoint(o, r, step, now);
-    stop_together("stopped by signal %d after %d steps; saved %s (resume with -y 1)", stop_signal, step,
-        r->last_checkpoint);
 }
 
 static void sample(const Options* o, Run* r) {
@@ -2042,19 +1965,15 @@ static void sample(const Options* o, Run* r) {
     generate(&r->model, &r->kv, &r->sampler, tk, r->prompt, r->prompt_len, o->gen_tokens, o->slide, stdout);
 }
 
-static void stop_if_not_finite(const char* what, float value, int step, const Run* r) {
-    if (isfinite(value)) return;
-    die_together("the %s became %f at step %d; stopping. Last good checkpoint: %s", what, value, step,
-        r->last_checkpoint[0] ? r->last_checkpoint : "none");
-}
+// the tokens of a training step: -b rows of -t tokens, of every process and micro-batch
+static double step_tokens(const Options* o) { return (double)o->B * dist.size * o->T * o->grad_accum; }
 
 // One optimisation step on the next batch; prints its line. It is gpt2_train_step in
 // its two halves, because a checkpoint due at this step is written between them: after
 // the forward, for weights whose loss just came out finite, before AdamW changes them.
 // With -d the batch is grad_accum micro-batches of B rows per process: the gradients of
 // all but the last are summed before it (gpt2_backward adds; each weighs 1/grad_accum).
-// elapsed: the run's seconds so far; stepping: its steps' seconds so far, this one's added
-static double run_step(const Options* o, Run* r, int step, double elapsed, double* stepping) {
+static void run_step(const Options* o, Run* r, int step, RunClock* clock) {
     double t0 = now_seconds(), sum = 0.0;
     TrainState before = train_state(o, r, step);
     if (o->overfit) dataloader_seek(&r->train, 0, 0);  // -a 1: the first batch, every step
@@ -2069,43 +1988,26 @@ static double run_step(const Options* o, Run* r, int step, double elapsed, doubl
         gpt2_backward(&r->model);
     }
     float loss = dist_mean((float)(sum / o->grad_accum));
-    stop_if_not_finite("training loss", loss, step, r);
+    stop_if_not_finite("training loss", loss, step, &r->ckpt);
+    RunModel m = run_model(r);
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
-        save_checkpoint(o, r, step, &before);
+        save_checkpoint(o, &r->ckpt, &m, step, &before);
     if (o->grad_accum == 1) gpt2_zero_grad(&r->model);
     size_t last_rows = (size_t)(o->grad_accum - 1) * dist.size * o->B;  // every process's, this pass
     dist_step_tokens(r->train.inputs + last_rows * o->T, (size_t)dist.size * o->B * o->T);
     gpt2_backward(&r->model);
     StepStats s = gpt2_optimizer_step(&r->model, step, &r->adamw);
-    stop_if_not_finite("gradient norm", s.norm, step, r);
-    history_step(&r->history, step, loss, s.lr);
-    double dt = now_seconds() - t0, tokens = (double)o->B * dist.size * o->T * o->grad_accum;
-    char took[32], eta[32];  // the ETA: the steps to come at the mean time of those done
-    *stepping += dt;
-    printf("step %5d/%d | loss %.6f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s | %s, ETA %s\n", step + 1,
-           o->max_steps, loss, s.lr, s.norm, dt * 1e3, tokens / dt,
-           format_duration(elapsed + dt, took, sizeof took),
-           format_duration(*stepping / (step + 1 - r->state.step) * (o->max_steps - step - 1), eta,
-                           sizeof eta));
-    fflush(stdout);
-    return dt;
-}
-
-// N processes: AdamW's state per process, all the moments or (-z 1) a shard's (util/dist.h)
-static void print_optimizer_memory(const GPT2* model) {
-    if (dist.size == 1) return;
-    size_t n = model->num_parameters, shard = dist_shard_end(n) - dist_shard_begin();
-    printf("optimizer: AdamW's moments %.1f MiB per process (%s)\n", 2.0 * shard * sizeof(float) / 1048576,
-           dist.zero ? "-z 1: sharded over the processes, process 0's shard" : "-z 0: all of them on each");
+    stop_if_not_finite("gradient norm", s.norm, step, &r->ckpt);
+    history_step(&r->ckpt.history, step, loss, s.lr);
+    print_step(clock, step, o->max_steps, loss, s.lr, s.norm, now_seconds() - t0, step_tokens(o), "tok");
 }
 
 // the training loop: validation every -v steps, a sample every -s, checkpoints every -n,
 // and all three at the end
 void train(const Options* o, Run* r) {
     print_training_settings(o, max_threads(), &r->train, r->have_val ? &r->val : NULL, r->val_batches);
-    print_optimizer_memory(&r->model);
-    double train_seconds = 0.0, start = now_seconds(), stepping = 0.0;
-    int timed_steps = 0;
+    print_optimizer_memory(r->model.num_parameters);
+    RunClock clock = run_clock(r->state.step);
     float val_loss = -1.0f;
     for (int step = r->state.step; step <= o->max_steps; step++) {
         int last = step == o->max_steps;
@@ -2114,7 +2016,7 @@ void train(const Options* o, Run* r) {
             dist_check_weights(r->model.params_memory, r->model.num_parameters, step);
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);
             if (!stop_signal) printf("step %5d | val loss %.4f\n", step, val_loss);
-            if (!stop_signal) history_val(&r->history, step, val_loss);
+            if (!stop_signal) history_val(&r->ckpt.history, step, val_loss);
         }
         int sample_due = (o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last;
         if (o->gen_tokens > 0 && !stop_signal && sample_due) {
@@ -2122,25 +2024,23 @@ void train(const Options* o, Run* r) {
             sample(o, r);
             printf("----\n");
         }
-        // Ctrl-C during the last step, this validation or sample: N processes stop together
-        if (dist_stop_agreed()) stop_after(o, r, step, &now);
-        if (last) break;
-        double dt = run_step(o, r, step, now_seconds() - start, &stepping);
-        if (step > r->state.step) {  // the first step warms up: not timed
-            train_seconds += dt;
-            timed_steps++;
+        if (dist_stop_agreed()) {  // Ctrl-C during the last step, this validation or sample
+            RunModel m = run_model(r);  // N processes stop together
+            stop_after(o, &r->ckpt, &m, step, r->state.step, &now);
         }
+        if (last) break;
+        run_step(o, r, step, &clock);
     }
     if (o->out_dir[0] && o->max_steps > r->state.step) {
         if (r->have_val && !isfinite(val_loss))
             die_together("the validation loss is %f at the end; not writing a checkpoint. Last good "
-                         "checkpoint: %s", val_loss, r->last_checkpoint[0] ? r->last_checkpoint : "none");
+                         "checkpoint: %s", val_loss, r->ckpt.last[0] ? r->ckpt.last : "none");
         TrainState now = train_state(o, r, o->max_steps);
-        save_checkpoint(o, r, o->max_steps, &now);
+        RunModel m = run_model(r);
+        save_checkpoint(o, &r->ckpt, &m, o->max_steps, &now);
     }
-    if (timed_steps > 0)
-        print_training_done(o, o->max_steps - r->state.step, train_seconds / timed_steps,
-                            r->have_val ? val_loss : NAN, r->last_checkpoint);
+    float final_loss = r->have_val ? val_loss : NAN;
+    print_training_done(&clock, o->max_steps - r->state.step, step_tokens(o), "tok", final_loss, r->ckpt.last);
 }
 
 

@@ -22,7 +22,7 @@ SAN=(-O1 -g -std=c11 -fopenmp -fsanitize=address,undefined -fno-omit-frame-point
      -fno-sanitize-recover=undefined)
 t0=$(now_ms)
 "$CC" "${SAN[@]}" -o "$T/train_gpt2" train_gpt2.c -lm & b1=$!
-"$CC" "${SAN[@]}" -o "$T/train_seq2seq" train_seq2seq.c -lm
+"$CC" "${SAN[@]}" -o "$T/train_seq2seq" train_seq2seq_main.c -lm
 "$CC" "${SAN[@]}" -o "$T/prepare" data/prepare.c -lm
 wait $b1
 if [ ! -x "$T/train_gpt2" ] || [ ! -x "$T/train_seq2seq" ] || [ ! -x "$T/prepare" ]; then

@@ -968,7 +968,7 @@ expect_error "make_pairs: -o a directory" "is not a regular file" ./data/make_pa
 # ---- 8b. a newcomer's first hour (issue 26): usage errors, -h and README, paths, -v 0, messages
 source tests/newcomer_tests.sh
 
-# ---- 9. the encoder-decoder (train_seq2seq.c, test_seq2seq.c)
+# ---- 9. the encoder-decoder (train_seq2seq.c, train_seq2seq_main.c, test_seq2seq.c)
 source tests/seq2seq_tests.sh
 
 # ---- 9b. nothing lost, nothing trusted: checksums, groups of writes, planted links (issue 38)
@@ -1022,7 +1022,7 @@ command -v mpicc > /dev/null && compile_checks+=("mpicc -DUSE_MPI -O0 -c -o /dev
 for cc in "${compile_checks[@]}"; do
     command -v ${cc%% *} > /dev/null || { bad "${cc%% *} is not installed"; continue; }
     warned=""
-    srcs=(train_gpt2.c test_gpt2.c train_seq2seq.c test_seq2seq.c data/prepare.c data/make_pairs.c)
+    srcs=(train_gpt2.c test_gpt2.c train_seq2seq_main.c test_seq2seq.c data/prepare.c data/make_pairs.c)
     [[ $cc == mpicc* ]] && srcs=(train_gpt2.c)
     for src in "${srcs[@]}"; do
         $cc -Wall -Wextra -Werror -std=c11 -fopenmp "$src" > "$TMP/warn.log" 2>&1 \

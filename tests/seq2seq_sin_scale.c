@@ -9,8 +9,8 @@ measurement at twice the training length (doc/errata.md, "Remarks"). Build and r
 Every flag is train_seq2seq's; the table is scaled after the model is built or loaded, so
 -x 0 -e CHECKPOINT evaluates a checkpoint with the same scale.
 */
-#define main train_seq2seq_main  // train_seq2seq.c's own main, unused
-#include "train_seq2seq.c"
+#define main train_seq2seq_main  // train_seq2seq_main.c's own main, unused
+#include "train_seq2seq_main.c"
 #undef main
 
 int main(int argc, char** argv) {
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     char* end = NULL;
     float scale = env ? strtof(env, &end) : 1.0f;
     if (env && (end == env || *end || !(scale > 0.0f))) die("PE_SCALE '%s' is not a positive number", env);
-    S2SOptions o = s2s_parse_args(argc, argv);
+    Options o = parse_seq2seq_args(argc, argv);
     static S2SRun r;  // zeroed
     s2s_setup(&o, &r);
     if (!r.model.sinusoids) die("PE_SCALE scales the sinusoid table: give -pe sin");

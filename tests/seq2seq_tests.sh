@@ -115,8 +115,8 @@ expect_error "-opt adam" "-opt must be adamw or sgd" ./train_seq2seq -opt adam
 expect_error "-fe 2" "-fe must be 1 or 0" ./train_seq2seq -fe 2
 expect_error "-es 2" "-es must be 1 or 0" ./train_seq2seq -es 2
 expect_error "-es 1 on a loaded model built without it" \
-    "-es: the loaded model was built without the embedding scale" ./train_seq2seq -e "$ckpt" -x 0 -es 1
-expect_error "-ln of a loaded model" "-ln: the loaded model was built otherwise" ./train_seq2seq -e "$ckpt" -x 0 -ln post
+    "-es: the model in '$ckpt' was built without the embedding scale" ./train_seq2seq -e "$ckpt" -x 0 -es 1
+expect_error "-ln of a loaded model" "-ln: the model in '$ckpt' was built otherwise" ./train_seq2seq -e "$ckpt" -x 0 -ln post
 for v in 0 -8 abc 300000; do
     expect_error "-ff $v" "-ff" ./train_seq2seq -ff $v
 done

@@ -1,9 +1,12 @@
 /*
-util/cli.h: the command line: every flag, its default and its check. Plumbing. The letters
-are those of llm.c's train_gpt2.cu, plus flags for the model shape and more. Every flag of
-llm.c's is either here with llm.c's meaning (FLAGS) or in LLMC_OFF: accepted at the value
-that changes nothing on a CPU (-r 0, -z 0, -h 0, ...), refused at any other with one line.
-doc/usage.md's table "llm.c's flags here" says which is which.
+util/cli.h: the command line of both programs: every flag, its default and its check.
+Plumbing. train_gpt2's letters are those of llm.c's train_gpt2.cu, plus flags for the model
+shape and more. Every flag of llm.c's is either here with llm.c's meaning (FLAGS) or in
+LLMC_OFF: accepted at the value that changes nothing on a CPU (-r 0, -z 0, -h 0, ...),
+refused at any other with one line. doc/usage.md's table "llm.c's flags here" says which is
+which. train_seq2seq's flags (SEQ2SEQ_FLAGS) are its own rows and, where a flag means the
+same in both programs, a row that only names FLAGS' row: each such flag is defined once.
+Both programs fill the same Options.
 */
 #ifndef UTIL_CLI_H
 #define UTIL_CLI_H
@@ -64,7 +67,12 @@ typedef struct {
     int bf16;                    // -prec bf16
     const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
     int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
-    unsigned long long given;    // bit k: FLAGS[k] was on the command line
+    int enc_layers, dec_layers;  // train_seq2seq's -nle -nld: its stacks' layers (0 = -nl)
+    int eval_pairs, examples;    // train_seq2seq's -ne -g: held-out pairs to evaluate, to print
+    int embed_scale;             // train_seq2seq's -es: 1, 0, or -1 = not given
+    int freeze_encoder;          // train_seq2seq's -fe
+    const char* optimizer;       // train_seq2seq's -opt adamw | sgd
+    unsigned long long given;    // bit k: a flag named as FLAGS[k] was on the command line
 } Options;
 
 // the words of -pe, -ln and -act, in the order of train_gpt2.c's POS_*, LN_* and ACT_*
@@ -87,7 +95,8 @@ static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pr
 // `help` for -h (one line of an 80-column terminal), `def` the default in words where its
 // value alone would not say it (-pe "" is learned positions; NULL: the value), `readme`
 // its meaning at length for doc/usage.md's table (NULL: help). One table gives both -h and
-// doc/usage.md's table (`./train_gpt2 -h md` prints it; make test compares the two).
+// doc/usage.md's table (`./train_gpt2 -h md` prints it; make test compares the two). A row
+// with a name alone ({.name = "-l"}, in SEQ2SEQ_FLAGS) stands for FLAGS' row of that name.
 typedef struct {
     const char* name; char type; size_t offset; const char* help; const char* def; const char* readme;
 } Flag;
@@ -200,6 +209,21 @@ static const Flag FLAGS[] = {
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 _Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= 64, "Options.given has a bit per flag");
 
+// the flag named s in a table of n, or NULL
+static const Flag* find_flag(const Flag* flags, int n, const char* s) {
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, flags[k].name) == 0) return &flags[k];
+    return NULL;
+}
+
+// the row that defines a flag: fl itself, or for a row with a name alone, the row of FLAGS
+// it stands for
+static const Flag* flag_row(const Flag* fl) {
+    const Flag* row = fl->type ? fl : find_flag(FLAGS, NUM_FLAGS, fl->name);
+    if (!row) die("flag table: %s has no type and no row in FLAGS", fl->name);  // a typo in the table
+    return row;
+}
+
 // whether the flag named name was on the command line
 static int flag_given(const Options* o, const char* name) {
     for (int k = 0; k < NUM_FLAGS; k++)
@@ -276,10 +300,11 @@ static void print_flag_table(FILE* f, const char* program, const Flag* flags, in
     fprintf(f, "usage: ./%s [flags]   (every flag takes a value; -h: this list)\n", program);
     for (int i = 0; i < n; i++) {
         char def[256], line[512];
-        flag_default(&flags[i], defaults, 0, def, sizeof def);
-        int len = snprintf(line, sizeof line, "  %-7s %s; default %s", flags[i].name, flags[i].help, def);
+        const Flag* fl = flag_row(&flags[i]);
+        flag_default(fl, defaults, 0, def, sizeof def);
+        int len = snprintf(line, sizeof line, "  %-7s %s; default %s", fl->name, fl->help, def);
         if (len <= 80) fprintf(f, "%s\n", line);
-        else fprintf(f, "  %-7s %s\n%10sdefault %s\n", flags[i].name, flags[i].help, "", def);
+        else fprintf(f, "  %-7s %s\n%10sdefault %s\n", fl->name, fl->help, "", def);
     }
 }
 
@@ -288,9 +313,9 @@ static void print_flag_markdown(FILE* f, const Flag* flags, int n, const void* d
     fprintf(f, "| flag | meaning | default |\n| --- | --- | --- |\n");
     for (int i = 0; i < n; i++) {
         char def[256];
-        flag_default(&flags[i], defaults, 1, def, sizeof def);
-        fprintf(f, "| `%s` | %s | %s |\n", flags[i].name, flags[i].readme ? flags[i].readme : flags[i].help,
-                def);
+        const Flag* fl = flag_row(&flags[i]);
+        flag_default(fl, defaults, 1, def, sizeof def);
+        fprintf(f, "| `%s` | %s | %s |\n", fl->name, fl->readme ? fl->readme : fl->help, def);
     }
 }
 
@@ -305,13 +330,6 @@ static void print_usage(FILE* f) {
     snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " -pn <processes>; refused: "
              "-pg -pi -pm -ps -pf -pp (doc/usage.md: \"llm.c's flags here\"). -h md: its table of the flags.");
     print_wrapped(f, accepted);
-}
-
-// the flag named s in a table of n, or NULL
-static const Flag* find_flag(const Flag* flags, int n, const char* s) {
-    for (int k = 0; k < n; k++)
-        if (strcmp(s, flags[k].name) == 0) return &flags[k];
-    return NULL;
 }
 
 // one flag's value v into its field of the options struct opts: one line naming the flag
@@ -336,16 +354,18 @@ static void parse_flag_value(const Flag* fl, void* opts, const char* v) {
     }
 }
 
-// fills the options struct opts from argv by the table of flags: one line naming the flag
-// for an unknown flag, a missing value or a value that is not a number. -h prints usage.
-static inline void parse_flag_table(const Flag* flags, int n, void* opts, int argc, char** argv) {
+// fills o from argv by a table of flags: one line naming the flag for an unknown flag, a
+// missing value or a value that is not a number. -h prints usage.
+static inline void parse_flag_table(const Flag* flags, int n, Options* o, int argc, char** argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { print_usage_to(stdout); exit(0); }
     for (int i = 1; i < argc; i++) {
         const Flag* fl = find_flag(flags, n, argv[i]);
         if (!fl) usage_error("unknown flag '%s'", argv[i]);
         if (i + 1 >= argc) usage_error("flag %s needs a value", argv[i]);
-        parse_flag_value(fl, opts, argv[++i]);
+        const Flag* namesake = find_flag(FLAGS, NUM_FLAGS, argv[i]);  // flag_given answers by name
+        if (namesake) o->given |= 1ULL << (namesake - FLAGS);
+        parse_flag_value(flag_row(fl), o, argv[++i]);
     }
 }
 
@@ -510,6 +530,84 @@ Options parse_args(int argc, char** argv) {
     return o;
 }
 
+// ----------------------------------------------------------------------------
+// train_seq2seq's command line: its own rows, and FLAGS' rows of the flags that mean the same
+// in both programs (a name alone)
+
+static const Flag SEQ2SEQ_FLAGS[] = {
+    {"-i", 's', OPT(train_path), "training pairs (pair file, util/pairs.h)", NULL, NULL},
+    {"-j", 's', OPT(val_path), "held-out pairs (\"\" = none)", NULL, NULL},
+    {"-tok", 's', OPT(tokenizer_path), "tokenizer, to print tokens (\"\" = print ids)", NULL, NULL},
+    {"-e", 's', OPT(init), "start from this encoder-decoder checkpoint", "a fresh model", NULL},
+    {.name = "-o"}, {"-b", 'i', OPT(B), "batch size: pairs per step", NULL, NULL},
+    {.name = "-l"}, {.name = "-u"}, {.name = "-q"}, {.name = "-c"},
+    {"-x", 'i', OPT(max_steps), "training steps (0 = none: evaluate and decode)", NULL, NULL},
+    {.name = "-v"}, {.name = "-n"}, {.name = "-y"},
+    {"-nl", 'i', OPT(layers), "fresh model: layers of each stack", NULL, NULL},
+    {"-nle", 'i', OPT(enc_layers), "fresh model: encoder layers (0 = -nl)", "-nl", NULL},
+    {"-nld", 'i', OPT(dec_layers), "fresh model: decoder layers (0 = -nl)", "-nl", NULL},
+    {.name = "-nh"}, {.name = "-nc"},
+    {"-mt", 'i', OPT(max_seq_len), "fresh model: maxT", "the longest source or target + 1", NULL},
+    {.name = "-ff"}, {.name = "-gc"}, {.name = "-sd"}, {.name = "-dr"},
+    {.name = "-b1"}, {.name = "-b2"}, {.name = "-ae"}, {.name = "-tp"}, {.name = "-tk"},
+    {"-ne", 'i', OPT(eval_pairs), "held-out pairs to evaluate (exact match, accuracy)", NULL, NULL},
+    {"-g", 'i', OPT(examples), "decoded examples to print", NULL, NULL},
+    {"-am", 's', OPT(attention_map), "attention maps of a pair: this SVG, _encoder, _decoder", "none", NULL},
+    {"-pe", 's', OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
+    {.name = "-ln"}, {.name = "-act"},
+    {"-causal", 'i', OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
+     "the model's (1 when fresh)", NULL},
+    {"-es", 'i', OPT(embed_scale), "fresh model: 1 = token embeddings times sqrt(C) (the Transformer's)",
+     "0", NULL},
+    {"-fe", 'i', OPT(freeze_encoder), "1 = freeze the encoder (the decoder and wte learn)", NULL, NULL},
+    {"-opt", 's', OPT(optimizer), "optimizer: adamw | sgd (plain: W -= lr dL/dW)", NULL, NULL},
+};
+#define NUM_SEQ2SEQ_FLAGS ((int)(sizeof SEQ2SEQ_FLAGS / sizeof SEQ2SEQ_FLAGS[0]))
+
+// train_seq2seq's defaults train the reversal task (data/reverse_*.bin, `make seq2seq`)
+static Options default_seq2seq_options(void) {
+    Options o = {
+        .train_path = "data/reverse_train.bin", .val_path = "data/reverse_val.bin",
+        .tokenizer_path = "data/reverse_tokenizer.bin", .init = "", .out_dir = "out_seq2seq", .B = 32,
+        .lr = 3e-3f, .warmup = 100, .final_lr_frac = 0.0f, .schedule_word = "cosine", .max_steps = 2000,
+        .val_every = 250, .layers = 2, .heads = 4, .channels = 64, .grad_clip = 1.0f, .seed = 1337,
+        .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .eval_pairs = 1000, .examples = 5, .attention_map = "",
+        .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1, .embed_scale = -1,
+        .optimizer = "adamw", .grad_accum = 1, .precision = "fp32", .prompt = "", .hf_out = ""};
+    return o;
+}
+
+static void print_seq2seq_usage(FILE* f) {
+    Options d = default_seq2seq_options();
+    print_flag_table(f, "train_seq2seq", SEQ2SEQ_FLAGS, NUM_SEQ2SEQ_FLAGS, &d);
+}
+
+Options parse_seq2seq_args(int argc, char** argv) {
+    Options o = default_seq2seq_options();
+    print_usage_to = print_seq2seq_usage;
+    parse_flag_table(SEQ2SEQ_FLAGS, NUM_SEQ2SEQ_FLAGS, &o, argc, argv);
+    RangeCheck checks[] = {  // the flags train_gpt2 has too, then its own
+        COMMON_RANGE_CHECKS(o), {o.max_steps < 0, "-x (steps) must be >= 0"},
+        {o.val_every < 0, "-v must be >= 0"},
+        {o.layers <= 0, "-nl (layers) must be > 0"}, {o.enc_layers < 0, "-nle must be >= 0"},
+        {o.dec_layers < 0, "-nld must be >= 0"}, {o.max_seq_len < 0, "-mt (maxT) must be >= 0"},
+        {o.ff < 0 || (o.ff == 0 && flag_given(&o, "-ff")) || o.ff > FF_MAX, "-ff (MLP width) must be in 1.."
+         FF_MAX_TEXT},
+        {o.eval_pairs < 0, "-ne must be >= 0"}, {o.examples < 0, "-g must be >= 0"},
+        {o.causal < -1 || o.causal > 1, "-causal must be 1 or 0"},
+        {o.freeze_encoder < 0 || o.freeze_encoder > 1, "-fe must be 1 or 0"},
+        {o.embed_scale < -1 || o.embed_scale > 1, "-es must be 1 or 0"},
+        {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
+    check_ranges(checks, sizeof checks / sizeof checks[0]);
+    const char* words[3] = {o.pe, o.ln, o.act};
+    parse_variant_words(words, o.variant);
+    print_usage_to = NULL;  // from here on a value's one line is enough
+    if (o.variant[0] == 1)  // VARIANT_WORDS[0][1]
+        usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is "
+                    "train_gpt2's)");
+    return o;
+}
+
 // The block variants from the flags into a model's settings (train_gpt2.c's GPT2Config):
 // *settings[] are the -pe, -ln, -act indices, the key/value heads and the mask (0 causal,
 // 1 none). A fresh model takes the flags (GPT-2's choice where one is not given); a loaded
@@ -536,7 +634,8 @@ static void apply_variant_flags(const Options* o, int* settings[5], int fresh, c
 
 // A loaded model (-e, or -y 1) has its own shape: -nl -nh -nc -mt given on the command
 // line must agree with it (so that the command that started a run resumes it), or the run
-// is refused, as a block variant's flag is (apply_variant_flags). layers..ff: the model's.
+// is refused, as a block variant's flag is (apply_variant_flags). layers..ff: the model's
+// (-1: not checked; train_seq2seq's -nl sets the layers of both stacks, a model's may differ).
 static void check_shape_given(const Options* o, const char* source, int layers, int heads, int channels,
                               int max_seq_len, int ff) {
     const char* flags[5] = {"-nl", "-nh", "-nc", "-mt", "-ff"};
@@ -544,7 +643,7 @@ static void check_shape_given(const Options* o, const char* source, int layers, 
     int given[5] = {o->layers, o->heads, o->channels, o->max_seq_len ? o->max_seq_len : o->T, o->ff};
     int model[5] = {layers, heads, channels, max_seq_len, ff};
     for (int i = 0; i < 5; i++)
-        if (flag_given(o, flags[i]) && given[i] != model[i])
+        if (model[i] >= 0 && flag_given(o, flags[i]) && given[i] != model[i])
             usage_error("%s %d: the model in '%s' has %s=%d; its shape is its own (leave %s out, or start a "
                         "fresh model)", flags[i], given[i], source, what[i], model[i], flags[i]);
 }
@@ -585,30 +684,6 @@ static void print_training_settings(const Options* o, int threads, const DataLoa
 // -x 0 without -g: the validation loss alone
 static inline void print_evaluation(const Options* o, float val_loss, int batches) {
     printf("val loss %.4f (%d batch%s of %dx%d)\n", val_loss, batches, batches == 1 ? "" : "es", o->B, o->T);
-}
-
-// the last line of a training run (val_loss NaN: no validation; checkpoint "": none)
-static void print_training_done(const Options* o, int steps, double seconds_per_step, float val_loss,
-                                const char* checkpoint) {
-    printf("done: %d step%s, %.1f ms/step (%.0f tok/s)", steps, steps == 1 ? "" : "s", 1e3 * seconds_per_step,
-           (double)o->B * dist.size * o->T * o->grad_accum / seconds_per_step);
-    if (dist.allreduce_calls > 0) {  // exposed: waited for after the backward pass; hidden: behind it
-        double ms = 1e3 * dist.allreduce_seconds / dist.allreduce_calls;
-        const char* sum = dist.zero && dist.buckets ? "reduce-scatter" : "all-reduce";  // -z 1's buckets
-        printf(", %s %.2f ms/step exposed (%.1f%%)", sum, ms, ms / (10 * seconds_per_step));
-        if (dist.buckets)
-            printf(" + %.2f ms/step hidden behind the backward pass (buckets of %zu KiB)",
-                   1e3 * dist.hidden_seconds / dist.allreduce_calls, DIST_BUCKET_BYTES >> 10);
-        else printf(", blocking (DIST_BLOCKING=1)");
-    }
-    if (dist.size > 1 && dist.updates > 0) {  // the optimizer: on a shard with -z 1, then the gather
-        double gather = 1e3 * dist.gather_seconds / dist.updates;
-        printf(", AdamW %.2f ms/step", 1e3 * dist.update_seconds / dist.updates - gather);
-        if (dist.zero) printf(" on a shard (-z 1) + all-gather %.2f ms/step", gather);
-    }
-    if (!isnan(val_loss)) printf(", final val loss %.4f", val_loss);
-    if (checkpoint[0]) printf(", checkpoint %s", checkpoint);
-    printf("\n");
 }
 
 // -e d12, d24, d36, d48: llm.c's descriptors of fresh models, GPT-2 124M's shape and up.
