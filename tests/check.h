@@ -1,9 +1,14 @@
 /*
 tests/check.h: what test_gpt2.c and test_seq2seq.c share: a check that prints PASS or FAIL
-with its line and counts it, and the thread count for tiny models.
+with its line and counts it (CHECK_STOP_AT_FAIL=1: exits at the first failure), and the
+thread count for tiny models.
 */
 #ifndef TESTS_CHECK_H
 #define TESTS_CHECK_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 static int passed = 0, failed = 0;
 
@@ -15,6 +20,11 @@ static int check(int ok, const char* fmt, ...) {
     printf("\n");
     va_end(ap);
     if (ok) passed++; else failed++;
+    // tests/mutations.sh: a mutant is caught at its first failing check; the rest need not run
+    if (!ok && getenv("CHECK_STOP_AT_FAIL")) {
+        printf("stopped at the first failure (CHECK_STOP_AT_FAIL is set)\n");
+        exit(1);
+    }
     return ok;
 }
 

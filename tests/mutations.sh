@@ -13,7 +13,8 @@
 #     grouped-query head write its K/V gradient instead of adding it (matmul_AtB_add ->
 #     matmul_AtB),
 #   - loads Hugging Face's GPT-2 without the transpose of one Conv1D weight (util/hf_gpt2.h),
-# and requires test_gpt2 to fail on every mutant. train_seq2seq.c's backward passes (the
+# and requires test_gpt2 to fail on every mutant (CHECK_STOP_AT_FAIL=1: it stops at its
+# first failing check, which is printed). train_seq2seq.c's backward passes (the
 # encoder-decoder) are mostly calls of the layers above; there each call statement is
 # switched off instead ("if (0) " before it: a lost gradient term, such as one decoder
 # layer's part of the memory's gradient, or a layernorm's backward), and test_seq2seq must
@@ -91,42 +92,64 @@ live() {
     $CC $CFLAGS -E "$work/$test.c" 2> /dev/null | grep -oE 'MUTANT_LIVE_[0-9]+' | sort -u | cut -d_ -f3
     cp "$file" "$work/$file"
 }
-pass=0; fail=0
-try_mutant() {  # try_mutant FILE LINE MUTATED: the test program built with that line replaced must fail
-    local file="$1" n="$2" mutated="$3" test=test_gpt2
+# try_mutant DIR FILE LINE MUTATED: the test program built in DIR (a copy of the sources) with
+# that line replaced must fail; prints one PASS or FAIL line
+try_mutant() {
+    local dir="$1" file="$2" n="$3" mutated="$4" test=test_gpt2 what first
     [ "$file" == train_seq2seq.c ] && test=test_seq2seq
-    awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' "$file" > "$work/$file"
+    awk -v n="$n" -v m="$mutated" 'NR == n { print m; next } { print }' "$file" > "$dir/$file"
     what="$file:$n: $(echo "$mutated" | sed 's/^ *//')"
-    if ! $CC $CFLAGS -o "$work/$test" "$work/$test.c" -lm 2> "$work/cc.log"; then
-        echo "FAIL $what does not compile when mutated"; fail=$((fail + 1))
-    elif (cd "$root" && with_timeout 120 "$work/$test" > "$work/out.log" 2>&1); then
-        echo "FAIL $what: mutant not caught"; fail=$((fail + 1))
+    if ! $CC $CFLAGS -o "$dir/$test" "$dir/$test.c" -lm 2> "$dir/cc.log"; then
+        echo "FAIL $what does not compile when mutated"
+    elif (cd "$root" && CHECK_STOP_AT_FAIL=1 with_timeout 120 "$dir/$test" > "$dir/out.log" 2>&1); then
+        echo "FAIL $what: mutant not caught"
     else
-        echo "PASS $what caught ($(grep -c '^FAIL' "$work/out.log") checks fail)"; pass=$((pass + 1))
+        first=$(grep -m 1 '^FAIL' "$dir/out.log" | cut -c 1-100)
+        echo "PASS $what caught (${first:-exit status not 0, no check failed})"
     fi
-    cp "$file" "$work/$file"
+    cp "$file" "$dir/$file"
 }
-for file in "${files[@]}"; do
-    live "$file" > "$work/live"
-    [ -s "$work/live" ] || { echo "FAIL $file: no line of it is compiled ($CC $CFLAGS -E)"; fail=$((fail + 1)); }
-    while IFS=$'\t' read -r n mutated; do
-        if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "$file	$n	$mutated"; else try_mutant "$file" "$n" "$mutated"; fi
-    done < <(candidates "$file" | awk -F'\t' 'NR == FNR { live[$1] = 1; next } $1 in live' "$work/live" -)
+# every mutant as "FILE<TAB>LINE<TAB>mutated line"
+list_mutants() {
+    local file
+    for file in "${files[@]}"; do
+        live "$file" > "$work/live"
+        [ -s "$work/live" ] || echo "FAIL $file: no line of it is compiled ($CC $CFLAGS -E)" >> "$work/dead"
+        candidates "$file" | awk -F'\t' 'NR == FNR { live[$1] = 1; next } $1 in live' "$work/live" - |
+            sed "s|^|$file	|"
+    done
+    # Hugging Face's GPT-2 loaded without one of its four Conv1D transposes (util/hf_gpt2.h's
+    # HF_LAYER, the last flag; attn.c_proj is square, so its shapes still fit): caught too
+    perl -ne 'if (s/^(\s*\{"[a-z_.]+\.weight", \d+, \d+, \d+, )1\}/${1}0}/) { chomp; print "util/hf_gpt2.h\t$.\t$_\n" }' \
+        util/hf_gpt2.h
+    # the memory's gradient written instead of added (train_seq2seq.c, branch_backward): the
+    # decoder runs top down, so only the lowest layer's term survives (the "if (0)" mutant of
+    # the same line loses every layer's term): caught too
+    if [[ " ${files[*]} " == *" train_seq2seq.c "* ]]; then
+        perl -ne 'if (s/^(\s*)residual_forward\((g->dmemory), g->dmemory, (g->dmemory_l), (.*)\);/${1}memcpy($2, $3, sizeof(float) * $4);/) { chomp; print "train_seq2seq.c\t$.\t$_\n" }' \
+            train_seq2seq.c
+    fi
+}
+: > "$work/dead"
+list_mutants > "$work/mutants"
+if [ "${MUTATE_LIST:-0}" == 1 ]; then cat "$work/dead" "$work/mutants"; exit 0; fi
+# MUTATE_JOBS workers (default: one per CPU; compiling a mutant is most of its time), each in a
+# copy of the sources of its own, worker j trying mutants j, j + J, ...; each line printed as
+# its mutant is done
+jobs=${MUTATE_JOBS:-$(cpu_count)}
+for ((j = 0; j < jobs; j++)); do
+    mkdir "$work/w$j" && cp -r "$work"/*.c "$work"/fast "$work"/util "$work"/tests "$work/w$j/"
+    awk -v j=$j -v J=$jobs '(NR - 1) % J == j { print NR "\t" $0 }' "$work/mutants" |
+        while IFS=$'\t' read -r k file n mutated; do
+            try_mutant "$work/w$j" "$file" "$n" "$mutated" | tee "$work/result.$k"
+        done &
 done
-# Hugging Face's GPT-2 loaded without one of its four Conv1D transposes (util/hf_gpt2.h's
-# HF_LAYER, the last flag; attn.c_proj is square, so its shapes still fit): caught too
-while IFS=$'\t' read -r n mutated; do
-    if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "util/hf_gpt2.h	$n	$mutated"; else try_mutant util/hf_gpt2.h "$n" "$mutated"; fi
-done < <(perl -ne 'if (s/^(\s*\{"[a-z_.]+\.weight", \d+, \d+, \d+, )1\}/${1}0}/) { chomp; print "$.\t$_\n" }' \
-         util/hf_gpt2.h)
-# the memory's gradient written instead of added (train_seq2seq.c, branch_backward): the decoder
-# runs top down, so only the lowest layer's term survives (the "if (0)" mutant of the same line
-# loses every layer's term): caught too
-if [[ " ${files[*]} " == *" train_seq2seq.c "* ]]; then
-    while IFS=$'\t' read -r n mutated; do
-        if [ "${MUTATE_LIST:-0}" == 1 ]; then echo "train_seq2seq.c	$n	$mutated"; else try_mutant train_seq2seq.c "$n" "$mutated"; fi
-    done < <(perl -ne 'if (s/^(\s*)residual_forward\((g->dmemory), g->dmemory, (g->dmemory_l), (.*)\);/${1}memcpy($2, $3, sizeof(float) * $4);/) { chomp; print "$.\t$_\n" }' \
-             train_seq2seq.c)
-fi
+wait
+cat "$work/dead"
+total=$(wc -l < "$work/mutants")
+for ((k = 1; k <= total; k++)); do cat "$work/result.$k" 2> /dev/null || echo "FAIL mutant $k: no result"; done \
+    > "$work/results"
+grep '^FAIL mutant' "$work/results"
+pass=$(grep -c '^PASS' "$work/results"); fail=$(($(grep -c '^FAIL' "$work/results") + $(wc -l < "$work/dead")))
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
