@@ -27,7 +27,8 @@ Two folders beside this file can be skipped on a first reading:
          Each fast kernel names its plain twin; test_gpt2.c checks one against the other.
   util/  the plumbing: errors and checked I/O, random numbers, data loader, tokenizer,
          sampler, training-state file, command line, pictures, and data parallelism over
-         MPI (dist.h: N processes share a global batch and average their gradients).
+         MPI (dist.h: N processes share a global batch and average their gradients, or
+         with -tpar share one model, each holding some of every block's heads).
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels.
@@ -50,7 +51,7 @@ hidden units (local_heads, local_channels, local_ff below; all of them without -
 #include "util/tokenizer.h"   // Tokenizer: ids <-> text
 #include "util/sampler.h"     // Sampler: logits -> next token
 #include "util/state.h"       // TrainState: the file that makes resuming exact
-#include "util/dist.h"        // data parallelism over MPI: N processes, one global batch
+#include "util/dist.h"        // data and tensor parallelism over MPI (-tpar)
 #include "util/cli.h"         // Options: the command line
 #include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "util/progress.h"    // elapsed time, ETA, the progress of a long validation
@@ -1789,11 +1790,12 @@ static void copy_block(float* to, size_t ld_to, const float* from, size_t ld_fro
 // (process 0 puts the shares together to write the whole model). The tensors that are not
 // split go whole. Of layer l's split tensors, with C_local = C/N, KV_local = (NKV/N) hs,
 // F_local = F/N (N = c.tp), process r holds:
-//   qkvw (C + 2 NKV hs, C): its heads' rows of Q [r C_local, (r+1) C_local), of K and of V
-//     (r KV_local .. within each): (C_local + 2 KV_local, C), its Q, K, V; qkvb likewise;
-//   attprojw (C, C): in every row, the columns its heads' outputs meet: (C, C_local) (in the
-//     article's x W_O, whose W_O is this matrix transposed, rows of W_O);
-//   fcw (F, C) and fcb (F): its hidden units' rows [r F_local, (r+1) F_local);
+//   qkvw (C + 2 NKV hs, C), the Q rows, then K's, then V's: its query heads' rows of Q, from
+//     r C_local on, and its K/V heads' rows of K and of V, from r KV_local on in each:
+//     (C_local + 2 KV_local, C); qkvb the same entries;
+//   attprojw (C, C): in every row, the C_local columns its heads' outputs meet: (C, C_local)
+//     (in the article's x W_O, whose W_O is this matrix transposed: rows of W_O);
+//   fcw (F, C) and fcb (F): its hidden units' rows, from r F_local on;
 //   fcprojw (C, F): in every row, its units' columns: (C, F_local).
 static void tp_copy_share(GPT2Config c, int r, float* whole, float* mine, int to_mine) {
     GPT2Config one = c;
@@ -1812,7 +1814,7 @@ static void tp_copy_share(GPT2Config c, int r, float* whole, float* mine, int to
     size_t KV_local = local_kv_heads(c) * hs, F = ff_channels(c), F_local = local_ff(c);
     for (int l = 0; l < c.num_layers; l++) {
         LayerParams w = layer_params(W, one, l), m = layer_params(M, c, l);
-        struct { float *whole, *mine; size_t rows, cols, ld_whole, ld_mine; } piece[] = {
+        struct Piece { float *whole, *mine; size_t rows, cols, ld_whole, ld_mine; } piece[] = {
             {w.qkvw + r * C_local * C, m.qkvw, C_local, C, C, C},                           // Q
             {w.qkvw + (C + r * KV_local) * C, m.qkvw + C_local * C, KV_local, C, C, C},     // K
             {w.qkvw + (C + KV + r * KV_local) * C, m.qkvw + (C_local + KV_local) * C, KV_local, C, C, C},
@@ -1824,10 +1826,9 @@ static void tp_copy_share(GPT2Config c, int r, float* whole, float* mine, int to
             {w.fcb + r * F_local, m.fcb, 1, F_local, 0, 0},
             {w.fcprojw + r * F_local, m.fcprojw, C, F_local, F, F_local}};
         for (size_t k = 0; k < sizeof piece / sizeof piece[0]; k++) {
-            if (to_mine) copy_block(piece[k].mine, piece[k].ld_mine, piece[k].whole, piece[k].ld_whole,
-                                    piece[k].rows, piece[k].cols);
-            else copy_block(piece[k].whole, piece[k].ld_whole, piece[k].mine, piece[k].ld_mine, piece[k].rows,
-                            piece[k].cols);
+            struct Piece p = piece[k];
+            if (to_mine) copy_block(p.mine, p.ld_mine, p.whole, p.ld_whole, p.rows, p.cols);
+            else copy_block(p.whole, p.ld_whole, p.mine, p.ld_mine, p.rows, p.cols);
         }
     }
 }

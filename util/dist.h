@@ -18,6 +18,9 @@ With -z 1 (ZeRO-1, the default under mpirun; the section "ZeRO-1" below) the las
 change: each process gets the mean gradients of its shard of the parameters alone, updates
 that shard with the moments of that shard alone, and the new weights are gathered from
 their owners, so they are identical by construction.
+With -tpar N (tensor parallelism, the section of that name below) the N processes split
+one model instead: each holds some of every block's heads and MLP units, all read the same
+rows, and the blocks' partial sums are all-reduced as the forward and backward passes go.
 Only process 0 prints (the others' stdout goes to /dev/null), samples and writes files.
 
 Errors: before training (dist_setup_done) a process that fails, say one that cannot open
