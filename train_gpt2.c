@@ -29,10 +29,14 @@ Two folders beside this file can be skipped on a first reading:
          sampler, training-state file, command line, the run around a model (run.h:
          resume, checkpoints, stops, the step's line; train_seq2seq's too), pictures, and
          data parallelism over MPI (dist.h: N processes share a global batch and average
-         their gradients).
+         their gradients, or with -tpar share one model, each holding some of every
+         block's heads).
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels.
+With -tpar N (tensor parallelism over N processes, util/dist.h) a process holds its share
+of each block: NH/N of the heads, whose channels are C_local = C/N, and F/N of the MLP's
+hidden units (local_heads, local_channels, local_ff below; all of them without -tpar).
 */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
@@ -49,7 +53,7 @@ V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output cha
 #include "util/tokenizer.h"   // Tokenizer: ids <-> text
 #include "util/sampler.h"     // Sampler: logits -> next token
 #include "util/state.h"       // TrainState: the file that makes resuming exact
-#include "util/dist.h"        // data parallelism over MPI: N processes, one global batch
+#include "util/dist.h"        // data and tensor parallelism over MPI (-tpar)
 #include "util/cli.h"         // Options: the command line
 #include "util/run.h"         // the run around a model: resume, checkpoints, stops, the step's line
 #include "util/svg.h"         // pictures: attention maps, the loss curve
@@ -78,15 +82,17 @@ typedef struct {
     uint32_t threshold; // an element is dropped when its 24-bit hash is below this
     uint64_t key;     // hash of seed, step, layer and site
     uint64_t first;   // the index of element 0: the rows before this process's (util/dist.h)
+    uint64_t block, stride;  // -tpar: runs of `block` elements (a row's local heads) every `stride`
 } DropoutMask;
 
 static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
     DropoutMask m = {p, 1.0f / (1.0f - p), (uint32_t)floor((double)p * 16777216.0),
-                     splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site)), 0};
+                     splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site)), 0, 0, 0};
     return m;
 }
 
 static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
+    if (m->block) idx = idx / m->block * m->stride + idx % m->block;  // -tpar: its heads among all
     return (uint32_t)(splitmix64(m->key ^ (m->first + idx)) >> 40) >= m->threshold;
 }
 
@@ -683,17 +689,33 @@ typedef struct {
     int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
     int pos_encoding, ln_place, activation, mask;  // the variants above
     int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
+    int tp;                 // -tpar: the processes the heads and hidden units are split over
+                            //   (article 004's model_parallel_size); 0 is read as 1. Not in a file
 } GPT2Config;
 
 // the MLP's hidden width: -ff, or 4C (article 003's toy layer has 2d; the paper 4d)
 static int ff_channels(GPT2Config c) { return c.ff ? c.ff : 4 * c.channels; }
 
-// a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads
-static int qkv_channels(GPT2Config c) { return c.channels + 2 * c.num_kv_heads * (c.channels / c.num_heads); }
+// this process's share of a block, with -tpar N (tensor parallelism, util/dist.h): NH/N query
+// heads (article 004's n_local_heads = n_heads // model_parallel_size), NKV/N key/value heads
+// (its n_local_kv_heads), their C/N channels, and F/N of the MLP's hidden units; the whole
+// block without -tpar. Each process's heads are whole heads of hs channels.
+static int tp_size(GPT2Config c) { return c.tp > 1 ? c.tp : 1; }
+static int local_heads(GPT2Config c) { return c.num_heads / tp_size(c); }
+static int local_kv_heads(GPT2Config c) { return c.num_kv_heads / tp_size(c); }
+static int local_channels(GPT2Config c) { return c.channels / tp_size(c); }
+static int local_ff(GPT2Config c) { return ff_channels(c) / tp_size(c); }
 
+// a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads (with
+// -tpar this process's: 3C/N channels, or (NH + 2 NKV) hs / N with GQA)
+static int qkv_channels(GPT2Config c) {
+    return (local_heads(c) + 2 * local_kv_heads(c)) * (c.channels / c.num_heads);
+}
+
+// the attention of this process's heads (all of them without -tpar)
 static AttentionShape attention_shape(GPT2Config c, int B, int T) {
-    return (AttentionShape){.B = B, .T = T, .C = c.channels, .NH = c.num_heads, .NKV = c.num_kv_heads,
-                            .causal = c.mask == MASK_CAUSAL};
+    return (AttentionShape){.B = B, .T = T, .C = local_channels(c), .NH = local_heads(c),
+                            .NKV = local_kv_heads(c), .causal = c.mask == MASK_CAUSAL};
 }
 
 // The parameters, the activations and the backward's scratch each live in one
@@ -725,11 +747,11 @@ typedef struct {
     float* ln1b;     // (L,C)
     float* qkvw;     // (L,C3,C) Q rows, then K rows, then V rows; C3 = 3C (C + 2 NKV hs with GQA)
     float* qkvb;     // (L,C3)
-    float* attprojw; // (L,C,C)
+    float* attprojw; // (L,C,C_local) C_local = C, or with -tpar the channels of this process's heads
     float* attprojb; // (L,C)
     float* ln2w;     // (L,C)
     float* ln2b;     // (L,C)
-    float* fcw;      // (L,F,C) F = d_ff, 4C unless -ff
+    float* fcw;      // (L,F,C) F = d_ff, 4C unless -ff (with -tpar this process's share of it)
     float* fcb;      // (L,F)
     float* fcprojw;  // (L,C,F)
     float* fcprojb;  // (L,C)
@@ -744,13 +766,17 @@ __attribute__((unused)) static const char* const PARAMETER_NAMES[NUM_PARAMETER_T
 // AdamW decays the matrices (embeddings and matmul weights), not biases or layernorm
 static const int PARAMETER_DECAYS[NUM_PARAMETER_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 static const int LAYER_TENSORS[2] = {2, 14};  // ln1w .. fcprojb: (L, ...), one slice per layer
+// -tpar: the tensors split over the processes (qkvw, qkvb, attprojw by heads; fcw, fcb, fcprojw
+// by hidden units); each process holds the others whole
+static const int PARAMETER_SPLIT[NUM_PARAMETER_TENSORS] = {0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0};
 
+// the sizes of this process's parameters: with -tpar its share of the split tensors
 static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     size_t Vp = cfg.padded_vocab_size, C = cfg.channels, maxT = cfg.max_seq_len, L = cfg.num_layers;
     size_t C3 = qkv_channels(cfg), wpe = cfg.pos_encoding == POS_LEARNED ? maxT * C : 0;
-    size_t F = ff_channels(cfg);
+    size_t F = local_ff(cfg), C_local = local_channels(cfg);
     size_t shapes[NUM_PARAMETER_TENSORS] = {
-        Vp * C, wpe, L * C, L * C, L * C3 * C, L * C3, L * C * C, L * C,
+        Vp * C, wpe, L * C, L * C, L * C3 * C, L * C3, L * C * C_local, L * C,
         L * C, L * C, L * F * C, L * F, L * C * F, L * C, C, C};
     memcpy(sizes, shapes, sizeof shapes);
 }
@@ -771,18 +797,18 @@ typedef struct {
     float* ln1_mean;    // (L,B,T)
     float* ln1_rstd;    // (L,B,T)
     float* qkv;         // (L,B,T,C3) the fused Q,K,V projection (q and k rotated with -pe rope)
-    float* atty;        // (L,B,T,C) the heads' outputs, before the projection
-    float* att_scores;  // (L,B,NH,T,T) scaled, masked scores (attention steps 1-3)
+    float* atty;        // (L,B,T,C_local) the heads' outputs, before the projection
+    float* att_scores;  // (L,B,NH,T,T) scaled, masked scores (attention steps 1-3; -tpar: NH/N)
     float* att_probs;   // (L,B,NH,T,T) softmax probabilities (steps 4-5)
     float* att_dropped; // (L,B,NH,T,T) probabilities after dropout (steps 6-7); NULL without dropout
-    float* attproj;     // (L,B,T,C) attention projection (after residual dropout)
+    float* attproj;     // (L,B,T,C) attention projection (-tpar: summed; after residual dropout)
     float* residual2;   // (L,B,T,C) residual + attention branch
     float* ln2;         // (L,B,T,C)
     float* ln2_mean;    // (L,B,T)
     float* ln2_rstd;    // (L,B,T)
     float* fch;         // (L,B,T,F) MLP hidden, before GELU (or ReLU); F = d_ff
     float* fch_act;     // (L,B,T,F) MLP hidden, after it
-    float* fcproj;      // (L,B,T,C) MLP projection (after residual dropout)
+    float* fcproj;      // (L,B,T,C) MLP projection (-tpar: summed; after residual dropout)
     float* residual3;   // (L,B,T,C) residual2 + MLP branch: the layer's output (pre-LN)
     float* lnf;         // (B,T,C)
     float* lnf_mean;    // (B,T)
@@ -792,10 +818,11 @@ typedef struct {
 } ActivationTensors;
 
 static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int dropout) {
-    size_t C = cfg.channels, NH = cfg.num_heads, L = cfg.num_layers, Vp = cfg.padded_vocab_size;
-    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg), F = ff_channels(cfg);
+    size_t C = cfg.channels, NH = local_heads(cfg), L = cfg.num_layers, Vp = cfg.padded_vocab_size;
+    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg), F = local_ff(cfg);
     size_t s[NUM_ACTIVATION_TENSORS] = {
-        BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * C, att, att, dropout ? att : 0,
+        BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * local_channels(cfg), att, att,
+        dropout ? att : 0,
         L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * F, L * BT * F,
         L * BT * C, L * BT * C, BT * C, BT, BT, BT * Vp, BT * Vp};
     memcpy(sizes, s, sizeof s);
@@ -817,7 +844,7 @@ typedef struct {
                         //   top layer down: d(residual3) -> d(residual2) -> d(residual)
     float* dbranch;     // (B,T,C) gradient of a branch output (attproj or fcproj) before dropout
     float* dln;         // (B,T,C) gradient of a layernorm's output
-    float* datty;       // (B,T,C)
+    float* datty;       // (B,T,C_local)
     float* dqkv;        // (B,T,C3)
     float* dfch;        // (B,T,F)
     float* dfch_act;   // (B,T,F)
@@ -827,9 +854,9 @@ typedef struct {
 } BackwardScratch;
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
-    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = ff_channels(cfg);
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * qkv_channels(cfg), BT * F, BT * F,
-                                     BT, BT, post * BT * C};
+    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = local_ff(cfg);
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * local_channels(cfg), BT * qkv_channels(cfg),
+                                     BT * F, BT * F, BT, BT, post * BT * C};
     memcpy(sizes, s, sizeof s);
 }
 
@@ -897,6 +924,10 @@ static void check_config(GPT2Config c, const char* source) {
         die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, c.channels / c.num_heads);
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
+    int N = tp_size(c);  // -tpar: each process holds whole heads and an equal share of the units
+    if (c.num_heads % N || c.num_kv_heads % N || ff_channels(c) % N)
+        die("%s: %d processes do not divide the heads %d, the key/value heads %d and the MLP width %d",
+            source, N, c.num_heads, c.num_kv_heads, ff_channels(c));
     if ((unsigned)c.pos_encoding > POS_SIN || (unsigned)c.ln_place > LN_POST ||
         (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
         die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
@@ -1071,6 +1102,7 @@ void gpt2_free(GPT2* model) {
     memset(model, 0, sizeof *model);
 }
 
+
 // ----------------------------------------------------------------------------
 // the forward and backward passes of the whole model
 
@@ -1080,9 +1112,9 @@ typedef struct {
 } LayerParams;
 
 static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
-    size_t C = c.channels, C3 = qkv_channels(c), F = ff_channels(c);
+    size_t C = c.channels, C3 = qkv_channels(c), F = local_ff(c), C_local = local_channels(c);
     LayerParams lp = {p.ln1w + l * C, p.ln1b + l * C, p.qkvw + l * C3 * C, p.qkvb + l * C3,
-                      p.attprojw + l * C * C, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
+                      p.attprojw + l * C * C_local, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
                       p.fcw + l * F * C, p.fcb + l * F, p.fcprojw + l * F * C, p.fcprojb + l * C};
     return lp;
 }
@@ -1100,12 +1132,13 @@ static float* block_output(const GPT2* model, int l, int B, int T) {
 
 static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
     const ActivationTensors* a = &model->acts;
-    size_t C = model->config.channels, NH = model->config.num_heads, BT = (size_t)B * T;
-    size_t att = NH * BT * T, C3 = qkv_channels(model->config), F = ff_channels(model->config);
+    GPT2Config c = model->config;
+    size_t C = c.channels, NH = local_heads(c), BT = (size_t)B * T, C_local = local_channels(c);
+    size_t att = NH * BT * T, C3 = qkv_channels(c), F = local_ff(c);
     LayerActs la = {
         l == 0 ? a->encoded : block_output(model, l - 1, B, T),
         a->ln1 + l * BT * C, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, a->qkv + l * BT * C3,
-        a->atty + l * BT * C, a->att_scores + l * att, a->att_probs + l * att,
+        a->atty + l * BT * C_local, a->att_scores + l * att, a->att_probs + l * att,
         a->att_dropped ? a->att_dropped + l * att : NULL,
         a->attproj + l * BT * C, a->residual2 + l * BT * C, a->ln2 + l * BT * C, a->ln2_mean + l * BT,
         a->ln2_rstd + l * BT, a->fch + l * BT * F, a->fch_act + l * BT * F,
@@ -1119,39 +1152,53 @@ static DropoutMask model_dropout(const GPT2* model, int layer, int site) {
     DropoutMask m = dropout_mask(p, model->dropout_seed, (uint64_t)model->dropout_step, layer, site);
     int T = model->cur_T, NH = model->config.num_heads, C = model->config.channels;
     m.first = (uint64_t)model->dropout_row0 * (site == DROP_ATT_PROBS ? NH * T * T : T * C);  // rows before
+    if (site == DROP_ATT_PROBS && tp_size(model->config) > 1) {  // -tpar: each local head's masks are
+        int NH_local = local_heads(model->config);                // those of its head in the whole model
+        m.block = (uint64_t)NH_local * T * T, m.stride = (uint64_t)NH * T * T;
+        m.first += (uint64_t)dist.tp_rank * NH_local * T * T;
+    }
     return m;
 }
 
+// -tpar (util/dist.h): the projections that end a branch (attproj, fcproj) are split by their
+// inputs, so each process's product is a partial sum, and dist_tp_sum adds them; the bias,
+// which every process holds whole, is added once, by process 0 of them
+static const float* tp_bias(const float* bias) { return dist.tp_rank == 0 ? bias : NULL; }
+
 // attention branch: attproj = dropout(proj(attention(qkv(in)))), with q and k rotated
-// between the projection and the scores when the positions are RoPE's
+// between the projection and the scores when the positions are RoPE's. With -tpar, qkv and
+// the attention are this process's heads' (C_local of the channels), and attproj their sum.
 static void attention_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
     GPT2Config c = model->config;
-    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads;
+    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads, C_local = local_channels(c);
     LayerParams w = layer_params(model->params, c, l);
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
-    matmul_forward(a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);
+    matmul_forward(a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);  // qkv is (B,T,C3): Q, then K, then V
     if (c.pos_encoding == POS_ROPE)
-        rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, 0);
-    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + C,
+        rope_forward(a.qkv, model->rope_angles, B, T, C3, local_heads(c) + local_kv_heads(c), hs, 0);
+    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + C_local,
                       attention_shape(c, B, T), &att_drop);
-    matmul_forward(a.attproj, a.atty, w.attprojw, w.attprojb, BT, C, C);
+    matmul_forward(a.attproj, a.atty, w.attprojw, tp_bias(w.attprojb), BT, C_local, C);
+    dist_tp_sum(a.attproj, (size_t)BT * C);  // -tpar: the sum over all the heads, on every process
     dropout_forward(a.attproj, (size_t)BT * C, &att_out_drop);
 }
 
-// MLP branch: fcproj = dropout(proj(act(fc(in)))), act GELU or ReLU
+// MLP branch: fcproj = dropout(proj(act(fc(in)))), act GELU or ReLU. With -tpar, fch holds
+// this process's hidden units, and fcproj their sum with the other processes'.
 static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     LayerParams w = layer_params(model->params, c, l);
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-    int F = ff_channels(c);  // d_ff: only the shapes depend on it
+    int F = local_ff(c);  // d_ff (or -tpar's share of it): only the shapes depend on it
     matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, F);
     if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * F);
     else gelu_forward(a.fch_act, a.fch, (size_t)BT * F);
-    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, w.fcprojb, BT, F, C);
+    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, tp_bias(w.fcprojb), BT, F, C);
+    dist_tp_sum(a.fcproj, (size_t)BT * C);  // -tpar: the sum over all the hidden units
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
 }
 
@@ -1243,17 +1290,18 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     BackwardScratch* s = &model->scratch;
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
-    int F = ff_channels(c);  // d_ff: the same steps as with 4C, other shapes
+    int F = local_ff(c);  // d_ff (or -tpar's share): the same steps as with 4C, other shapes
     matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C, gw);
     if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
     else gelu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
     matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
+    dist_tp_sum(s->dln, BTC);  // -tpar: in reaches every hidden unit; its gradient sums their shares
 }
 
 static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
                                       GradWrite gw) {
     GPT2Config c = model->config;
-    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads;
+    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads, C_local = local_channels(c);
     LayerParams w = layer_params(model->params, c, l);
     LayerParams dw = layer_params(model->grads, c, l);
     LayerActs a = layer_acts(model, l, B, T);
@@ -1261,12 +1309,13 @@ static void attention_branch_backward(GPT2* model, int l, const float* in, const
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
-    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C, C, gw);
-    attention_backward(s->dqkv, s->dqkv + C, s->datty, a.qkv, a.qkv + C, a.att_probs, a.att_dropped,
-                       attention_shape(c, B, T), &att_drop);
+    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C_local, C, gw);
+    attention_backward(s->dqkv, s->dqkv + C_local, s->datty, a.qkv, a.qkv + C_local, a.att_probs,
+                       a.att_dropped, attention_shape(c, B, T), &att_drop);
     if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
-        rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
+        rope_backward(s->dqkv, model->rope_angles, B, T, C3, local_heads(c) + local_kv_heads(c), hs);
     matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3, gw);
+    dist_tp_sum(s->dln, (size_t)BT * C);  // -tpar: in feeds every head; its gradient sums their shares
 }
 
 // post-LN: the stream between two layernorms feeds both a branch and the residual sum after
@@ -1392,11 +1441,25 @@ static double mean_grad_squares(const GPT2* model) {
     return total;
 }
 
+// -tpar: the squares of the whole model's gradients, from every process's share: each sums
+// its split tensors, process 0 also the tensors every process holds whole (their gradients
+// are the same on all), and dist_tp_sum_double adds the processes' sums
+static double tp_grad_squares(const GPT2* model) {
+    double mine = 0.0;
+    size_t offset = 0;
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; offset += model->param_sizes[k++])
+        if (PARAMETER_SPLIT[k] || dist.tp_rank == 0)
+            mine += sum_of_squares(model->grads_memory + offset, model->param_sizes[k]);
+    return dist_tp_sum_double(mine);
+}
+
 // the global L2 norm of all gradients, sqrt(sum of g^2), in double, in an order that does
 // not depend on the number of threads (fast/buffers.h): summed by gpt2_backward as they were
-// written, or by a pass of its own over N processes' mean (the all-reduce writes it last)
+// written, or by a pass of its own over N processes' mean (the all-reduce writes it last) or
+// (-tpar) over their shares
 float gpt2_grad_norm(const GPT2* model) {
-    return (float)sqrt(dist.size > 1 ? mean_grad_squares(model) : model->grad_squares);
+    if (dist.size == 1) return (float)sqrt(model->grad_squares);
+    return (float)sqrt(dist.tp > 1 ? tp_grad_squares(model) : mean_grad_squares(model));
 }
 
 // the factor that brings the gradients' global norm down to max_norm (1 when it is already
@@ -1537,14 +1600,15 @@ StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, in
 typedef struct {
     float* keys;     // (L,NKV,maxT,hs) cached keys, each head's in one block: attention
                      //   reads them from position 0 to pos, one contiguous stream. GQA
-                     //   stores only the NKV shared heads: NH/NKV times fewer bytes per token
+                     //   stores only the NKV shared heads: NH/NKV times fewer bytes per token.
+                     //   -tpar: this process's NKV/N heads alone (article 004's cache_k)
     float* values;   // (L,NKV,maxT,hs) cached values, the same layout
     float* x;        // (C) the residual stream of the new position
     float* ln;       // (C) layernorm output
-    float* qkv;      // (C3) Q,K,V of the new position
-    float* atty;     // (C) attention output of the new position
+    float* qkv;      // (C3) Q,K,V of the new position (-tpar: of this process's heads)
+    float* atty;     // (C_local) attention output of the new position
     float* proj;     // (C) output of a projection (attention or MLP)
-    float* fch;      // (4C) MLP hidden
+    float* fch;      // (F) MLP hidden (-tpar: this process's units)
     float* att;      // (NH,maxT) the new query's scores, then e^(score - max) (softmax unnormalised)
     float* logits;   // (Vp)
     float* buffers;  // the memory of x .. logits, one allocation
@@ -1555,14 +1619,16 @@ typedef struct {
 } KVCache;
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
-    size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len, kv_C = c.num_kv_heads * (C / c.num_heads);
+    size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len;
+    size_t kv_C = local_kv_heads(c) * (C / c.num_heads);  // the cached K (V) heads' channels
     // Zeroed, so touched, here: a fresh page costs microseconds on this kind of machine,
     // and a cache touched on first use would make every token or two of the generation
     // pay for one (for GPT-2 124M, about 0.4 ms per token).
     kv->keys = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     kv->values = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     float** ptrs[] = {&kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch, &kv->att, &kv->logits};
-    size_t sizes[] = {C, C, qkv_channels(c), C, C, ff_channels(c), c.num_heads * maxT, c.padded_vocab_size};
+    size_t sizes[] = {C, C, qkv_channels(c), local_channels(c), C, local_ff(c), local_heads(c) * maxT,
+                      c.padded_vocab_size};
     size_t n = 8;
     kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
     kv->tokens = mallocCheck(maxT * sizeof(int));
@@ -1613,10 +1679,13 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
 
 // feeds one token at position kv->pos; returns the logits (Vp) for the next token. Every
 // variant of the training forward, on one position: the same layers, the same order.
+// With -tpar every process runs it with the same token: NH, NKV, C_local and F are its share
+// (of the heads, their channels and the MLP's units), and the projections' sums are all-reduced.
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
-    int C = c.channels, NH = c.num_heads, NKV = c.num_kv_heads, hs = C / NH, C3 = qkv_channels(c);
-    int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST, F = ff_channels(c);
+    int C = c.channels, hs = C / c.num_heads, C3 = qkv_channels(c), C_local = local_channels(c);
+    int NH = local_heads(c), NKV = local_kv_heads(c), F = local_ff(c);
+    int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST;
     if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
     if (token < 0 || token >= c.vocab_size)
         die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
@@ -1633,18 +1702,20 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
             rope_forward(kv->qkv, model->rope_angles, 1, 1, C3, NH + NKV, hs, pos);
         for (int h = 0; h < NKV; h++) {                                      // cache K and V
             size_t slot = ((size_t)h * maxT + pos) * hs;
-            memcpy(keys + slot, kv->qkv + C + h * hs, hs * sizeof(float));
-            memcpy(values + slot, kv->qkv + C + (NKV + h) * hs, hs * sizeof(float));
+            memcpy(keys + slot, kv->qkv + C_local + h * hs, hs * sizeof(float));
+            memcpy(values + slot, kv->qkv + C_local + (NKV + h) * hs, hs * sizeof(float));
         }
-        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C, NH, NKV, maxT);
-        matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, w.attprojb, C, C);
+        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C_local, NH, NKV, maxT);
+        matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, tp_bias(w.attprojb), C_local, C);
+        dist_tp_sum(kv->proj, C);  // -tpar: all the heads' sum
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
         matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
         if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, F);
         else gelu_forward(kv->fch, kv->fch, F);
-        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, w.fcprojb, F, C);
+        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, tp_bias(w.fcprojb), F, C);
+        dist_tp_sum(kv->proj, C);  // -tpar: all the hidden units' sum
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
     }
@@ -1673,7 +1744,7 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
     for (int i = 0; i < prompt_len - 1; i++)
         gpt2_forward_token(model, kv, prompt[i]);
     int token = prompt[prompt_len - 1];
-    while (generated < n && !stop_signal) {  // Ctrl-C: stop within a token
+    while (generated < n && !dist_tp_stop_agreed()) {  // Ctrl-C: stop within a token (-tpar: all at one)
         if (kv->pos == maxT) {
             if (!slide) {
                 fprintf(out, "\n[generation stopped: the context reached the model's maxT of %d tokens]",
@@ -1700,6 +1771,99 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
 }
 
 // ----------------------------------------------------------------------------
+// -tpar: the model split over the processes (tensor parallelism, util/dist.h)
+
+// the parameters of the whole model: those of one process without -tpar
+static size_t whole_parameters(GPT2Config c) {
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    c.tp = 0;
+    fill_in_parameter_sizes(sizes, c);
+    return sum_sizes(sizes, NUM_PARAMETER_TENSORS);
+}
+
+// rows x cols floats, whose rows lie ld_to (ld_from) floats apart
+static void copy_block(float* to, size_t ld_to, const float* from, size_t ld_from, size_t rows, size_t cols) {
+    for (size_t i = 0; i < rows; i++)
+        memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
+}
+
+// Process r's share of the model's parameters, between the whole model's buffer (whole:
+// llm.c's layout, as in a checkpoint) and its own (mine: c's layout, split c.tp ways): copied
+// to_mine (a process takes its share of the model loaded or initialised whole), or back
+// (process 0 puts the shares together to write the whole model). The tensors that are not
+// split go whole. Of layer l's split tensors, with C_local = C/N, KV_local = (NKV/N) hs,
+// F_local = F/N (N = c.tp), process r holds:
+//   qkvw (C + 2 NKV hs, C), the Q rows, then K's, then V's: its query heads' rows of Q, from
+//     r C_local on, and its K/V heads' rows of K and of V, from r KV_local on in each:
+//     (C_local + 2 KV_local, C); qkvb the same entries;
+//   attprojw (C, C): in every row, the C_local columns its heads' outputs meet: (C, C_local)
+//     (in the article's x W_O, whose W_O is this matrix transposed: rows of W_O);
+//   fcw (F, C) and fcb (F): its hidden units' rows, from r F_local on;
+//   fcprojw (C, F): in every row, its units' columns: (C, F_local).
+static void tp_copy_share(GPT2Config c, int r, float* whole, float* mine, int to_mine) {
+    GPT2Config one = c;
+    one.tp = 0;
+    size_t whole_sizes[NUM_PARAMETER_TENSORS], my_sizes[NUM_PARAMETER_TENSORS], at_whole = 0, at_mine = 0;
+    fill_in_parameter_sizes(whole_sizes, one);
+    fill_in_parameter_sizes(my_sizes, c);
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; at_whole += whole_sizes[k], at_mine += my_sizes[k], k++) {
+        float *w = whole + at_whole, *m = mine + at_mine;
+        if (!PARAMETER_SPLIT[k]) copy_block(to_mine ? m : w, 0, to_mine ? w : m, 0, 1, my_sizes[k]);
+    }
+    ParameterTensors W, M;
+    point_parameters(&W, whole, whole_sizes);
+    point_parameters(&M, mine, my_sizes);
+    size_t C = c.channels, hs = C / c.num_heads, KV = c.num_kv_heads * hs, C_local = local_channels(c);
+    size_t KV_local = local_kv_heads(c) * hs, F = ff_channels(c), F_local = local_ff(c);
+    for (int l = 0; l < c.num_layers; l++) {
+        LayerParams w = layer_params(W, one, l), m = layer_params(M, c, l);
+        struct Piece { float *whole, *mine; size_t rows, cols, ld_whole, ld_mine; } piece[] = {
+            {w.qkvw + r * C_local * C, m.qkvw, C_local, C, C, C},                           // Q
+            {w.qkvw + (C + r * KV_local) * C, m.qkvw + C_local * C, KV_local, C, C, C},     // K
+            {w.qkvw + (C + KV + r * KV_local) * C, m.qkvw + (C_local + KV_local) * C, KV_local, C, C, C},
+            {w.qkvb + r * C_local, m.qkvb, 1, C_local, 0, 0},
+            {w.qkvb + C + r * KV_local, m.qkvb + C_local, 1, KV_local, 0, 0},
+            {w.qkvb + C + KV + r * KV_local, m.qkvb + C_local + KV_local, 1, KV_local, 0, 0},
+            {w.attprojw + r * C_local, m.attprojw, C, C_local, C, C_local},
+            {w.fcw + r * F_local * C, m.fcw, F_local, C, C, C},
+            {w.fcb + r * F_local, m.fcb, 1, F_local, 0, 0},
+            {w.fcprojw + r * F_local, m.fcprojw, C, F_local, F, F_local}};
+        for (size_t k = 0; k < sizeof piece / sizeof piece[0]; k++) {
+            struct Piece p = piece[k];
+            if (to_mine) copy_block(p.mine, p.ld_mine, p.whole, p.ld_whole, p.rows, p.cols);
+            else copy_block(p.whole, p.ld_whole, p.mine, p.ld_mine, p.rows, p.cols);
+        }
+    }
+}
+
+// -tpar N: the whole model, loaded or initialised alike on every process (so that N processes
+// start from one process's weights), cut to process r's share
+void gpt2_take_share(GPT2* model, int N, int r) {
+    GPT2 whole = *model;
+    GPT2Config c = whole.config;
+    c.tp = N;
+    check_config(c, "-tpar");
+    gpt2_allocate_parameters(model, c);
+    tp_copy_share(c, r, whole.params_memory, model->params_memory, 1);
+    gpt2_free(&whole);
+}
+
+// -tpar: a buffer of the whole model's layout (its parameters, or AdamW's moments, which are
+// laid out alike) on process 0, put together from every process's share `mine`; NULL on the
+// others. Every process calls it.
+static float* tp_gather_whole(const GPT2* model, const float* mine) {
+    size_t n = model->num_parameters;
+    float* whole = dist.rank == 0 ? mallocCheck(whole_parameters(model->config) * sizeof(float)) : NULL;
+    float* theirs = dist.rank == 0 ? mallocCheck(n * sizeof(float)) : NULL;
+    for (int r = 0; r < dist.tp; r++) {
+        dist_tp_collect(theirs, mine, n, r);  // process r's share to process 0
+        if (dist.rank == 0) tp_copy_share(model->config, r, whole, r == 0 ? (float*)mine : theirs, 0);
+    }
+    free(theirs);
+    return whole;
+}
+
+// ----------------------------------------------------------------------------
 // the program
 
 // mean loss over the first n batches of the validation file (no dropout); with N
@@ -1707,7 +1871,7 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
 // than a second; a stop signal ends it within a batch (the loss is then NaN)
 float validation_loss(GPT2* model, DataLoader* val, int n) {
     double sum = 0.0, start = now_seconds();
-    int B = val->B / dist.size, T = val->T;
+    int B = val->B / dist_replicas(), T = val->T;
     dataloader_seek(val, 0, 0);
     for (int k = 0; k < n; k++) {
         if (dist_stop_agreed()) return NAN;
@@ -1793,11 +1957,33 @@ typedef struct {
     AdamWConfig adamw;           // from the flags
 } Run;
 
-// the model as util/run.h sees it: its weights, its moments, its checkpoint writer
+// the model as util/run.h sees it: its weights, its moments, its checkpoint writer (with
+// -tpar this process's share of them; whole_run_model below puts the whole model together)
 static void write_checkpoint(const void* model, const char* path) { gpt2_write_checkpoint(model, path); }
-static RunModel run_model(const Run* r) {
-    const GPT2* m = &r->model;
+static RunModel run_model(const GPT2* m) {
     return (RunModel){m->params_memory, m->num_parameters, m->m_memory, m->v_memory, m, write_checkpoint};
+}
+
+// -tpar: process 0's share of the model, and the parameters' memory per process: the split
+// matrices 1/N of one process's, the rest whole on each
+static void print_tensor_parallel(const GPT2* model) {
+    if (dist.tp == 1) return;
+    GPT2Config c = model->config, one = c;
+    int N = dist.tp, NH = local_heads(c), NKV = local_kv_heads(c), F = local_ff(c);
+    printf("tensor parallelism: -tpar %d, process 0 of %d holds heads 0-%d of %d (key/value heads 0-%d of "
+           "%d) and MLP units 0-%d of %d\n", N, N, NH - 1, c.num_heads, NKV - 1, c.num_kv_heads, F - 1,
+           F * N);
+    size_t whole_sizes[NUM_PARAMETER_TENSORS], split = 0, split_whole = 0, shared = 0;
+    one.tp = 0;
+    fill_in_parameter_sizes(whole_sizes, one);
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
+        if (PARAMETER_SPLIT[k]) split += model->param_sizes[k], split_whole += whole_sizes[k];
+        else shared += model->param_sizes[k];
+    }
+    double MiB = sizeof(float) / 1048576.0;
+    printf("parameters per process: split matrices %.2f MiB (%.2f MiB on one process) + the rest, whole on "
+           "each, %.2f MiB = %.2f MiB (%.2f MiB)\n", split * MiB, split_whole * MiB, shared * MiB,
+           (split + shared) * MiB, (split_whole + shared) * MiB);
 }
 
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
@@ -1837,6 +2023,12 @@ void setup_model(const Options* o, Run* r) {
         check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len,
                           ff_channels(*mc));
     GPT2Config c = r->model.config;
+    if (dist.tp > 1) {  // -tpar N: this process keeps its share of the heads and the MLP (util/dist.h)
+        if (c.num_heads % dist.tp || c.num_kv_heads % dist.tp || ff_channels(c) % dist.tp)
+            usage_error("-tpar %d must divide the heads (%d), the key/value heads (%d) and the MLP's width "
+                        "d_ff (%d)", dist.tp, c.num_heads, c.num_kv_heads, ff_channels(c));
+        gpt2_take_share(&r->model, dist.tp, dist.tp_rank);
+    }
     // a loaded model's tokenizer: -tok, or by default the one of its vocabulary (GPT-2's 50257 tokens)
     int gpt2_vocab = default_tokenizer && c.vocab_size == 50257;
     const char* tokenizer_path = gpt2_vocab ? find_default_path(GPT2_TOKENIZER, 0) : o->tokenizer_path;
@@ -1862,19 +2054,29 @@ void setup_model(const Options* o, Run* r) {
     dist_shards_setup(r->model.num_parameters, SQUARES_CHUNKS);  // -z 1: this process's shard
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
-    r->model.dropout_row0 = dist.rank * o->B;
+    r->model.dropout_row0 = dist_replica() * o->B;
     r->model.grad_accum = o->grad_accum;  // -d: each micro-batch's gradients weigh 1/grad_accum
     if (r->ckpt.resume_step >= 0) {
         allocate_moments(&r->model.m_memory, &r->model.v_memory, r->model.num_parameters);
-        RunModel m = run_model(r);
+        RunModel m = run_model(&r->model);
+        size_t n = whole_parameters(c);
+        if (dist.tp > 1)  // -tpar: the file's whole moments, then this process's share of them
+            m = (RunModel){.num_parameters = n, .m = mallocCheck(n * sizeof(float)),
+                           .v = mallocCheck(n * sizeof(float))};
         read_resumed_state(o, &r->ckpt, &r->state, &m);
+        if (dist.tp > 1) {  // its share of the heads and the MLP, as of the weights (gpt2_take_share)
+            tp_copy_share(r->model.config, dist.tp_rank, m.m, r->model.m_memory, 1);
+            tp_copy_share(r->model.config, dist.tp_rank, m.v, r->model.v_memory, 1);
+            free(m.m), free(m.v);
+        }
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
-           r->model.num_parameters / 1e6, o->precision, GEMM_PRODUCTS_NAME);
+           whole_parameters(c) / 1e6, o->precision, GEMM_PRODUCTS_NAME);
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)
         printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);
+    print_tensor_parallel(&r->model);
 }
 
 // sampler, KV cache and the prompt (the end-of-text token when there is none)
@@ -1904,16 +2106,17 @@ AdamWConfig adamw_config(const Options* o) {
 // B is the rows of a whole step (-b x processes x accumulation): the data's order depends
 // on it alone, not on how the rows are split
 static TrainState train_state(const Options* o, const Run* r, int step) {
-    return (TrainState){step, o->B * dist.size * o->grad_accum, o->T, r->train.epoch, r->train.batch_index,
-                        r->sampler.rng, (uint64_t)o->seed, o->shuffle, r->train.total_tokens, o->max_steps};
+    return (TrainState){step, o->B * dist_replicas() * o->grad_accum, o->T, r->train.epoch,
+                        r->train.batch_index, r->sampler.rng, (uint64_t)o->seed, o->shuffle,
+                        r->train.total_tokens, o->max_steps};
 }
 
 // the training and validation batches, and the optimiser's settings; -x -1 becomes one epoch
 void setup_data(Options* o, Run* r) {
     int V = r->model.config.vocab_size;
     r->have_val = o->val_path[0] && (o->max_steps != 0 || o->gen_tokens == 0);
-    int B = o->B * dist.size;  // N processes: the global batch of N x B rows
-    const char* flags = dist.size > 1 ? "-b times the processes, -t" : "-b, -t";
+    int B = o->B * dist_replicas();  // N processes: the global batch of N x B rows (-tpar: B)
+    const char* flags = dist_replicas() > 1 ? "-b times the processes, -t" : "-b, -t";
     if (o->max_steps != 0)  // a step's rows: every micro-batch of -d, every process's (-a 1: -j's first)
         dataloader_init(&r->train, o->overfit ? o->val_path : o->train_path, B * o->grad_accum, o->T, V,
                         o->shuffle && !o->overfit, (uint64_t)o->seed, o->overfit ? "-j" : "-i",
@@ -1936,18 +2139,38 @@ void setup_data(Options* o, Run* r) {
     const char* resumed_dir = r->ckpt.resume_step >= 0 ? o->out_dir : NULL;  // its loss.tsv
     history_init(&r->ckpt.history, o->max_steps, resumed_dir, r->state.step);
     snprintf(r->ckpt.title, sizeof r->ckpt.title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s",
-             o->out_dir, r->model.num_parameters / 1e6, o->B, o->T, o->train_path);
+             o->out_dir, whole_parameters(r->model.config) / 1e6, o->B, o->T, o->train_path);
     if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0) {
         check_output_dir(o->out_dir, "-o");  // fail now, not at the end
         protect_output_dir(o);
     }
 }
 
+// the model as one process holds it, for the writers (its config and parameters): itself, or
+// with -tpar the whole model put together on process 0 (parameters NULL on the others; free
+// them with whole_model_free)
+static GPT2 whole_model(const GPT2* model) {
+    if (dist.tp == 1) return *model;
+    GPT2 whole = {.config = model->config};
+    whole.config.tp = 0;
+    whole.num_parameters = whole_parameters(whole.config);
+    whole.params_memory = tp_gather_whole(model, model->params_memory);
+    return whole;
+}
+static void whole_model_free(GPT2* whole) {
+    if (dist.tp > 1) free(whole->params_memory);
+}
+
 // -hf DIR: the model as Hugging Face's GPT-2 (after training, if any)
 void export_hf(const Options* o, const Run* r) {
-    if (!o->hf_out[0] || dist.rank != 0) return;  // N processes: the weights are the same
-    gpt2_write_safetensors(&r->model, o->hf_out);
-    printf("wrote %s/model.safetensors and %s/config.json (Hugging Face's GPT-2)\n", o->hf_out, o->hf_out);
+    if (!o->hf_out[0]) return;
+    GPT2 whole = whole_model(&r->model);  // -tpar: put together on process 0
+    if (dist.rank == 0) {  // N processes: the weights are the same
+        gpt2_write_safetensors(&whole, o->hf_out);
+        printf("wrote %s/model.safetensors and %s/config.json (Hugging Face's GPT-2)\n", o->hf_out,
+               o->hf_out);
+    }
+    whole_model_free(&whole);
 }
 
 void run_free(Run* r, const Options* o) {
@@ -1959,14 +2182,41 @@ void run_free(Run* r, const Options* o) {
     gpt2_free(&r->model);
 }
 
+// the model as util/run.h's save_checkpoint writes it: run_model's, or with -tpar the whole
+// model and its moments put together on process 0 from every process's share (every process
+// takes part; NULL on the others), in *whole until whole_run_model_free
+static RunModel whole_run_model(const GPT2* model, GPT2* whole) {
+    *whole = whole_model(model);
+    RunModel m = run_model(whole);
+    if (dist.tp > 1 && model->m_memory) {  // the moments are laid out as the parameters
+        m.m = tp_gather_whole(model, model->m_memory);
+        m.v = tp_gather_whole(model, model->v_memory);
+    }
+    return m;
+}
+static void whole_run_model_free(RunModel* m, GPT2* whole) {
+    if (dist.tp > 1) free(m->m), free(m->v);
+    whole_model_free(whole);
+}
+
+// -o's checkpoint of the model at step (util/run.h's save_checkpoint); every process calls it
+static void checkpoint_model(const Options* o, Run* r, int step, const TrainState* st) {
+    GPT2 whole;
+    RunModel m = whole_run_model(&r->model, &whole);
+    save_checkpoint(o, &r->ckpt, &m, step, st);
+    whole_run_model_free(&m, &whole);
+}
+
 static void sample(const Options* o, Run* r) {
-    if (dist.rank != 0) return;  // N processes: process 0 alone samples and prints
+    if (dist_replica() != 0) return;  // N processes: process 0 alone samples and prints (-tpar: all
+                                      // compute each token together, process 0 prints)
     const Tokenizer* tk = r->have_tokenizer ? &r->tokenizer : NULL;
     generate(&r->model, &r->kv, &r->sampler, tk, r->prompt, r->prompt_len, o->gen_tokens, o->slide, stdout);
 }
 
-// the tokens of a training step: -b rows of -t tokens, of every process and micro-batch
-static double step_tokens(const Options* o) { return (double)o->B * dist.size * o->T * o->grad_accum; }
+// the tokens of a training step: -b rows of -t tokens, of every replica (process, or with
+// -tpar the processes that share one model) and micro-batch
+static double step_tokens(const Options* o) { return (double)o->B * dist_replicas() * o->T * o->grad_accum; }
 
 // One optimisation step on the next batch; prints its line. It is gpt2_train_step in
 // its two halves, because a checkpoint due at this step is written between them: after
@@ -1974,12 +2224,12 @@ static double step_tokens(const Options* o) { return (double)o->B * dist.size * 
 // With -d the batch is grad_accum micro-batches of B rows per process: the gradients of
 // all but the last are summed before it (gpt2_backward adds; each weighs 1/grad_accum).
 static void run_step(const Options* o, Run* r, int step, RunClock* clock) {
-    double t0 = now_seconds(), sum = 0.0;
+    double t0 = now_seconds(), tp0 = dist.tp_seconds, sum = 0.0;  // tp0: -tpar's all-reduces so far
     TrainState before = train_state(o, r, step);
     if (o->overfit) dataloader_seek(&r->train, 0, 0);  // -a 1: the first batch, every step
     dataloader_next_batch(&r->train);  // the step's rows: this process takes B of each micro-batch
     for (int micro = 0; micro < o->grad_accum; micro++) {
-        int row0 = (micro * dist.size + dist.rank) * o->B;  // in the step's rows: -d 2BT = -b 2B
+        int row0 = (micro * dist_replicas() + dist_replica()) * o->B;  // in the step's rows: -d 2BT = -b 2B
         r->model.dropout_row0 = row0;
         size_t at = (size_t)row0 * o->T;
         sum += gpt2_forward(&r->model, r->train.inputs + at, r->train.targets + at, o->B, o->T, step);
@@ -1989,16 +2239,17 @@ static void run_step(const Options* o, Run* r, int step, RunClock* clock) {
     }
     float loss = dist_mean((float)(sum / o->grad_accum));
     stop_if_not_finite("training loss", loss, step, &r->ckpt);
-    RunModel m = run_model(r);
     if (o->out_dir[0] && o->checkpoint_every > 0 && step % o->checkpoint_every == 0 && step > r->state.step)
-        save_checkpoint(o, &r->ckpt, &m, step, &before);
+        checkpoint_model(o, r, step, &before);
     if (o->grad_accum == 1) gpt2_zero_grad(&r->model);
-    size_t last_rows = (size_t)(o->grad_accum - 1) * dist.size * o->B;  // every process's, this pass
-    dist_step_tokens(r->train.inputs + last_rows * o->T, (size_t)dist.size * o->B * o->T);
+    size_t last_rows = (size_t)(o->grad_accum - 1) * dist_replicas() * o->B;  // every process's, this pass
+    dist_step_tokens(r->train.inputs + last_rows * o->T, (size_t)dist_replicas() * o->B * o->T);
     gpt2_backward(&r->model);
     StepStats s = gpt2_optimizer_step(&r->model, step, &r->adamw);
     stop_if_not_finite("gradient norm", s.norm, step, &r->ckpt);
     history_step(&r->ckpt.history, step, loss, s.lr);
+    if (step > clock->first_step)  // a timed step: its share of -tpar's all-reduces (util/dist.h)
+        dist.tp_step_seconds += dist.tp_seconds - tp0;
     print_step(clock, step, o->max_steps, loss, s.lr, s.norm, now_seconds() - t0, step_tokens(o), "tok");
 }
 
@@ -2025,7 +2276,9 @@ void train(const Options* o, Run* r) {
             printf("----\n");
         }
         if (dist_stop_agreed()) {  // Ctrl-C during the last step, this validation or sample
-            RunModel m = run_model(r);  // N processes stop together
+            GPT2 whole;  // N processes stop together; with -tpar they put the model together to save it
+            int saves = o->out_dir[0] && step > r->state.step;  // as stop_after does
+            RunModel m = saves ? whole_run_model(&r->model, &whole) : run_model(&r->model);
             stop_after(o, &r->ckpt, &m, step, r->state.step, &now);
         }
         if (last) break;
@@ -2036,8 +2289,7 @@ void train(const Options* o, Run* r) {
             die_together("the validation loss is %f at the end; not writing a checkpoint. Last good "
                          "checkpoint: %s", val_loss, r->ckpt.last[0] ? r->ckpt.last : "none");
         TrainState now = train_state(o, r, o->max_steps);
-        RunModel m = run_model(r);
-        save_checkpoint(o, &r->ckpt, &m, o->max_steps, &now);
+        checkpoint_model(o, r, o->max_steps, &now);
     }
     float final_loss = r->have_val ? val_loss : NAN;
     print_training_done(&clock, o->max_steps - r->state.step, step_tokens(o), "tok", final_loss, r->ckpt.last);
@@ -2060,6 +2312,7 @@ int main(int argc, char** argv) {
     dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
     dist.zero = o.zero;  // -z 1: AdamW's state sharded over the processes (util/dist.h)
+    dist_tp_init(o.tpar);  // -tpar N: each layer's heads and MLP split over the N processes
     gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)
     static Run r;  // zeroed
     setup_model(&o, &r);

@@ -10,7 +10,9 @@
 #   9. (when train_gpt2 is built with Open MPI) 1 process x all threads against N processes x
 #      1 thread with ZeRO-1 (-z 1) and without (-z 0), the same global batch, default and 124M
 #      shapes (B=4 per process): the ratio, the gradients' sum hidden behind the backward pass
-#      and exposed after it, the optimizer's time and memory per process, and the sweep
+#      and exposed after it, the optimizer's time and memory per process; tensor parallelism
+#      (-tpar N: one model's heads and MLP split over the N processes, the same B rows) against
+#      1 process x N threads: the ratio and the all-reduces' share of the step; and the sweep
 #      of all-reduce piece sizes that chose util/dist.h's bucket size (bench/allreduce_sweep.c)
 #  10. -prec bf16 against fp32, both shapes, alternating rounds in this run: ratios
 #  11. an AVX2 build (-march=x86-64-v3: the avx2+fma 6x16 kernel) beside this one, alternating:
@@ -24,8 +26,8 @@
 # (BASE, this, BASE, this, ...), in this same run: the ratios compare builds, not runs of a
 # different day. AB_ROUNDS (default 3) rounds per shape.
 # Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
-# every part with a few steps only (to check the script, not to measure); BENCH_PART=11 runs
-# part 11 alone; BENCH_WAIT=S waits
+# every part with a few steps only (to check the script, not to measure); BENCH_PART=9 (or 11)
+# runs part 9 (11) alone; BENCH_WAIT=S waits
 # up to S seconds (default 60) for busy CPUs to become idle before starting.
 set -u
 cd "$(dirname "$0")/.."
@@ -292,7 +294,11 @@ ab_against_base() {
 # (buckets) and exposed after it, and the optimizer's time and state memory per process.
 # The 124M shape (B=4 per process, as in issue 27) uses GPT-2's tokenizer (V = 50257), on
 # Tiny Shakespeare encoded with it. Then the sweep of piece sizes for the 124M gradient
-# (bench/allreduce_sweep.c, 3 rounds).
+# (bench/allreduce_sweep.c, 3 rounds). Between them, tensor parallelism (-tpar N, doc/mpi.md):
+# the N processes split each block's heads and MLP units and compute the same B rows, against
+# the 1 x N run; its step time ratio and its all-reduces' share of the step (measured, not a
+# target: on one machine it cannot be faster than the threads, which split the same products
+# with no all-reduce).
 mpi_scaling() {
     section "9. data parallelism over MPI: 1 process x $(cpu_count) threads vs $(cpu_count) processes x 1 thread"
     if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 2> /dev/null | grep -q libmpi; then
@@ -331,6 +337,7 @@ mpi_scaling() {
                  "$(echo "$out" | capture "optimizer: AdamW's moments ([0-9.]+ MiB) per process")"
             [ -z "$many" ] && crashed=1
         done
+        tensor_parallel "$shape" "$n" "$B" "$x" "$one" "${args[@]}"
         [ -z "$one" ] && crashed=1
     done
     rm -f "$OUT"/ts_gpt2_*.bin
@@ -342,6 +349,26 @@ mpi_scaling() {
     else
         echo "!! could not build bench/allreduce_sweep: $(head -n 3 "$OUT/sweep_build.log")"; crashed=1
     fi
+}
+
+# part 9's tensor-parallel line: shape, processes N, B, steps, the 1 x N run's done line, then
+# train_gpt2's flags. -tpar N needs N to divide the heads (4 and 12 here)
+tensor_parallel() {
+    local shape=$1 n=$2 B=$3 x=$4 one=$5 heads=4; shift 5
+    [ "$shape" = 124m ] && heads=12
+    [ $((heads % n)) -eq 0 ] || { echo "  $shape: -tpar $n does not divide the $heads heads; skipped"; return; }
+    local out many a b share mem
+    out=$(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+          mpirun -q --oversubscribe -np "$n" ./train_gpt2 "$@" -b "$B" -x "$x" -tpar "$n" 2>&1)
+    many=$(echo "$out" | grep '^done:')
+    echo "  $n processes x 1 thread, -tpar $n (one model, B=$B each):  ${many:-!! no result}"
+    a=$(echo "$one" | capture '([0-9.]+) ms/step'); b=$(echo "$many" | capture '^done: [0-9]+ steps, ([0-9.]+)')
+    share=$(echo "$many" | capture 'tensor-parallel all-reduces ([^)]+[)])')
+    mem=$(echo "$out" | capture 'parameters per process: (split matrices [0-9.]+ MiB [(][0-9.]+ MiB)')
+    [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v s="$shape" -v n=$n -v c="$share" -v m="$mem" \
+        'BEGIN { printf "  %s, -tpar %d: step time, tp / 1 x %d threads: %.3f; all-reduces %s;", s, n, n, b / a, c
+                 printf " per process %s on one process)\n", m }'
+    [ -z "$many" ] && crashed=1
 }
 
 # part 10: the training step with bf16 matmul operands (-prec bf16, fast/bf16.h) against
@@ -375,6 +402,9 @@ bf16_speed() {
 
 if [ "${BENCH_PART:-}" = 11 ]; then  # part 11 alone
     isa_compare 2>&1 | tee "$OUT/report_11.txt"; exit "${PIPESTATUS[0]}"
+fi
+if [ "${BENCH_PART:-}" = 9 ]; then  # part 9 alone
+    { mpi_scaling; exit $crashed; } 2>&1 | tee "$OUT/report_9.txt"; exit "${PIPESTATUS[0]}"
 fi
 bench 2>&1 | tee "$REPORT"
 status=${PIPESTATUS[0]}

@@ -73,7 +73,8 @@ ARTICLE_NAMES = {"ModelArgs", "n_kv_heads", "n_heads", "n_rep", "head_dim", "wq"
                  "cache_k", "cache_v", "create_mask", "reshape_for_heads", "precompute_freqs_cis",
                  "apply_rotary_emb", "in_proj_weight", "repeat_kv", "start_pos", "norm_first",
                  "batch_first", "multihead_attn", "nn", "F", "dim", "max_seq_len", "mem", "x",
-                 "TransformerEncoderLayer", "dim_feedforward", "out_proj"}
+                 "TransformerEncoderLayer", "dim_feedforward", "out_proj", "model_parallel_size",
+                 "n_local_heads", "n_local_kv_heads", "xq"}
 # English words that are also fields of the activation structs: not taken as names in prose
 PROSE_WORDS = {"logits", "probs", "losses", "encoded", "weight", "bias"}
 

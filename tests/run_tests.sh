@@ -522,6 +522,10 @@ done
 # process, or in a build without MPI, it is refused, as are the stages 2 and 3
 expect_usage "-z 1 on one process" "-z 1 shards AdamW's state over" ./train_gpt2 -z 1
 expect_usage "llm.c's -z 3" "-z (ZeRO stage) must be 0 or 1" ./train_gpt2 -z 3
+# -tpar N (tensor parallelism) splits one model over mpirun's N processes (tests/mpi_tests.sh);
+# on one process, or in a build without MPI, it is refused
+expect_usage "-tpar 2 on one process" "-tpar N splits each layer's heads and MLP over" ./train_gpt2 -tpar 2
+expect_usage "-tpar 0" "-tpar (tensor-parallel processes) must be >= 1" ./train_gpt2 -tpar 0
 ./train_gpt2 "${SMALL[@]}" -h 0 -k cosine -sl 0 -sg 0.0 -a 0 -f 1 -w 1 -ge 0 -z 0 -r 0 -lg -1 -pn 1 -x 0 -m 1 \
     > "$TMP/llmc_off.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -qE '^val loss [0-9.]+ [(]1 batch of' "$TMP/llmc_off.log"; then

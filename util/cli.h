@@ -67,6 +67,7 @@ typedef struct {
     int bf16;                    // -prec bf16
     const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
     int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
+    int tpar;                    // -tpar N: each layer's heads and MLP split over N processes (1: no)
     int enc_layers, dec_layers;  // train_seq2seq's -nle -nld: its stacks' layers (0 = -nl)
     int eval_pairs, examples;    // train_seq2seq's -ne -g: held-out pairs to evaluate, to print
     int embed_scale;             // train_seq2seq's -es: 1, 0, or -1 = not given
@@ -205,6 +206,10 @@ static const Flag FLAGS[] = {
      "ZeRO stage (llm.c's): 1 = each of the `mpirun` processes runs AdamW on its shard of the parameters "
      "and keeps that shard's moments (ZeRO-1, the same bits as 0 on 2 processes); 0 = each runs all of it; "
      "needs 2 or more processes; 2 and 3 are refused"},
+    {"-tpar", 'i', OPT(tpar), "tensor parallel: heads and MLP over N processes", "1 = none",
+     "tensor parallelism ([doc/mpi.md](mpi.md)): each layer's heads and MLP hidden units split over the N "
+     "processes of `mpirun -np N` (N must be the number of processes and divide the heads, the key/value "
+     "heads and d_ff); they compute one model on the same rows; 1 = none"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 _Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= 64, "Options.given has a bit per flag");
@@ -264,7 +269,7 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32", .hf_out = "", .zero = -1};
+        .precision = "fp32", .hf_out = "", .zero = -1, .tpar = 1};
     return o;
 }
 
@@ -481,6 +486,9 @@ Options parse_args(int argc, char** argv) {
         o.given |= 1ULL << (fl - FLAGS);
         parse_flag_value(fl, &o, argv[++i]);
     }
+    char tp_count[160];  // -tpar N on another number of processes
+    snprintf(tp_count, sizeof tp_count, "-tpar %d must be the number of processes (mpirun -np %d): they "
+             "share one model (tensor and data parallelism do not combine here)", o.tpar, dist.size);
     RangeCheck checks[] = {  // ranges: one line naming the flag
         COMMON_RANGE_CHECKS(o), {o.T <= 0, "-t (sequence length) must be > 0"},
         {o.max_steps < -1, "-x (steps) must be >= 0, or -1"},
@@ -506,16 +514,26 @@ Options parse_args(int argc, char** argv) {
         {o.zero == 1 && dist.size == 1, DIST_MPI ? "-z 1 shards AdamW's state over the processes of mpirun "
             "-np N (N >= 2): this run is one process (leave -z out, or -z 0)" : "-z 1 shards AdamW's state "
             "over MPI processes: this train_gpt2 is built without MPI (make MPI=1; or leave -z out)"},
-        {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"}};
+        {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"},
+        {o.tpar < 1, "-tpar (tensor-parallel processes) must be >= 1"},
+        {o.tpar > 1 && dist.size == 1, DIST_MPI ? "-tpar N splits each layer's heads and MLP over the N "
+            "processes of mpirun -np N: this run is one process (leave -tpar out)" : "-tpar N splits each "
+            "layer's heads and MLP over MPI processes: this train_gpt2 is built without MPI (make MPI=1)"},
+        {o.tpar > 1 && dist.size > 1 && o.tpar != dist.size, tp_count},
+        {o.tpar > 1 && o.zero == 1, "-z 1 with -tpar: ZeRO-1 and tensor parallelism do not combine here "
+            "(leave -z out)"},
+        {o.tpar > 1 && o.attention_map[0], "-am with -tpar: each process holds some of the heads; draw the "
+            "attention maps on one process"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
-    if (o.zero < 0) o.zero = dist.size > 1 && dist.size <= DIST_MAX_SHARDS;  // on under mpirun
+    if (o.zero < 0) o.zero = dist.size > 1 && dist.size <= DIST_MAX_SHARDS && o.tpar == 1;  // on under mpirun
     if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
     if (!flag_given(&o, "-j")) o.val_path = find_default_path(o.val_path, 0);
     if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);
-    long long micro = (long long)o.B * o.T * dist.size;  // tokens of one forward and backward
+    int replicas = dist.size / o.tpar;  // data parallelism's: -tpar N shares one model over N processes
+    long long micro = (long long)o.B * o.T * replicas;  // tokens of one forward and backward
     if (o.total_batch > 0 && o.total_batch % micro && (print_usage_to = NULL, 1))
         usage_error("-d %d must be a multiple of B*T%s = %lld", o.total_batch,
-                    dist.size > 1 ? "*processes" : "", micro);
+                    replicas > 1 ? "*processes" : "", micro);
     o.grad_accum = o.total_batch > 0 ? (int)(o.total_batch / micro) : 1;
     o.schedule = -1;
     for (int k = 0; k < 4; k++)
@@ -673,12 +691,15 @@ static void print_training_settings(const Options* o, int threads, const DataLoa
     else printf("%s (%zu tokens, %d validation batches%s)\n", o->val_path, val->total_tokens, val_batches,
                 (size_t)val_batches == val->total_batches ? "" : o->val_batches ? " of -m" :
                 ", -m 0: at most " VAL_TOKENS_TEXT " tokens; -m -1 = all");
-    if (dist.size > 1)
+    if (dist_replicas() > 1)
         printf("processes: %d, each B=%d: a global batch of %d rows (util/dist.h)\n", dist.size, o->B,
                dist.size * o->B);
+    if (dist.tp > 1)
+        printf("processes: %d share one model (-tpar %d), each the same B=%d rows (util/dist.h)\n", dist.size,
+               dist.tp, o->B);
     if (o->grad_accum > 1)
         printf("-d %d: %d micro-batches of %d tokens a step, their gradients summed (accumulation)\n",
-               o->total_batch, o->grad_accum, o->B * o->T * dist.size);
+               o->total_batch, o->grad_accum, o->B * o->T * dist_replicas());
 }
 
 // -x 0 without -g: the validation loss alone

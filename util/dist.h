@@ -18,6 +18,9 @@ With -z 1 (ZeRO-1, the default under mpirun; the section "ZeRO-1" below) the las
 change: each process gets the mean gradients of its shard of the parameters alone, updates
 that shard with the moments of that shard alone, and the new weights are gathered from
 their owners, so they are identical by construction.
+With -tpar N (tensor parallelism, the section of that name below) the N processes split
+one model instead: each holds some of every block's heads and MLP units, all read the same
+rows, and the blocks' partial sums are all-reduced as the forward and backward passes go.
 Only process 0 prints (the others' stdout goes to /dev/null), samples and writes files.
 
 Errors: before training (dist_setup_done) a process that fails, say one that cannot open
@@ -60,8 +63,18 @@ typedef struct {
     double update_seconds;     // time in the updates: AdamW (on this process's shard with -z 1)
     double gather_seconds;     //   and, -z 1, the new weights' way to every process (of those)
     long updates;              // the updates timed
+    int tp;                    // -tpar N: the processes one model is split over (below); 1: none
+    int tp_rank;               //   this process's share of it, 0..tp-1
+    double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
+    double tp_step_seconds;    //   of which in the timed training steps (train_gpt2.c's run_step)
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 1, 0, 0.0, 0.0};
+
+// Data parallelism's replicas: the processes (or with -tpar, groups of processes) that each
+// hold the whole model and take their own B rows of the global batch. -tpar splits one model
+// over all the processes, so there is one replica, and every process reads the same rows.
+static inline int dist_replicas(void) { return dist.size / dist.tp; }
+static inline int dist_replica(void) { return dist.rank / dist.tp; }
 
 // ---- ZeRO-1 (-z 1): the optimizer sharded over the processes
 //
@@ -111,9 +124,36 @@ static inline void dist_shard_chunks(int chunks, int* first, int* last) {
     *last = dist.zero ? shards.first_chunk[dist.rank + 1] : chunks;
 }
 
+// ---- tensor parallelism (-tpar N): one model split over the processes
+//
+// Article 004 (the KV-cache article) writes its attention for a model split over
+// model_parallel_size devices: each holds n_local_heads = n_heads / model_parallel_size of the
+// query heads and as many of the key/value heads. So here: process r of N holds its heads'
+// rows of the Q, K, V projection and the matching columns of the output projection, and 1/N
+// of the MLP's hidden units (rows of fc, columns of fc's projection); train_gpt2.c lays the
+// shares out and computes with local shapes. What crosses the processes is in this file:
+// - dist_tp_sum: the output projection of a block's attention (and of its MLP) is, on each
+//   process, the sum over its own heads (units) only; an all-reduce adds the N partial sums,
+//   and every process goes on with the whole result. The backward pass mirrors it: the
+//   gradient of the block's input through qkv (fc) is a sum over the heads (units), so it is
+//   all-reduced too. Four all-reduces of B·T·C floats per block and training step (the f and
+//   g operators of Megatron-LM), two per block and generated token;
+// - the gradient norm: each process sums the squares of its shares, and of the tensors every
+//   process holds whole (layernorms, embeddings, the projections' biases) only on process 0,
+//   then dist_tp_sum_double adds them;
+// - checkpoints hold the whole model: process 0 collects every process's share to write it
+//   (dist_tp_collect), and every process reads the whole file and keeps its share.
+// The N processes compute one model on the same rows, so there is one data-parallel replica:
+// -tpar N needs N = the processes (data and tensor parallelism do not combine here), and every
+// collective below runs over all of them (MPI_COMM_WORLD).
+static inline void dist_tp_init(int tp) {
+    dist.tp = tp > 1 ? tp : 1;
+    dist.tp_rank = dist.rank % dist.tp;
+}
+
 // the rows of a global batch (N·B rows of T tokens) that this process computes
 static inline const int* dist_rows(const int* global_batch, int B, int T) {
-    return global_batch + (size_t)dist.rank * B * T;
+    return global_batch + (size_t)dist_replica() * B * T;
 }
 
 #ifdef USE_MPI
@@ -192,9 +232,10 @@ static inline void dist_setup_done(void) {
     dist.training = 1;
 }
 
-// the mean of x over the processes (the loss of the global batch from each one's rows)
+// the mean of x over the processes (the loss of the global batch from each one's rows; -tpar:
+// one replica, whose processes all hold the same x)
 static inline float dist_mean(float x) {
-    if (dist.size == 1) return x;
+    if (dist_replicas() == 1) return x;
     double mine = x, sum = 0.0;
     MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return (float)(sum / dist.size);
@@ -210,7 +251,7 @@ static inline int dist_any(int flag) {
 // grads = the mean of every process's grads: one MPI_Allreduce (sum) over the whole buffer
 // (in pieces of at most 2^30 floats, as MPI counts are int), then a scale by 1/N
 static inline void dist_average_gradients(float* grads, size_t n) {
-    if (dist.size == 1) return;
+    if (dist_replicas() == 1) return;
     double t0 = now_seconds();
     for (size_t done = 0; done < n;) {
         int count = n - done < ((size_t)1 << 30) ? (int)(n - done) : 1 << 30;
@@ -425,7 +466,7 @@ static void dist_buckets_build(void) {
 // backward passes (micro-batches) a step sums: the last one reduces as it goes
 static inline void dist_backward_begin(float* grads, const size_t* sizes, int tensors, const int* layered,
                                        int layers, int micro_batches) {
-    if (dist.size == 1) return;
+    if (dist_replicas() == 1) return;
     DistBuckets* q = &buckets;
     if (!q->queue && dist.buckets) {
         q->grads = grads;
@@ -526,7 +567,7 @@ static inline void dist_embedding_begin(void) {
 
 // after the backward pass: the gradients' mean over the processes, all landed
 static inline void dist_gradients_finish(float* grads, size_t n) {
-    if (dist.size == 1) return;
+    if (dist_replicas() == 1) return;
     DistBuckets* q = &buckets;
     if (!q->armed) {  // DIST_BLOCKING=1: one reduction after the backward pass
         dist_average_gradients(grads, n);
@@ -613,9 +654,10 @@ static inline void dist_gather_moments(float* all, const float* mine) {
     free(req);
 }
 
-// the weights of every process must be the same bits: compare a checksum of them
+// the weights of every process must be the same bits: compare a checksum of them (-tpar:
+// the processes hold different shares; the tensors all hold get the same gradients by construction)
 static inline void dist_check_weights(const float* params, size_t n, int step) {
-    if (dist.size == 1) return;
+    if (dist_replicas() == 1) return;
     uint64_t sum = 0, lo, hi;
     const uint32_t* bits = (const uint32_t*)params;
     for (size_t i = 0; i < n; i++)
@@ -626,6 +668,41 @@ static inline void dist_check_weights(const float* params, size_t n, int step) {
         die_together("the weights of the %d processes differ at step %d (checksums %016llx .. %016llx): "
                      "their updates diverged", dist.size, step, (unsigned long long)lo,
                      (unsigned long long)hi);
+}
+
+// ---- tensor parallelism's collectives (the section "tensor parallelism" above)
+
+// x (n floats) = its sum over the processes, on every process: each held a partial sum
+// (in pieces of at most 2^30 floats, as MPI counts are int; on 2 processes each element is
+// a + b, the same bits on both, so the copies of the shared tensors stay identical)
+static inline void dist_tp_sum(float* x, size_t n) {
+    if (dist.tp == 1) return;
+    double t0 = now_seconds();
+    for (size_t done = 0; done < n;) {
+        int count = n - done < ((size_t)1 << 30) ? (int)(n - done) : 1 << 30;
+        MPI_Allreduce(MPI_IN_PLACE, x + done, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        done += (size_t)count;
+    }
+    dist.tp_seconds += now_seconds() - t0;
+}
+
+// x summed over the processes (the gradient norm's squares)
+static inline double dist_tp_sum_double(double x) {
+    double sum = x;
+    if (dist.tp > 1) MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum;
+}
+
+// process `from`'s n floats, `mine` there, into `into` on process 0; every process calls it
+// for every `from` in turn (from 0: nothing moves, process 0's share is its own)
+static inline void dist_tp_collect(float* into, const float* mine, size_t n, int from) {
+    if (from == 0 || (dist.rank != 0 && dist.rank != from)) return;
+    for (size_t done = 0; done < n;) {
+        int count = n - done < ((size_t)1 << 30) ? (int)(n - done) : 1 << 30;
+        if (dist.rank == from) MPI_Send(mine + done, count, MPI_FLOAT, 0, from, MPI_COMM_WORLD);
+        else MPI_Recv(into + done, count, MPI_FLOAT, from, from, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        done += (size_t)count;
+    }
 }
 #else
 static inline void dist_init(int* argc, char*** argv) { (void)argc; (void)argv; }
@@ -648,6 +725,11 @@ static inline void dist_check_weights(const float* params, size_t n, int step) {
 static inline void dist_gather_chunks(double* partial) { (void)partial; }
 static inline void dist_gather_weights(float* params) { (void)params; }
 static inline void dist_gather_moments(float* all, const float* mine) { (void)all; (void)mine; }
+static inline void dist_tp_sum(float* x, size_t n) { (void)x; (void)n; }
+static inline double dist_tp_sum_double(double x) { return x; }
+static inline void dist_tp_collect(float* into, const float* mine, size_t n, int from) {
+    (void)into; (void)mine; (void)n; (void)from;
+}
 #endif
 
 // whether any process has been asked to stop (util/io.h's stop_signal), the same answer for
@@ -658,5 +740,9 @@ static inline int dist_stop_agreed(void) {
     if (any && !stop_signal) stop_signal = any;
     return any;
 }
+
+// -tpar: the processes compute each generated token together, so they stop at the same one
+// (the signal agreed); without it, this process's own signal
+static inline int dist_tp_stop_agreed(void) { return dist.tp > 1 ? dist_stop_agreed() : stop_signal; }
 
 #endif

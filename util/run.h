@@ -37,6 +37,9 @@ typedef struct {
     const void* model;      // what write_checkpoint writes
     void (*write_checkpoint)(const void* model, const char* path);
 } RunModel;
+// A model split over the processes (train_gpt2's -tpar) is put together on process 0 by its
+// program before a save (all of them take part), and its RunModel is then of the whole model;
+// on resume the program reads the whole moments (num_parameters of them) and keeps its share.
 
 // what a run keeps in -o, beside the model
 typedef struct {
@@ -108,12 +111,14 @@ static int validation_batches(const Options* o, const DataLoader* val) {
     return (int)(n < all ? n : all);
 }
 
-// N processes: AdamW's state per process, all the moments or (-z 1) a shard's (util/dist.h)
+// N processes: AdamW's state per process, all the moments, (-z 1) a shard's, or (-tpar) those
+// of the process's share of the model, num_parameters (util/dist.h)
 static void print_optimizer_memory(size_t num_parameters) {
     if (dist.size == 1) return;
     size_t shard = dist_shard_end(num_parameters) - dist_shard_begin();
     printf("optimizer: AdamW's moments %.1f MiB per process (%s)\n", 2.0 * shard * sizeof(float) / 1048576,
-           dist.zero ? "-z 1: sharded over the processes, process 0's shard" : "-z 0: all of them on each");
+           dist.zero ? "-z 1: sharded over the processes, process 0's shard" :
+           dist.tp > 1 ? "-tpar: of each process's share of the model" : "-z 0: all of them on each");
 }
 
 // writes -o's model_STEP.bin and state_STEP.bin (st: where training stands before step), and
@@ -211,6 +216,10 @@ static void print_training_done(const RunClock* c, int steps, double units, cons
             printf(" + %.2f ms/step hidden behind the backward pass (buckets of %zu KiB)",
                    1e3 * dist.hidden_seconds / dist.allreduce_calls, DIST_BUCKET_BYTES >> 10);
         else printf(", blocking (DIST_BLOCKING=1)");
+    }
+    if (dist.tp > 1) {  // -tpar: the all-reduces inside the timed steps (dist.tp_step_seconds)
+        double ms = 1e3 * dist.tp_step_seconds / c->timed_steps;
+        printf(", tensor-parallel all-reduces %.2f ms/step (%.1f%%)", ms, ms / (10 * seconds_per_step));
     }
     if (dist.size > 1 && dist.updates > 0) {  // the optimizer: on a shard with -z 1, then the gather
         double gather = 1e3 * dist.gather_seconds / dist.updates;
