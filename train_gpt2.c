@@ -1003,6 +1003,15 @@ void check_finite_weights(const float* params, size_t n, const char* what) {
             die("%s: weight %zu of %zu is %s", what, i, n, isnan(params[i]) ? "nan" : "inf");
 }
 
+// a checkpoint is its 1024-byte header and n float parameters, no more, no less: checked
+// before anything is allocated for them
+void check_checkpoint_size(FILE* f, const char* path, size_t n) {
+    long long expected = 1024 + 4 * (long long)n, actual = file_size_of(f, path);
+    if (actual != expected)
+        die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
+            actual < expected ? "truncated" : "longer than its header says", (long long)n, expected, actual);
+}
+
 // the n parameters after a checkpoint's header into params; checksummed: slot 255 must be
 // the CRC-32C of the header and the parameters
 void read_checkpoint_parameters(FILE* f, const char* path, const int32_t h[256], float* params, size_t n,
@@ -1035,11 +1044,7 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
     fill_in_parameter_sizes(sizes, c);
-    long long n = (long long)sum_sizes(sizes, NUM_PARAMETER_TENSORS), expected = 1024 + 4 * n;
-    long long actual = file_size_of(f, path);
-    if (actual != expected)
-        die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
-            actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
+    check_checkpoint_size(f, path, sum_sizes(sizes, NUM_PARAMETER_TENSORS));
     gpt2_allocate_parameters(model, c);
     read_checkpoint_parameters(f, path, h, model->params_memory, model->num_parameters,
                                h[1] == CHECKPOINT_VARIANTS);

@@ -815,11 +815,7 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
     check_unused_slots(path, h, 16, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
-    long long n = (long long)sum_sizes(sizes, NUM_S2S_PARAMETERS), expected = 1024 + 4 * n;
-    long long actual = file_size_of(f, path);
-    if (actual != expected)
-        die("'%s' is %s: its header describes %lld parameters (%lld bytes), the file has %lld bytes", path,
-            actual < expected ? "truncated" : "longer than its header says", n, expected, actual);
+    check_checkpoint_size(f, path, sum_sizes(sizes, NUM_S2S_PARAMETERS));
     s2s_allocate_parameters(m, c);
     read_checkpoint_parameters(f, path, h, m->params_memory, m->num_parameters, h[1] == CHECKPOINT_SEQ2SEQ);
 }
