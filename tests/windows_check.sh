@@ -30,6 +30,10 @@ cd "$W"
 start=$SECONDS
 
 # ---- 1. the build: every program, no warning, no DLL beyond Windows' own
+# The prefix is made first, by one wine alone: make -j2 starts prepare.exe and make_pairs.exe
+# at once, and two wines making a fresh prefix race ("wine: chdir to /tmp/wine-.../server-...:
+# No such file or directory", and the data step fails)
+wine wineboot --init > /dev/null 2>&1 || { bad "wine wineboot --init fails: no Wine prefix in $WINEPREFIX"; finish; }
 if make -j2 all CC=$CC RUN=wine > build.log 2>&1; then
     if grep -qi "warning" build.log; then
         bad "make CC=$CC prints warnings:"; grep -i -A3 "warning" build.log | head -n 40
