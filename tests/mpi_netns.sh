@@ -23,7 +23,7 @@ give_up() { bad "$*"; echo "$pass passed, $fail failed"; exit 1; }
 
 command -v mpirun > /dev/null && command -v ip > /dev/null && command -v tc > /dev/null \
     || give_up "needs mpirun (openmpi-bin), ip and tc (iproute2)"
-make -s train_gpt2 MPI=1 || give_up "could not build train_gpt2 with MPI"
+make -s train_gpt2 data/prepare MPI=1 || give_up "could not build train_gpt2 (with MPI) and data/prepare"
 NA=llmc_a_$$ NB=llmc_b_$$ A=10.77.0.1 B=10.77.0.2
 cleanup() { ip netns del "$NA" 2> /dev/null; ip netns del "$NB" 2> /dev/null; }  # the veth pair goes with them
 trap cleanup EXIT
