@@ -204,7 +204,7 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 bash tests/run_tests.sh
 	$(MAKE) clean-bin
 
-bench: train_gpt2 data/prepare
+bench: train_gpt2 data/prepare $(DATA)
 	$(CC) $(ALL_CFLAGS) -o bench/bench_gpt2 bench/bench_gpt2.c $(LDLIBS)
 	CC="$(CC)" BENCH_CFLAGS="$(CFLAGS) $(ARCH) $(FP) $(OMP_FLAGS)" BASE="$(BASE)" bash bench/run_bench.sh
 
