@@ -2297,7 +2297,8 @@ void train(const Options* o, Run* r) {
         checkpoint_model(o, r, o->max_steps, &now);
     }
     float final_loss = r->have_val ? val_loss : NAN;
-    print_training_done(&clock, o->max_steps - r->state.step, step_tokens(o), "tok", final_loss, r->ckpt.last);
+    print_training_done(&clock, o->max_steps - r->state.step, step_tokens(o), "tok", final_loss,
+                        r->ckpt.last);
 }
 
 

@@ -333,7 +333,8 @@ static void print_usage(FILE* f) {
             snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " %s %s,",
                      LLMC_OFF[i].name, LLMC_OFF[i].accepted);
     snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), " -pn <processes>; refused: "
-             "-pg -pi -pm -ps -pf -pp (doc/usage.md: \"llm.c's flags here\"). -h md: its table of the flags.");
+             "-pg -pi -pm -ps -pf -pp (doc/usage.md: \"llm.c's flags here\"). -h md: its table of the "
+             "flags.");
     print_wrapped(f, accepted);
 }
 
