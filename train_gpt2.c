@@ -1257,11 +1257,14 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     model->cur_T = T;
 
     ActivationTensors a = model->acts;
+    dist_weights_ready(-1);  // -z 1: the embeddings' new weights have landed (util/dist.h)
     encoder_forward(a.encoded, inputs, model->params.wte, position_table(model), B, T, C);
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     dropout_forward(a.encoded, (size_t)BT * C, &embed_drop);
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < L; l++) {
+        dist_weights_ready(l);  // and layer l's
         block_forward(model, l, B, T);
+    }
     const float* last = block_output(model, L - 1, B, T);
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, model->params.lnfw, model->params.lnfb, BT, C);
     matmul_forward(a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
@@ -1529,10 +1532,18 @@ void adamw_update(float* params, uint16_t* params_bf16, const float* grads, floa
     }
 }
 
+// -z 1 with -prec bf16: the bf16 copy of a piece of another process's shard, once it landed
+static void bf16_round_landed(void* model, size_t offset, size_t count) {
+    GPT2* m = model;
+    bf16_round_all(m->params_bf16 + offset, m->params_memory + offset, count);
+}
+
 // -z 1 (ZeRO-1, util/dist.h): AdamW on this process's shard [lo, hi) of the parameters, with
-// the moments of that shard alone; then every process's new weights to every process, and
-// the bf16 copy (-prec bf16) of the other shards from them
-static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
+// the moments of that shard alone; then every process's new weights on their way to every
+// process, which the next forward pass waits for layer by layer (the bf16 copy of -prec
+// bf16 rounded from them as they land); timed: the waits count as the gather's time
+static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t,
+                              int timed) {
     size_t n = model->num_parameters, lo = dist_shard_begin(), hi = dist_shard_end(n);
     size_t sizes[NUM_PARAMETER_TENSORS], start = 0;  // the shard's part of each tensor
     for (int k = 0; k < NUM_PARAMETER_TENSORS; start += model->param_sizes[k++]) {
@@ -1543,7 +1554,11 @@ static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, flo
     uint16_t* bf16 = model->params_bf16 ? model->params_bf16 + lo : NULL;
     adamw_update(model->params_memory + lo, bf16, model->grads_memory + lo, model->m_memory,
                  model->v_memory, sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
-    dist_gather_weights(model->params_memory);
+    if (dist_gather_overlaps()) {
+        dist_gather_start(model->params_memory, timed, bf16 ? bf16_round_landed : NULL, model);
+        return;
+    }
+    dist_gather_weights(model->params_memory);  // DIST_BLOCKING=1: all of them, now
     if (bf16) {
         bf16_round_all(model->params_bf16, model->params_memory, lo);
         bf16_round_all(model->params_bf16 + hi, model->params_memory + hi, n - hi);
@@ -1554,12 +1569,12 @@ void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale
     double t0 = now_seconds(), gathered = dist.gather_seconds;
     int first = !model->m_memory;  // the first update touches the moments' new pages: not timed
     allocate_moments(&model->m_memory, &model->v_memory, model->num_parameters);
-    if (dist.zero) gpt2_update_shard(model, opt, lr, grad_scale, t);
+    if (dist.zero) gpt2_update_shard(model, opt, lr, grad_scale, t, !first);
     else adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
                       model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
                       grad_scale, t);
-    if (first) dist.gather_seconds = gathered;
-    else dist.update_seconds += now_seconds() - t0, dist.updates++;
+    if (first) dist.gather_seconds = gathered;  // (a blocking gather's time is the gather's)
+    else dist.update_seconds += now_seconds() - t0 - (dist.gather_seconds - gathered), dist.updates++;
 }
 
 // ----------------------------------------------------------------------------
@@ -2268,13 +2283,15 @@ void train(const Options* o, Run* r) {
     for (int step = r->state.step; step <= o->max_steps; step++) {
         int last = step == o->max_steps;
         TrainState now = train_state(o, r, step);
-        if (r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last)) {
+        int val_due = r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last);
+        int sample_due = (o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last;
+        if (val_due || (o->gen_tokens > 0 && sample_due)) dist_weights_landed();  // -z 1: all read
+        if (val_due) {
             dist_check_weights(r->model.params_memory, r->model.num_parameters, step);
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);
             if (!stop_signal) printf("step %5d | val loss %.4f\n", step, val_loss);
             if (!stop_signal) history_val(&r->ckpt.history, step, val_loss);
         }
-        int sample_due = (o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last;
         if (o->gen_tokens > 0 && !stop_signal && sample_due) {
             printf("---- sample at step %d ----\n", step);
             sample(o, r);

@@ -163,7 +163,10 @@ static inline int dist_launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
+static inline void dist_weights_landed(void);  // (below: -z 1's gather, landed)
+
 static inline void dist_finalize(void) {
+    dist_weights_landed();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -232,22 +235,6 @@ static inline void dist_setup_done(void) {
     dist.training = 1;
 }
 
-// the mean of x over the processes (the loss of the global batch from each one's rows; -tpar:
-// one replica, whose processes all hold the same x)
-static inline float dist_mean(float x) {
-    if (dist_replicas() == 1) return x;
-    double mine = x, sum = 0.0;
-    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return (float)(sum / dist.size);
-}
-
-// whether any process has flag set (a stop signal reaches one process or all)
-static inline int dist_any(int flag) {
-    int any = flag;
-    if (dist.size > 1) MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return any;
-}
-
 // grads = the mean of every process's grads: one MPI_Allreduce (sum) over the whole buffer
 // (in pieces of at most 2^30 floats, as MPI counts are int), then a scale by 1/N
 static inline void dist_average_gradients(float* grads, size_t n) {
@@ -303,6 +290,8 @@ typedef struct {
     int count;  // at most DIST_BUCKET_BYTES / 4 floats
     int wte;    // 1: a piece of wte queued after the output head (dist_head_done)
     int owner;  // -z 1: the process whose shard it lies in gets the sum; -1: all (all-reduce)
+    int group;  // -1: gradients; >= 0: weights from their owner, group l + 1 read by layer l's
+                // forward, 0 by the rest ("the new weights' way" below); -2: the stop flag
 } Bucket;
 
 typedef struct {
@@ -330,6 +319,14 @@ typedef struct {
     unsigned char* seen;          // (rows of wte) scratch: a row is read by the batch
     float* kept;                  // (nrows, C) this process's values of those rows
     size_t kept_cap;
+    // -z 1: the new weights on their way to every process during the next forward pass
+    int gathering, gather_timed;  // pieces queued and not all waited for; their wait is timed
+    int* group_pending;           // (layers + 1) pieces of each group not landed yet
+    unsigned char* group_ready;   // (layers + 1) the forward has waited for the group
+    float* params;                // the weights, laid out as grads
+    void (*on_landed)(void* ctx, size_t offset, size_t count);  // another's piece, landed
+    void* landed_ctx;
+    int flag_mine, flag_any, flag_pending;  // the stop flag, agreed while the pieces fly
 } DistBuckets;
 static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
                               .landed = PTHREAD_COND_INITIALIZER};
@@ -337,7 +334,10 @@ static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD
 // the sum of a bucket's floats over the processes starts: to all of them, or (-z 1) to the
 // owner of the shard it lies in
 static void dist_bucket_start(const Bucket* b, MPI_Request* req) {
-    if (b->owner < 0)
+    DistBuckets* q = &buckets;
+    if (b->group >= 0) MPI_Ibcast(b->at, b->count, MPI_FLOAT, b->owner, MPI_COMM_WORLD, req);
+    else if (b->group == -2) MPI_Iallreduce(&q->flag_mine, &q->flag_any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, req);
+    else if (b->owner < 0)
         MPI_Iallreduce(MPI_IN_PLACE, b->at, b->count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
     else if (b->owner == dist.rank)
         MPI_Ireduce(MPI_IN_PLACE, b->at, b->count, MPI_FLOAT, MPI_SUM, b->owner, MPI_COMM_WORLD, req);
@@ -349,6 +349,7 @@ static void* dist_progress(void* unused) {
     (void)unused;
     DistBuckets* q = &buckets;
     int cap = q->capacity, active = 0, *which = mallocCheck((size_t)cap * sizeof(int));
+    int* groups = mallocCheck((size_t)cap * sizeof(int));  // the group of each landed bucket
     MPI_Request* req = mallocCheck((size_t)cap * sizeof *req);
     Bucket* flying = mallocCheck((size_t)cap * sizeof *flying);
     float scale = 1.0f / dist.size;
@@ -370,10 +371,11 @@ static void* dist_progress(void* unused) {
         if (done == MPI_UNDEFINED) done = 0;
         for (int k = 0; k < done; k++) {
             Bucket* b = &flying[which[k]];
-            if (b->owner < 0 || b->owner == dist.rank)  // (another's shard: its owner got the sum)
-                for (int i = 0; i < b->count; i++)
+            if (b->group == -1 && (b->owner < 0 || b->owner == dist.rank))  // (another's shard:
+                for (int i = 0; i < b->count; i++)                          // its owner got the sum)
                     b->at[i] *= scale;
             wte_done += b->wte;
+            groups[k] = b->group;
         }
         for (int k = 0; k < active; k++)  // the requests still in flight, in order
             if (req[k] != MPI_REQUEST_NULL) { req[kept] = req[k]; flying[kept++] = flying[k]; }
@@ -383,6 +385,13 @@ static void* dist_progress(void* unused) {
         q->finished += done;
         q->wte_pending -= wte_done;
         if (wte_done > 0 && q->wte_pending == 0) pthread_cond_signal(&q->landed);
+        int group_done = 0;
+        for (int k = 0; k < done; k++) {  // the weights' pieces and the stop flag
+            if (groups[k] >= 0) q->group_pending[groups[k]]--;
+            if (groups[k] == -2) q->flag_pending = 0;
+            group_done += groups[k] != -1;
+        }
+        if (group_done > 0) pthread_cond_signal(&q->landed);
         if (done > 0 && q->finished == q->queued) {
             if (q->busy) q->hidden += now_seconds() - q->busy_since;
             q->busy = 0;
@@ -425,7 +434,7 @@ static int dist_queue(float* at, size_t n) {
     for (size_t done = 0, piece; done < n; done += piece, count++) {
         piece = n - done < most ? n - done : most;
         int owner = dist_owner(at + done, &piece);
-        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)piece, 0, owner};
+        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)piece, 0, owner, -1};
     }
     return count;
 }
@@ -454,9 +463,12 @@ static void dist_buckets_build(void) {
     }
     q->capacity += (int)((q->sizes[0] + most - 1) / most);  // wte's batch rows, packed (at most all)
     q->capacity += dist.size;  // -z 1: a bucket cut at a shard's end is two
+    // (the weights' pieces of -z 1's gather and the stop flag need fewer: no packed wte rows)
     q->queue = mallocCheck((size_t)q->capacity * sizeof *q->queue);
     q->layer_queued = calloc((size_t)q->layers, 1);
-    if (!q->layer_queued || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
+    q->group_pending = calloc((size_t)q->layers + 1, sizeof(int));
+    q->group_ready = calloc((size_t)q->layers + 1, 1);
+    if (!q->layer_queued || !q->group_pending || !q->group_ready || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
         die("cannot start the all-reduce's progress thread");
     pthread_detach(q->thread);  // it sleeps between steps, and ends with the process
 }
@@ -598,10 +610,152 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
     dist.allreduce_calls++;
 }
 
+// ---- -z 1: the new weights' way to every process, overlapped with the next forward pass
+//
+// After AdamW each process holds the new weights of its shard only. Waiting for all of them
+// before the next forward pass exposes the whole gather: (N-1)/N of the weights cross to
+// every process (250 MB a step at 124M on 2 processes, 0.2 s at 10 Gbit/s). But the forward
+// pass reads them layer by layer. So:
+// - dist_gather_start queues the weights in the order the forward pass reads them: group 0,
+//   the tensors that are not per layer (wte and wpe for the embedding, the final layernorm),
+//   then group l + 1, layer l's slice of each per-layer tensor; each cut at the shards' ends
+//   and into pieces of at most DIST_BUCKET_BYTES, broadcast from its owner (MPI_Ibcast) by
+//   the progress thread, as the gradients' buckets are;
+// - gpt2_forward calls dist_weights_ready(l) before layer l (l = -1: before the embedding)
+//   and waits for that group alone (the time waited is the exposed gather);
+// - any other reader of the weights, and any MPI call of the main thread (the progress thread
+//   may be in MPI: MPI_THREAD_SERIALIZED), first waits for all of them (dist_weights_landed);
+// - the stop flag the training loop agrees on before each step travels with the pieces (one
+//   more nonblocking collective, queued after them), so the loop need not wait for them.
+// A piece's bits are its owner's, as with the blocking gather: the same weights, losses and
+// files (tests/mpi_tests.sh compares -z 1 with -z 0 bit for bit). DIST_BLOCKING=1 gathers
+// after AdamW in one go (dist_gather_weights below).
+
+// the process whose shard holds weight `offset`; *count cut at the shard's end
+static int dist_weight_owner(size_t offset, size_t* count) {
+    int r = 0;
+    while (offset >= shards.bounds[r + 1]) r++;
+    if (*count > shards.bounds[r + 1] - offset) *count = shards.bounds[r + 1] - offset;
+    return r;
+}
+
+// appends the pieces of the n weights at `offset` to group g (the caller holds the lock)
+static void dist_queue_weights(size_t offset, size_t n, int g) {
+    const size_t most = DIST_BUCKET_BYTES / sizeof(float);
+    DistBuckets* q = &buckets;
+    for (size_t done = 0, piece; done < n; done += piece) {
+        piece = n - done < most ? n - done : most;
+        int owner = dist_weight_owner(offset + done, &piece);
+        if (q->queued == q->capacity) die("dist_queue_weights: the queue is full");
+        q->queue[q->queued++] = (Bucket){q->params + offset + done, (int)piece, 0, owner, g};
+        q->group_pending[g]++;
+    }
+}
+
+// whether the gather can overlap: buckets on, and a backward pass has told the layout
+static inline int dist_gather_overlaps(void) { return dist.zero && dist.buckets && buckets.queue; }
+
+// after AdamW on this process's shard: every shard of params (laid out as the gradients) on
+// its way to every process; landed(ctx, offset, count) is called on this thread for each piece
+// of another's shard once the forward pass has waited for it (-prec bf16 rounds its copy);
+// timed: the waits count in dist.gather_seconds
+static inline void dist_gather_start(float* params, int timed, void (*landed)(void*, size_t, size_t),
+                                     void* ctx) {
+    DistBuckets* q = &buckets;
+    pthread_mutex_lock(&q->lock);
+    q->params = params;
+    q->on_landed = landed;
+    q->landed_ctx = ctx;
+    q->gather_timed = timed;
+    size_t offset = 0;
+    for (int k = 0; k < q->tensors; offset += q->sizes[k++])  // group 0: not per layer
+        if (k < q->layered[0] || k >= q->layered[1]) dist_queue_weights(offset, q->sizes[k], 0);
+    for (int l = 0; l < q->layers; l++) {  // group l + 1: layer l's slices
+        offset = 0;
+        for (int k = 0; k < q->tensors; offset += q->sizes[k++]) {
+            size_t slice = q->sizes[k] / q->layers;
+            if (k >= q->layered[0] && k < q->layered[1]) dist_queue_weights(offset + l * slice, slice, l + 1);
+        }
+    }
+    memset(q->group_ready, 0, (size_t)q->layers + 1);
+    q->gathering = 1;
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->lock);
+}
+
+// the pieces of group g have landed (the caller holds the lock): each of another's shard to
+// the `landed` hook; once every group has, the queue is free for the next backward pass
+static void dist_group_landed(int g) {
+    DistBuckets* q = &buckets;
+    if (q->on_landed)
+        for (int k = 0; k < q->queued; k++)
+            if (q->queue[k].group == g && q->queue[k].owner != dist.rank)
+                q->on_landed(q->landed_ctx, (size_t)(q->queue[k].at - q->params), (size_t)q->queue[k].count);
+    q->group_ready[g] = 1;
+    for (int h = 0; h <= q->layers; h++)
+        if (!q->group_ready[h]) return;
+    while (q->finished < q->queued) pthread_cond_wait(&q->landed, &q->lock);
+    q->queued = q->started = q->finished = 0;
+    q->gathering = 0;
+}
+
+// before layer l's forward (l = -1: before the embedding; l = -2: every group)
+static inline void dist_weights_ready(int l) {
+    DistBuckets* q = &buckets;
+    if (!q->gathering) return;
+    double t0 = now_seconds();
+    pthread_mutex_lock(&q->lock);
+    for (int g = l == -2 ? 0 : l + 1; q->gathering && g <= (l == -2 ? q->layers : l + 1); g++) {
+        if (q->group_ready[g]) continue;
+        while (q->group_pending[g] > 0) pthread_cond_wait(&q->landed, &q->lock);
+        dist_group_landed(g);
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0;
+}
+
+// every weight has landed, and the progress thread is idle: the main thread may call MPI
+static inline void dist_weights_landed(void) { dist_weights_ready(-2); }
+
+// the stop flag while the weights fly: max over the processes, by the progress thread
+static int dist_any_while_gathering(int flag) {
+    DistBuckets* q = &buckets;
+    pthread_mutex_lock(&q->lock);
+    q->flag_mine = flag;
+    q->flag_pending = 1;
+    if (q->queued == q->capacity) die("dist_any_while_gathering: the queue is full");
+    q->queue[q->queued++] = (Bucket){NULL, 1, 0, -1, -2};
+    pthread_cond_signal(&q->wake);
+    while (q->flag_pending) pthread_cond_wait(&q->landed, &q->lock);
+    int any = q->flag_any;
+    pthread_mutex_unlock(&q->lock);
+    return any;
+}
+
+// the mean of x over the processes (the loss of the global batch from each one's rows; -tpar:
+// one replica, whose processes all hold the same x)
+static inline float dist_mean(float x) {
+    if (dist_replicas() == 1) return x;
+    dist_weights_landed();
+    double mine = x, sum = 0.0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return (float)(sum / dist.size);
+}
+
+// whether any process has flag set (a stop signal reaches one process or all)
+static inline int dist_any(int flag) {
+    if (dist.size == 1) return flag;
+    if (buckets.gathering) return dist_any_while_gathering(flag);
+    int any = flag;
+    MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any;
+}
+
 // ---- ZeRO-1's gathers (the section "ZeRO-1" above); the progress thread is idle in each
 
 // partial[first_chunk[r] .. first_chunk[r + 1] - 1], summed by process r, to every process
 static inline void dist_gather_chunks(double* partial) {
+    dist_weights_landed();
     if (!dist.zero) return;
     int counts[DIST_MAX_SHARDS], starts[DIST_MAX_SHARDS];
     for (int r = 0; r < dist.size; r++) {
@@ -643,6 +797,7 @@ static inline void dist_gather_weights(float* params) {
 // the whole moment `all` (n floats) on process 0 from every process's shard of it, `mine`
 // (the state file holds the whole moments); all may be NULL on the other processes
 static inline void dist_gather_moments(float* all, const float* mine) {
+    dist_weights_landed();
     int most = (int)(shards.n >> 30) + 2 * DIST_MAX_SHARDS, n = 0;
     MPI_Request* req = mallocCheck((size_t)most * sizeof *req);
     if (dist.rank == 0) {
@@ -658,6 +813,7 @@ static inline void dist_gather_moments(float* all, const float* mine) {
 // the processes hold different shares; the tensors all hold get the same gradients by construction)
 static inline void dist_check_weights(const float* params, size_t n, int step) {
     if (dist_replicas() == 1) return;
+    dist_weights_landed();
     uint64_t sum = 0, lo, hi;
     const uint32_t* bits = (const uint32_t*)params;
     for (size_t i = 0; i < n; i++)
@@ -724,6 +880,13 @@ static inline void dist_check_weights(const float* params, size_t n, int step) {
 }
 static inline void dist_gather_chunks(double* partial) { (void)partial; }
 static inline void dist_gather_weights(float* params) { (void)params; }
+static inline int dist_gather_overlaps(void) { return 0; }
+static inline void dist_gather_start(float* params, int timed, void (*landed)(void*, size_t, size_t),
+                                     void* ctx) {
+    (void)params; (void)timed; (void)landed; (void)ctx;
+}
+static inline void dist_weights_ready(int l) { (void)l; }
+static inline void dist_weights_landed(void) {}
 static inline void dist_gather_moments(float* all, const float* mine) { (void)all; (void)mine; }
 static inline void dist_tp_sum(float* x, size_t n) { (void)x; (void)n; }
 static inline double dist_tp_sum_double(double x) { return x; }
@@ -738,6 +901,7 @@ static inline void dist_tp_collect(float* into, const float* mine, size_t n, int
 static inline int dist_stop_agreed(void) {
     int any = dist_any(stop_signal);
     if (any && !stop_signal) stop_signal = any;
+    if (any) dist_weights_landed();  // -z 1: the stop writes a checkpoint of all the weights
     return any;
 }
 
