@@ -1098,6 +1098,7 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 }
 
 void gpt2_free(GPT2* model) {
+    dist_weights_landed();  // -z 1: no process's broadcast may still be writing into the weights
     aligned_free(model->params_memory); aligned_free(model->grads_memory);
     aligned_free(model->m_memory); aligned_free(model->v_memory);
     free(model->sinusoids); free(model->rope_angles);
@@ -2285,7 +2286,7 @@ void train(const Options* o, Run* r) {
         TrainState now = train_state(o, r, step);
         int val_due = r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last);
         int sample_due = (o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last;
-        if (val_due || (o->gen_tokens > 0 && sample_due)) dist_weights_landed();  // -z 1: all read
+        if (val_due || last || (o->gen_tokens > 0 && sample_due)) dist_weights_landed();  // -z 1: all read
         if (val_due) {
             dist_check_weights(r->model.params_memory, r->model.num_parameters, step);
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);

@@ -5,10 +5,13 @@
 # out-of-band channel on that subnet only), mpirun in the first namespace starting the
 # second process in the other one through `ip netns exec` as its launch agent (no ssh), and
 # the link rate-limited with tc (tbf on both ends) to 10 Gbit/s and to 1 Gbit/s.
-# Checks: the buckets give the same bits as the blocking reduction over TCP too. Measures:
-# the GPT-2 124M step (T=64) at B=4 per process on both rates, its all-reduce split into
-# hidden behind the backward pass and exposed after it; on 1 Gbit/s the batch per process at
-# which the exposed share falls under 10% (doubling B up to NETNS_MAX_B, default 32).
+# Checks: the buckets (and -z 1's gather overlapped with the forward pass) give the same bits
+# as the blocking reduction and gather over TCP too. Measures: the GPT-2 124M step (T=64) at
+# B=4 per process on both rates, its gradients' sum split into hidden behind the backward
+# pass and exposed after it, and -z 1's gather of the weights exposed (waited for by the
+# forward pass); at 10 Gbit/s also -z 0 and the blocking path; on 1 Gbit/s the batch per
+# process at which the exposed share (both) falls under 10% (doubling B up to NETNS_MAX_B,
+# default 32).
 # Needs root (ip netns, tc). NETNS_STEPS (default 3) steps per run, the first not timed.
 # The last line is "N passed, M failed".
 set -u
@@ -86,25 +89,33 @@ fi
 ./data/prepare -i data/tiny_shakespeare.txt -o "$TMP/ts_gpt2" -m bpe -tok data/gpt2_tokenizer.bin > /dev/null 2>&1 \
     || give_up "could not encode Tiny Shakespeare with GPT-2's tokenizer"
 BIG=(-e d12 -tok data/gpt2_tokenizer.bin -i "$TMP/ts_gpt2_train.bin" -j "" -t 64 -g 0 -o "" -x "${NETNS_STEPS:-3}")
-printf '%-9s %-7s %-10s %-8s %10s %16s %12s\n' link B/proc "MB/step" bucket "step ms" "exposed ms (%)" "hidden ms"
+printf '%-9s %-7s %-10s %-8s %10s %16s %12s %16s %16s\n' link B/proc "MB/step" bucket "step ms" "exposed ms (%)" "hidden ms" \
+    "gather exp. ms" "both exposed %"
 exposed_share=""
 measure() {  # rate, B per process[, blocking]: one row of the table; sets exposed_share
-    local log="$TMP/124m_$1g_b$2${3:-}.log" how=() bucket
+    local log="$TMP/124m_$1g_b$2${3:-}.log" how=() flags=() bucket
     [ "${3:-}" = blocking ] && how=(-x DIST_BLOCKING=1)
-    two_hosts ${how[@]+"${how[@]}"} ./train_gpt2 "${BIG[@]}" -b "$2" > "$log" 2>&1
+    [ "${3:-}" = z0 ] && flags=(-z 0)  # the optimizer not sharded: an all-reduce, no gather
+    two_hosts ${how[@]+"${how[@]}"} ./train_gpt2 "${BIG[@]}" -b "$2" ${flags[@]+"${flags[@]}"} > "$log" 2>&1
     local done_line; done_line=$(grep '^done:' "$log")
-    exposed_share=$(echo "$done_line" | capture 'exposed [(]([0-9.]+)%[)]')
-    if [ -z "$exposed_share" ]; then bad "124M at $1 Gbit/s, B=$2: no result ($(tail -n 1 "$log"))"; return 1; fi
+    local sum_share; sum_share=$(echo "$done_line" | capture 'exposed [(]([0-9.]+)%[)]')
+    if [ -z "$sum_share" ]; then bad "124M at $1 Gbit/s, B=$2: no result ($(tail -n 1 "$log"))"; exposed_share=""; return 1; fi
+    # -z 1 (the default): the weights' all-gather, waited for by the next forward pass, is exposed too
+    local gather step_ms; gather=$(echo "$done_line" | capture 'all-gather ([0-9.]+) ms/step')
+    step_ms=$(echo "$done_line" | capture '([0-9.]+) ms/step [(]')
+    exposed_share=$(awk -v s="$sum_share" -v g="${gather:-0}" -v t="$step_ms" 'BEGIN { printf "%.1f", s + 100 * g / t }')
     local params; params=$(capture '([0-9.]+)M parameters' "$log")
     bucket=$(echo "$done_line" | capture 'buckets of ([0-9]+)')
-    [ -n "$bucket" ] && bucket="$bucket KiB" || bucket="${3:-?}"
-    printf '%-9s %-7s %-10s %-8s %10s %16s %12s\n' "$1 Gbit/s" "$2" "$(awk -v p="$params" 'BEGIN { printf "%.0f", 4 * p }')" \
-        "$bucket" "$(echo "$done_line" | capture '([0-9.]+) ms/step [(]')" \
-        "$(echo "$done_line" | capture '([0-9.]+) ms/step exposed') ($exposed_share%)" \
-        "$(echo "$done_line" | capture '([0-9.]+) ms/step hidden')"
+    [ -n "$bucket" ] && bucket="$bucket KiB${3:+ ${3/z0/-z 0}}" || bucket="${3:-?}"
+    printf '%-9s %-7s %-10s %-8s %10s %16s %12s %16s %16s\n' "$1 Gbit/s" "$2" "$(awk -v p="$params" 'BEGIN { printf "%.0f", 4 * p }')" \
+        "$bucket" "$step_ms" \
+        "$(echo "$done_line" | capture '([0-9.]+) ms/step exposed') ($sum_share%)" \
+        "$(echo "$done_line" | capture '([0-9.]+) ms/step hidden')" "${gather:--}" "$exposed_share"
 }
-measure 10 4 && ok "124M at 10 Gbit/s, B=4 per process: exposed $exposed_share% of the step"
-# the same without the overlap (one blocking sum after the backward pass), for comparison
+measure 10 4 && ok "124M at 10 Gbit/s, B=4 per process: exposed $exposed_share% of the step (gradients' sum and weights' gather)"
+# the same without ZeRO-1 (-z 0), and without the overlaps (one blocking sum after the backward
+# pass, the gather after AdamW), for comparison
+measure 10 4 z0 || true
 measure 10 4 blocking || true
 limit 1 || give_up "tc cannot change the rate to 1 Gbit/s"
 measure 1 4 && ok "124M at 1 Gbit/s, B=4 per process: exposed $exposed_share% of the step"
@@ -115,7 +126,7 @@ while [ -n "$exposed_share" ] && awk -v s="$exposed_share" 'BEGIN { exit !(s >= 
 done
 if [ -n "$exposed_share" ] && awk -v s="$exposed_share" 'BEGIN { exit !(s < 10) }'; then found=$b; fi
 if [ -n "$found" ]; then
-    ok "124M at 1 Gbit/s: the exposed all-reduce falls under 10% of the step at B=$found per process ($exposed_share%)"
+    ok "124M at 1 Gbit/s: the exposed communication falls under 10% of the step at B=$found per process ($exposed_share%)"
 else
     echo "note: 124M at 1 Gbit/s: the exposed share is still ${exposed_share:-?}% at B=$b per process, the largest tried"
 fi
