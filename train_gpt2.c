@@ -1098,7 +1098,7 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 }
 
 void gpt2_free(GPT2* model) {
-    dist_weights_landed();  // -z 1: no process's broadcast may still be writing into the weights
+    dist_mpi_quiet();  // -z 1: no process's broadcast may still be writing into the weights
     aligned_free(model->params_memory); aligned_free(model->grads_memory);
     aligned_free(model->m_memory); aligned_free(model->v_memory);
     free(model->sinusoids); free(model->rope_angles);
@@ -1258,14 +1258,18 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     model->cur_T = T;
 
     ActivationTensors a = model->acts;
-    dist_weights_ready(-1);  // -z 1: the embeddings' new weights have landed (util/dist.h)
-    encoder_forward(a.encoded, inputs, model->params.wte, position_table(model), B, T, C);
+    // -z 1: this pass starts the new weights' gather and waits for each group as it needs it
+    // (util/dist.h); the embedding then reads the batch's rows of wte packed, ids indexing them
+    const int* ids;
+    const float* wte_rows = dist_embedding_rows(model->params.wte, inputs, BT, C, &ids);
+    encoder_forward(a.encoded, ids, wte_rows, position_table(model), B, T, C);
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     dropout_forward(a.encoded, (size_t)BT * C, &embed_drop);
     for (int l = 0; l < L; l++) {
-        dist_weights_ready(l);  // and layer l's
+        dist_weights_ready(l);  // layer l's
         block_forward(model, l, B, T);
     }
+    dist_weights_ready(L);  // the final layernorm's and the head's (all of wte)
     const float* last = block_output(model, L - 1, B, T);
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, model->params.lnfw, model->params.lnfb, BT, C);
     matmul_forward(a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
@@ -1555,8 +1559,8 @@ static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, flo
     uint16_t* bf16 = model->params_bf16 ? model->params_bf16 + lo : NULL;
     adamw_update(model->params_memory + lo, bf16, model->grads_memory + lo, model->m_memory,
                  model->v_memory, sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
-    if (dist_gather_overlaps()) {
-        dist_gather_start(model->params_memory, timed, bf16 ? bf16_round_landed : NULL, model);
+    if (dist_gather_overlaps()) {  // the next forward pass starts the gather
+        dist_gather_due(model->params_memory, timed, bf16 ? bf16_round_landed : NULL, model);
         return;
     }
     dist_gather_weights(model->params_memory);  // DIST_BLOCKING=1: all of them, now

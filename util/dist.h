@@ -85,8 +85,8 @@ static inline int dist_replica(void) { return dist.rank / dist.tp; }
 //   bucket never straddles two shards): the buckets together are a reduce-scatter, half the
 //   bytes an all-reduce sends, still overlapped with the backward pass;
 // - each process runs AdamW on its shard alone and keeps the moments of its shard alone;
-// - the updated weights go from each owner to all (dist_gather_weights), before the next
-//   forward pass;
+// - the updated weights go from each owner to all during the next forward pass, layer by
+//   layer ("the new weights' way to every process" below);
 // - the gradient norm (clipping) is summed by the chunks of fast/buffers.h's sum_of_squares:
 //   a shard is a run of whole chunks, each process sums its own, and every process adds all
 //   the chunks' sums in chunk order, as the unsharded path does (dist_gather_chunks).
@@ -163,10 +163,10 @@ static inline int dist_launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
-static inline void dist_weights_landed(void);  // (below: -z 1's gather, landed)
+static inline void dist_mpi_quiet(void);  // (below: -z 1's gather, no piece in flight)
 
 static inline void dist_finalize(void) {
-    dist_weights_landed();
+    dist_mpi_quiet();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -290,8 +290,9 @@ typedef struct {
     int count;  // at most DIST_BUCKET_BYTES / 4 floats
     int wte;    // 1: a piece of wte queued after the output head (dist_head_done)
     int owner;  // -z 1: the process whose shard it lies in gets the sum; -1: all (all-reduce)
-    int group;  // -1: gradients; >= 0: weights from their owner, group l + 1 read by layer l's
-                // forward, 0 by the rest ("the new weights' way" below); -2: the stop flag
+    int group;  // -1: gradients; >= 0: weights from their owner, read by the forward pass's
+                // group: 0 the embedding, l + 1 layer l, L + 1 the head ("the new weights' way")
+    MPI_Datatype type;  // MPI_FLOAT, or (the batch's rows of wte) count = 1 of an indexed type
 } Bucket;
 
 typedef struct {
@@ -320,13 +321,19 @@ typedef struct {
     float* kept;                  // (nrows, C) this process's values of those rows
     size_t kept_cap;
     // -z 1: the new weights on their way to every process during the next forward pass
-    int gathering, gather_timed;  // pieces queued and not all waited for; their wait is timed
-    int* group_pending;           // (layers + 1) pieces of each group not landed yet
-    unsigned char* group_ready;   // (layers + 1) the forward has waited for the group
+    int gather_due, gathering;    // AdamW is done, the pieces not queued yet; queued, not all waited for
+    int gather_timed;             // the forward's waits count as the gather's time
+    int* group_pending;           // (layers + 2) pieces of each group not landed yet
+    unsigned char* group_ready;   // (layers + 2) the forward has waited for the group
     float* params;                // the weights, laid out as grads
     void (*on_landed)(void* ctx, size_t offset, size_t count);  // another's piece, landed
     void* landed_ctx;
-    int flag_mine, flag_any, flag_pending;  // the stop flag, agreed while the pieces fly
+    int *all_tokens, *ids, ids_cap;  // every process's tokens, of the embedding's rows (the batch's)
+    int* row_of;                  // (rows of wte) -1, or 1 + its place in packed (while planned)
+    float* packed;                // (nrows, C) the rows every process's batch reads, from their owners
+    size_t packed_cap;
+    MPI_Datatype row_types[2 * DIST_MAX_SHARDS];  // per owner: its blocks in wte, in packed
+    int row_type_count;
 } DistBuckets;
 static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
                               .landed = PTHREAD_COND_INITIALIZER};
@@ -334,9 +341,7 @@ static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD
 // the sum of a bucket's floats over the processes starts: to all of them, or (-z 1) to the
 // owner of the shard it lies in
 static void dist_bucket_start(const Bucket* b, MPI_Request* req) {
-    DistBuckets* q = &buckets;
-    if (b->group >= 0) MPI_Ibcast(b->at, b->count, MPI_FLOAT, b->owner, MPI_COMM_WORLD, req);
-    else if (b->group == -2) MPI_Iallreduce(&q->flag_mine, &q->flag_any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, req);
+    if (b->group >= 0) MPI_Ibcast(b->at, b->count, b->type, b->owner, MPI_COMM_WORLD, req);
     else if (b->owner < 0)
         MPI_Iallreduce(MPI_IN_PLACE, b->at, b->count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
     else if (b->owner == dist.rank)
@@ -386,10 +391,9 @@ static void* dist_progress(void* unused) {
         q->wte_pending -= wte_done;
         if (wte_done > 0 && q->wte_pending == 0) pthread_cond_signal(&q->landed);
         int group_done = 0;
-        for (int k = 0; k < done; k++) {  // the weights' pieces and the stop flag
+        for (int k = 0; k < done; k++) {  // the weights' pieces
             if (groups[k] >= 0) q->group_pending[groups[k]]--;
-            if (groups[k] == -2) q->flag_pending = 0;
-            group_done += groups[k] != -1;
+            group_done += groups[k] >= 0;
         }
         if (group_done > 0) pthread_cond_signal(&q->landed);
         if (done > 0 && q->finished == q->queued) {
@@ -434,7 +438,7 @@ static int dist_queue(float* at, size_t n) {
     for (size_t done = 0, piece; done < n; done += piece, count++) {
         piece = n - done < most ? n - done : most;
         int owner = dist_owner(at + done, &piece);
-        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)piece, 0, owner, -1};
+        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)piece, 0, owner, -1, MPI_FLOAT};
     }
     return count;
 }
@@ -466,8 +470,8 @@ static void dist_buckets_build(void) {
     // (the weights' pieces of -z 1's gather and the stop flag need fewer: no packed wte rows)
     q->queue = mallocCheck((size_t)q->capacity * sizeof *q->queue);
     q->layer_queued = calloc((size_t)q->layers, 1);
-    q->group_pending = calloc((size_t)q->layers + 1, sizeof(int));
-    q->group_ready = calloc((size_t)q->layers + 1, 1);
+    q->group_pending = calloc((size_t)q->layers + 2, sizeof(int));
+    q->group_ready = calloc((size_t)q->layers + 2, 1);
     if (!q->layer_queued || !q->group_pending || !q->group_ready || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
         die("cannot start the all-reduce's progress thread");
     pthread_detach(q->thread);  // it sleeps between steps, and ends with the process
@@ -616,17 +620,21 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
 // before the next forward pass exposes the whole gather: (N-1)/N of the weights cross to
 // every process (250 MB a step at 124M on 2 processes, 0.2 s at 10 Gbit/s). But the forward
 // pass reads them layer by layer. So:
-// - dist_gather_start queues the weights in the order the forward pass reads them: group 0,
-//   the tensors that are not per layer (wte and wpe for the embedding, the final layernorm),
-//   then group l + 1, layer l's slice of each per-layer tensor; each cut at the shards' ends
+// - after AdamW the gather is due (dist_gather_due); the next forward pass starts it before
+//   its embedding (dist_embedding_rows), when the batch's tokens are known: the processes
+//   exchange their tokens, and the pieces go in the order the forward pass reads them:
+//   group 0, what the embedding reads (the rows of wte that any process's batch reads,
+//   packed, and wpe); group l + 1, layer l's slice of each per-layer tensor; group L + 1,
+//   the final layernorm and all of wte (the output head). Each is cut at the shards' ends
 //   and into pieces of at most DIST_BUCKET_BYTES, broadcast from its owner (MPI_Ibcast) by
 //   the progress thread, as the gradients' buckets are;
-// - gpt2_forward calls dist_weights_ready(l) before layer l (l = -1: before the embedding)
-//   and waits for that group alone (the time waited is the exposed gather);
-// - any other reader of the weights, and any MPI call of the main thread (the progress thread
-//   may be in MPI: MPI_THREAD_SERIALIZED), first waits for all of them (dist_weights_landed);
-// - the stop flag the training loop agrees on before each step travels with the pieces (one
-//   more nonblocking collective, queued after them), so the loop need not wait for them.
+// - gpt2_forward waits for each group before the layer that reads it (dist_weights_ready);
+//   the time waited is the exposed gather. The embedding reads its rows from the packed
+//   copy, so it need not wait for the 31% of 124M's weights that wte is;
+// - a reader of all the weights (validation, samples, checkpoints, gpt2_free) starts a due
+//   gather without rows and waits for all of it (dist_weights_landed); every MPI call of the
+//   main thread first waits for the pieces in flight (dist_mpi_quiet: the progress thread
+//   may call MPI only while the main thread does not, MPI_THREAD_SERIALIZED).
 // A piece's bits are its owner's, as with the blocking gather: the same weights, losses and
 // files (tests/mpi_tests.sh compares -z 1 with -z 0 bit for bit). DIST_BLOCKING=1 gathers
 // after AdamW in one go (dist_gather_weights below).
@@ -639,45 +647,129 @@ static int dist_weight_owner(size_t offset, size_t* count) {
     return r;
 }
 
+// appends to the queue a piece of group g (the caller holds the lock)
+static void dist_queue_piece(Bucket b) {
+    DistBuckets* q = &buckets;
+    if (q->queued == q->capacity) die("dist_queue_piece: the queue is full");
+    q->queue[q->queued++] = b;
+    q->group_pending[b.group]++;
+}
+
 // appends the pieces of the n weights at `offset` to group g (the caller holds the lock)
 static void dist_queue_weights(size_t offset, size_t n, int g) {
     const size_t most = DIST_BUCKET_BYTES / sizeof(float);
-    DistBuckets* q = &buckets;
     for (size_t done = 0, piece; done < n; done += piece) {
         piece = n - done < most ? n - done : most;
         int owner = dist_weight_owner(offset + done, &piece);
-        if (q->queued == q->capacity) die("dist_queue_weights: the queue is full");
-        q->queue[q->queued++] = (Bucket){q->params + offset + done, (int)piece, 0, owner, g};
-        q->group_pending[g]++;
+        dist_queue_piece((Bucket){buckets.params + offset + done, (int)piece, 0, owner, g, MPI_FLOAT});
     }
 }
 
 // whether the gather can overlap: buckets on, and a backward pass has told the layout
 static inline int dist_gather_overlaps(void) { return dist.zero && dist.buckets && buckets.queue; }
 
-// after AdamW on this process's shard: every shard of params (laid out as the gradients) on
-// its way to every process; landed(ctx, offset, count) is called on this thread for each piece
-// of another's shard once the forward pass has waited for it (-prec bf16 rounds its copy);
-// timed: the waits count in dist.gather_seconds
-static inline void dist_gather_start(float* params, int timed, void (*landed)(void*, size_t, size_t),
-                                     void* ctx) {
+// after AdamW on this process's shard of params (laid out as the gradients): the gather is
+// due. landed(ctx, offset, count) will be called on this thread for each piece of another's
+// shard once the forward pass has waited for it (-prec bf16 rounds its copy); timed: the
+// waits count in dist.gather_seconds
+static inline void dist_gather_due(float* params, int timed, void (*landed)(void*, size_t, size_t),
+                                   void* ctx) {
     DistBuckets* q = &buckets;
-    pthread_mutex_lock(&q->lock);
     q->params = params;
     q->on_landed = landed;
     q->landed_ctx = ctx;
     q->gather_timed = timed;
+    q->gather_due = 1;
+}
+
+// owner r's blocks of the rows of wte listed in rows (ascending): their offsets in wte (at)
+// and in the packed copy (to, row k at k·C), and their lengths; their number
+static int dist_row_blocks(int r, const int* rows, int nrows, int C, int* at, int* to, int* len) {
+    size_t lo = shards.bounds[r], hi = shards.bounds[r + 1];
+    int n = 0;
+    for (int k = 0; k < nrows; k++) {
+        size_t from = (size_t)rows[k] * C, end = from + C;
+        from = from > lo ? from : lo;
+        end = end < hi ? end : hi;
+        if (from >= end) continue;
+        at[n] = (int)from;
+        to[n] = k * C + (int)(from - (size_t)rows[k] * C);
+        len[n++] = (int)(end - from);
+    }
+    return n;
+}
+
+// the embedding's rows: every process's n tokens exchanged, the rows of wte they read (in
+// order), q->ids the batch's tokens as indices into them, and per owner one broadcast of its
+// blocks of those rows into q->packed (an indexed type each side; the owner copies its own).
+// Nothing flies yet: the main thread alone calls MPI. Returns 0 where it cannot (the
+// processes' batches differ in size, or wte is too large for int offsets).
+static int dist_queue_rows(const int* tokens, int n, int C) {
+    DistBuckets* q = &buckets;
+    int V = (int)(q->sizes[0] / C), sizes[2] = {n, -n}, most[2];
+    MPI_Allreduce(sizes, most, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (most[0] != -most[1] || q->sizes[0] > (size_t)INT32_MAX) return 0;
+    size_t all = (size_t)n * dist.size;
+    if (n > q->ids_cap) {
+        free(q->all_tokens); free(q->ids);
+        q->all_tokens = mallocCheck(all * sizeof(int));
+        q->ids = mallocCheck((size_t)n * sizeof(int));
+        q->ids_cap = n;
+    }
+    if (!q->row_of) {
+        q->row_of = mallocCheck((size_t)V * sizeof(int));
+        for (int v = 0; v < V; v++) q->row_of[v] = -1;
+    }
+    MPI_Allgather(tokens, n, MPI_INT, q->all_tokens, n, MPI_INT, MPI_COMM_WORLD);
+    for (size_t i = 0; i < all; i++) q->row_of[q->all_tokens[i]] = 0;  // (checked by gpt2_forward)
+    int* rows = mallocCheck((all + 1) * 4 * sizeof(int));  // the rows read, then 3 block lists
+    int nrows = 0;
+    for (int v = 0; v < V; v++)
+        if (q->row_of[v] == 0) rows[nrows] = v, q->row_of[v] = nrows++ + 1;
+    for (int i = 0; i < n; i++) q->ids[i] = q->row_of[tokens[i]] - 1;
+    for (int k = 0; k < nrows; k++) q->row_of[rows[k]] = -1;
+    if ((size_t)nrows * C > q->packed_cap)
+        free(q->packed), q->packed_cap = (size_t)nrows * C, q->packed = mallocCheck(q->packed_cap * sizeof(float));
+    int *at = rows + all + 1, *to = at + all + 1, *len = to + all + 1;
+    for (int r = 0; r < dist.size; r++) {
+        int blocks = dist_row_blocks(r, rows, nrows, C, at, to, len);
+        if (blocks == 0) continue;
+        MPI_Datatype* t = &q->row_types[q->row_type_count];
+        MPI_Type_indexed(blocks, len, r == dist.rank ? at : to, MPI_FLOAT, t);
+        MPI_Type_commit(t);
+        q->row_type_count++;
+        if (r == dist.rank)
+            for (int b = 0; b < blocks; b++)
+                memcpy(q->packed + to[b], q->params + at[b], (size_t)len[b] * sizeof(float));
+        dist_queue_piece((Bucket){r == dist.rank ? q->params : q->packed, 1, 0, r, 0, *t});
+    }
+    free(rows);
+    return 1;
+}
+
+// queues the due gather (tokens: the batch's, whose rows of wte go first; NULL: wte whole
+// in group 0) and wakes the progress thread
+static void dist_gather_queue(const int* tokens, int n, int C) {
+    DistBuckets* q = &buckets;
+    for (int k = 0; k < q->row_type_count; k++) MPI_Type_free(&q->row_types[k]);
+    q->row_type_count = 0;
+    int L = q->layers, rows = tokens && dist_queue_rows(tokens, n, C);
+    pthread_mutex_lock(&q->lock);
     size_t offset = 0;
-    for (int k = 0; k < q->tensors; offset += q->sizes[k++])  // group 0: not per layer
-        if (k < q->layered[0] || k >= q->layered[1]) dist_queue_weights(offset, q->sizes[k], 0);
-    for (int l = 0; l < q->layers; l++) {  // group l + 1: layer l's slices
+    for (int k = 0; k < q->tensors; offset += q->sizes[k++])  // the embedding's: wpe (and wte)
+        if (k < q->layered[0] && !(k == 0 && rows)) dist_queue_weights(offset, q->sizes[k], 0);
+    for (int l = 0; l < L; l++) {  // layer l's slices
         offset = 0;
         for (int k = 0; k < q->tensors; offset += q->sizes[k++]) {
-            size_t slice = q->sizes[k] / q->layers;
+            size_t slice = q->sizes[k] / L;
             if (k >= q->layered[0] && k < q->layered[1]) dist_queue_weights(offset + l * slice, slice, l + 1);
         }
     }
-    memset(q->group_ready, 0, (size_t)q->layers + 1);
+    offset = 0;
+    for (int k = 0; k < q->tensors; offset += q->sizes[k++])  // the head's: lnf (and wte)
+        if (k >= q->layered[1] || (k == 0 && rows)) dist_queue_weights(offset, q->sizes[k], L + 1);
+    memset(q->group_ready, 0, (size_t)L + 2);
+    q->gather_due = 0;
     q->gathering = 1;
     pthread_cond_signal(&q->wake);
     pthread_mutex_unlock(&q->lock);
@@ -688,24 +780,28 @@ static inline void dist_gather_start(float* params, int timed, void (*landed)(vo
 static void dist_group_landed(int g) {
     DistBuckets* q = &buckets;
     if (q->on_landed)
-        for (int k = 0; k < q->queued; k++)
-            if (q->queue[k].group == g && q->queue[k].owner != dist.rank)
-                q->on_landed(q->landed_ctx, (size_t)(q->queue[k].at - q->params), (size_t)q->queue[k].count);
+        for (int k = 0; k < q->queued; k++) {
+            const Bucket* b = &q->queue[k];
+            if (b->group == g && b->owner != dist.rank && b->type == MPI_FLOAT)
+                q->on_landed(q->landed_ctx, (size_t)(b->at - q->params), (size_t)b->count);
+        }
     q->group_ready[g] = 1;
-    for (int h = 0; h <= q->layers; h++)
+    for (int h = 0; h < q->layers + 2; h++)
         if (!q->group_ready[h]) return;
     while (q->finished < q->queued) pthread_cond_wait(&q->landed, &q->lock);
     q->queued = q->started = q->finished = 0;
     q->gathering = 0;
 }
 
-// before layer l's forward (l = -1: before the embedding; l = -2: every group)
+// before layer l's forward (l = -1: the embedding, l = L: the final layernorm and the head;
+// l = -2: every group)
 static inline void dist_weights_ready(int l) {
     DistBuckets* q = &buckets;
     if (!q->gathering) return;
     double t0 = now_seconds();
     pthread_mutex_lock(&q->lock);
-    for (int g = l == -2 ? 0 : l + 1; q->gathering && g <= (l == -2 ? q->layers : l + 1); g++) {
+    int last = l == -2 ? q->layers + 1 : l + 1;
+    for (int g = l == -2 ? 0 : l + 1; q->gathering && g <= last; g++) {
         if (q->group_ready[g]) continue;
         while (q->group_pending[g] > 0) pthread_cond_wait(&q->landed, &q->lock);
         dist_group_landed(g);
@@ -714,29 +810,37 @@ static inline void dist_weights_ready(int l) {
     if (q->gather_timed) dist.gather_seconds += now_seconds() - t0;
 }
 
-// every weight has landed, and the progress thread is idle: the main thread may call MPI
-static inline void dist_weights_landed(void) { dist_weights_ready(-2); }
-
-// the stop flag while the weights fly: max over the processes, by the progress thread
-static int dist_any_while_gathering(int flag) {
+// gpt2_forward, before the embedding: a due gather starts, and the embedding's group lands.
+// Returns the table the embedding reads and, in *ids, the rows of it for the n tokens: wte
+// and the tokens themselves, or with -z 1 the batch's rows of wte, packed, and their indices
+static inline const float* dist_embedding_rows(const float* wte, const int* tokens, int n, int C,
+                                               const int** ids) {
     DistBuckets* q = &buckets;
-    pthread_mutex_lock(&q->lock);
-    q->flag_mine = flag;
-    q->flag_pending = 1;
-    if (q->queued == q->capacity) die("dist_any_while_gathering: the queue is full");
-    q->queue[q->queued++] = (Bucket){NULL, 1, 0, -1, -2};
-    pthread_cond_signal(&q->wake);
-    while (q->flag_pending) pthread_cond_wait(&q->landed, &q->lock);
-    int any = q->flag_any;
-    pthread_mutex_unlock(&q->lock);
-    return any;
+    *ids = tokens;
+    if (!q->gather_due) return dist_weights_ready(-1), wte;
+    double t0 = now_seconds();
+    dist_gather_queue(wte == q->params ? tokens : NULL, n, C);
+    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0;  // the tokens' exchange
+    dist_weights_ready(-1);
+    if (q->row_type_count == 0) return wte;
+    *ids = q->ids;
+    return q->packed;
+}
+
+// the pieces in flight have landed: the main thread may call MPI
+static inline void dist_mpi_quiet(void) { dist_weights_ready(-2); }
+
+// every weight is this step's: a due gather starts (no rows) and every piece lands
+static inline void dist_weights_landed(void) {
+    if (buckets.gather_due) dist_gather_queue(NULL, 0, 0);
+    dist_weights_ready(-2);
 }
 
 // the mean of x over the processes (the loss of the global batch from each one's rows; -tpar:
 // one replica, whose processes all hold the same x)
 static inline float dist_mean(float x) {
     if (dist_replicas() == 1) return x;
-    dist_weights_landed();
+    dist_mpi_quiet();
     double mine = x, sum = 0.0;
     MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return (float)(sum / dist.size);
@@ -745,7 +849,7 @@ static inline float dist_mean(float x) {
 // whether any process has flag set (a stop signal reaches one process or all)
 static inline int dist_any(int flag) {
     if (dist.size == 1) return flag;
-    if (buckets.gathering) return dist_any_while_gathering(flag);
+    dist_mpi_quiet();
     int any = flag;
     MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return any;
@@ -755,7 +859,7 @@ static inline int dist_any(int flag) {
 
 // partial[first_chunk[r] .. first_chunk[r + 1] - 1], summed by process r, to every process
 static inline void dist_gather_chunks(double* partial) {
-    dist_weights_landed();
+    dist_mpi_quiet();
     if (!dist.zero) return;
     int counts[DIST_MAX_SHARDS], starts[DIST_MAX_SHARDS];
     for (int r = 0; r < dist.size; r++) {
@@ -797,7 +901,7 @@ static inline void dist_gather_weights(float* params) {
 // the whole moment `all` (n floats) on process 0 from every process's shard of it, `mine`
 // (the state file holds the whole moments); all may be NULL on the other processes
 static inline void dist_gather_moments(float* all, const float* mine) {
-    dist_weights_landed();
+    dist_mpi_quiet();
     int most = (int)(shards.n >> 30) + 2 * DIST_MAX_SHARDS, n = 0;
     MPI_Request* req = mallocCheck((size_t)most * sizeof *req);
     if (dist.rank == 0) {
@@ -881,12 +985,19 @@ static inline void dist_check_weights(const float* params, size_t n, int step) {
 static inline void dist_gather_chunks(double* partial) { (void)partial; }
 static inline void dist_gather_weights(float* params) { (void)params; }
 static inline int dist_gather_overlaps(void) { return 0; }
-static inline void dist_gather_start(float* params, int timed, void (*landed)(void*, size_t, size_t),
-                                     void* ctx) {
+static inline void dist_gather_due(float* params, int timed, void (*landed)(void*, size_t, size_t),
+                                   void* ctx) {
     (void)params; (void)timed; (void)landed; (void)ctx;
 }
 static inline void dist_weights_ready(int l) { (void)l; }
+static inline const float* dist_embedding_rows(const float* wte, const int* tokens, int n, int C,
+                                               const int** ids) {
+    (void)n; (void)C;
+    *ids = tokens;
+    return wte;
+}
 static inline void dist_weights_landed(void) {}
+static inline void dist_mpi_quiet(void) {}
 static inline void dist_gather_moments(float* all, const float* mine) { (void)all; (void)mine; }
 static inline void dist_tp_sum(float* x, size_t n) { (void)x; (void)n; }
 static inline double dist_tp_sum_double(double x) { return x; }
