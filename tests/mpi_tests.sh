@@ -290,14 +290,17 @@ else
     bad "a -z 1 run resumed with -z 0 does not reproduce the losses"
 fi
 
-# mutants: a build in which process 1 skips its shard's update, and one in which each process
-# clips by its own shard's norm (the chunk sums not gathered): the bits check must fail on each
-zero_mutant() {  # name, sed expression on train_gpt2.c
-    local name=$1 dir="$TMP/mutant"
+# mutants: a build in which process 1 skips its shard's update, one in which each process
+# clips by its own shard's norm (the chunk sums not gathered), and two of the gather overlapped
+# with the forward pass (util/dist.h): the head's group (the final layernorm and all of wte)
+# never sent, and the owner of wte's rows not copying its own into the embedding's packed
+# copy. The bits check must fail on each
+zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed expression on it
+    local name=$1 file=$2 dir="$TMP/mutant"
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_setup.h fast "$dir/"; cp util/*.h "$dir/util/"
-    sed "$2" train_gpt2.c > "$dir/train_gpt2.c"
-    if cmp -s train_gpt2.c "$dir/train_gpt2.c" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
+    cp -r train_gpt2.c fast "$dir/"; cp util/*.h "$dir/util/"
+    sed "$3" "$file" > "$dir/$file"
+    if cmp -s "$file" "$dir/$file" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2.c" -lm 2> "$dir/build.log"; then
         bad "ZeRO-1 mutant ($name): no mutant built: $(head -3 "$dir/build.log" 2> /dev/null)"; return
     fi
@@ -305,10 +308,14 @@ zero_mutant() {  # name, sed expression on train_gpt2.c
     if same_bits "$dir/run" "$TMP/bk0_z0"; then bad "ZeRO-1 mutant ($name): not caught, the same bits as -z 0"
     else ok "ZeRO-1 mutant ($name): caught, its steps or files differ from -z 0's"; fi
 }
-zero_mutant "process 1 skips its shard's AdamW" \
+zero_mutant "process 1 skips its shard's AdamW" train_gpt2.c \
     's|^    adamw_update(model->params_memory + lo,|    if (dist.rank != 1) adamw_update(model->params_memory + lo,|'
-zero_mutant "each process clips by its shard's norm" \
+zero_mutant "each process clips by its shard's norm" train_gpt2.c \
     's|^    double partial\[SQUARES_CHUNKS\], total|    double partial[SQUARES_CHUNKS] = {0}, total|;s|^    dist_gather_chunks(partial);||'
+zero_mutant "the gather leaves out the head's group" util/dist.h \
+    's|^        if (k >= q->layered\[1\] [|][|] (k == 0 \&\& rows)) dist_queue_weights|        if (0) dist_queue_weights|'
+zero_mutant "wte's owner does not copy its rows for the embedding" util/dist.h \
+    's|^                memcpy(q->packed + to\[b\], q->params + at\[b\],|                if (0) memcpy(q->packed + to[b], q->params + at[b],|'
 
 # bad input: -z 1 on one process (run directly, or mpirun -np 1), a stage that is not 0 or 1,
 # a value that is not a number: one line naming -z, exit 2, from every process one line
