@@ -28,8 +28,8 @@ src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...
 Le and Ld the layers of the encoder and the decoder; the rest as in train_gpt2.c.
 Names: seq2seq_ for the model's operations, the counterparts of train_gpt2.c's gpt2_
 (seq2seq_forward, seq2seq_backward, seq2seq_train_step, seq2seq_decode, checkpoints);
-s2s_ for everything else of this file that would otherwise take a name of train_gpt2.c
-(its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program's S2SRun, s2s_setup,
+s2s_ for everything else of this file that would otherwise take a name of train_gpt2.c or
+train_gpt2_main.c (its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program's S2SRun, s2s_setup,
 s2s_train).
 */
 #include "train_gpt2.c"  // the model alone (its program is train_gpt2_main.c)
