@@ -127,8 +127,9 @@ endif
 endif
 .build-flags: ;
 
-# the story and the headers beside it: the speed engine (fast/) and the plumbing (util/)
-SRC = train_gpt2.c $(wildcard fast/*.h util/*.h) .build-flags
+# the story, its program, and the headers beside them: the speed engine (fast/) and the
+# plumbing (util/)
+SRC = train_gpt2.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
@@ -142,7 +143,8 @@ seq2seq: train_seq2seq$(EXE) $(REVERSE)
 
 all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) $(REVERSE)
 
-train_gpt2$(EXE): $(SRC)
+# the model in train_gpt2.c, its program (setup, training loop, main) in train_gpt2_main.c
+train_gpt2$(EXE): train_gpt2_main.c $(SRC)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)

@@ -22,8 +22,8 @@ Usage: ./test_gpt2                       all of the above, with the committed re
        ./test_gpt2 -e MODEL -s STATE     step-0 logits, loss and gradients of any llm.c pair
 Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
-#define TESTING
-#include "train_gpt2.c"
+#define TESTING  // train_gpt2_main.c without its main
+#include "train_gpt2_main.c"  // the model (train_gpt2.c) and its program
 
 // ----------------------------------------------------------------------------
 // tolerances, measured (see doc/tests.md, "Test tolerances"): float32 against float64

@@ -1,10 +1,10 @@
 /*
 train_seq2seq.c: the encoder-decoder Transformer of the encoder/decoder article (file 003),
 trained with teacher forcing and decoded token by token (article 002: training vs
-inference). A sequel to train_gpt2.c: it #includes that file (its main hidden, as
-test_gpt2.c does) and builds the two stacks from the same layers: layernorm, matmul,
-attention (with a key-padding mask, and as cross-attention), GELU/ReLU, dropout, softmax
-and cross-entropy, AdamW, the learning-rate schedule, the sampler and the pictures.
+inference). A sequel to train_gpt2.c: it #includes that file (the model alone; its
+program is train_gpt2_main.c) and builds the two stacks from the same layers: layernorm,
+matmul, attention (with a key-padding mask, and as cross-attention), GELU/ReLU, dropout,
+softmax and cross-entropy, AdamW, the learning-rate schedule, the sampler and the pictures.
 Reading order:
   1. Seq2SeqConfig, the parameters (one allocation, named pointers), the activations;
   2. the sublayer: x -> x + f(ln(x)) (pre-LN) or ln(x + f(x)) (post-LN), where f is a
@@ -28,12 +28,11 @@ src (B,Ts) padded with PAD after src_len[b]; dec_in (B,Tt) = BOS, target, PAD...
 Le and Ld the layers of the encoder and the decoder; the rest as in train_gpt2.c.
 Names: seq2seq_ for the model's operations, the counterparts of train_gpt2.c's gpt2_
 (seq2seq_forward, seq2seq_backward, seq2seq_train_step, seq2seq_decode, checkpoints);
-s2s_ for everything else of this file that would otherwise take a name of train_gpt2.c
-(its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program's S2SRun, s2s_setup,
+s2s_ for everything else of this file that would otherwise take a name of train_gpt2.c or
+train_gpt2_main.c (its helpers s2s_parameter_sizes, s2s_dropout, ..., and the program's S2SRun, s2s_setup,
 s2s_train).
 */
-#define TESTING  // train_gpt2.c without its main
-#include "train_gpt2.c"
+#include "train_gpt2.c"  // the model alone (its program is train_gpt2_main.c)
 #include "util/pairs.h"  // PairSet, PairBatch: pair files and their batches
 
 #define CHECKPOINT_MAGIC 20240326  // llm.c's model checkpoint header

@@ -6,6 +6,11 @@ are util/run.h's, the same as train_gpt2's. Plumbing: a reader of the model may 
 main() at the bottom shows what each part is for.
 */
 #include "train_seq2seq.c"
+#include "util/state.h"       // TrainState: the file that makes resuming exact
+#include "util/cli.h"         // Options: the command line
+#include "util/run.h"         // the run around a model: resume, checkpoints, stops, the step's line
+#include "util/svg.h"         // pictures: attention maps, the loss curve
+#include "util/progress.h"    // elapsed time, ETA
 
 // everything a run holds
 typedef struct {

@@ -14,11 +14,12 @@ bench/run_bench.sh, which starts one process per part and prints a single report
 Options: --warmup N, --steps N (training steps), --kernel-ms MS (time budget per kernel),
          --gen-tokens N, --gen-full 1 (time the recomputation at every length, slow)
 
-It includes train_gpt2.c as a library (as test_gpt2.c does) and calls its functions
-directly; it prints and never asserts: the exit status is 0 unless something crashed.
+It includes train_gpt2_main.c, the model and its program, as a library (as test_gpt2.c
+does) and calls their functions directly; it prints and never asserts: the exit status is
+0 unless something crashed.
 */
-#define TESTING
-#include "../train_gpt2.c"
+#define TESTING  // train_gpt2_main.c without its main
+#include "../train_gpt2_main.c"  // the model (train_gpt2.c) and its program
 #include <sys/resource.h>
 
 // ----------------------------------------------------------------------------

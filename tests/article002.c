@@ -11,8 +11,7 @@ Each matrix is rows separated by ';', numbers by spaces or commas: X is T x d (a
 Wq, Wk, Wv are d x d, and Q = X Wq as the article writes it (row vectors). One head, so the
 scores are divided by sqrt(d).
 */
-#define TESTING  // train_gpt2.c without its main
-#include "train_gpt2.c"
+#include "train_gpt2.c"  // the model alone (its program is train_gpt2_main.c)
 
 enum { MAX_ROWS = 64 };
 

@@ -2,7 +2,8 @@
 tests/errata_checks.h: the checks of errata E16-E25 (doc/errata.md), found in a second,
 line-by-line reading of articles 002, 003 and 004, and of E29-E31 and the 001 part of E19,
 found in a third reading of all five (test_errata_reread). Included by test_gpt2.c before main,
-so check(), random_floats(), zeros() and everything in train_gpt2.c are visible.
+so check(), random_floats(), zeros() and everything in train_gpt2.c and train_gpt2_main.c
+are visible.
 
 Each check computes the article's claim with the program's own layers, asserts that the
 program's value agrees with an independent recomputation (a double-precision loop, a

@@ -21,7 +21,7 @@ CC=${CC:-cc}
 SAN=(-O1 -g -std=c11 -fopenmp -fsanitize=address,undefined -fno-omit-frame-pointer
      -fno-sanitize-recover=undefined)
 t0=$(now_ms)
-"$CC" "${SAN[@]}" -o "$T/train_gpt2" train_gpt2.c -lm & b1=$!
+"$CC" "${SAN[@]}" -o "$T/train_gpt2" train_gpt2_main.c -lm & b1=$!
 "$CC" "${SAN[@]}" -o "$T/train_seq2seq" train_seq2seq_main.c -lm
 "$CC" "${SAN[@]}" -o "$T/prepare" data/prepare.c -lm
 wait $b1

@@ -72,11 +72,11 @@ fi
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
 # (-z 0: with -z 1 each shard's new weights come from its owner, so they agree by construction)
 mkdir -p "$TMP/diverge/util"
-cp -r train_gpt2.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
+cp -r train_gpt2.c train_gpt2_main.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
 sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
     > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
-      "$TMP/diverge/train_gpt2.c" -lm 2> "$TMP/diverge/build.log"; then
+      "$TMP/diverge/train_gpt2_main.c" -lm 2> "$TMP/diverge/build.log"; then
     mpi 2 "$TMP/diverge/train_gpt2" "${SMALL[@]}" -b 4 -x 30 -z 0 -o "" > "$TMP/diverge.log" 2> "$TMP/diverge.err"; rc=$?
     if [ $rc -ne 0 ] && grep -q 'the weights of the 2 processes differ at step 10' "$TMP/diverge.err" \
           && [ "$(wc -l < "$TMP/diverge.err")" -eq 1 ]; then
@@ -296,12 +296,12 @@ fi
 # never sent, and the owner of wte's rows not copying its own into the embedding's packed
 # copy. The bits check must fail on each
 zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed expression on it
-    local name=$1 file=$2 dir="$TMP/mutant"
+    local name=$1 file=$2 dir="$TMP/mutant"  # (the program, train_gpt2_main.c, includes both)
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c fast "$dir/"; cp util/*.h "$dir/util/"
+    cp -r train_gpt2.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
     sed "$3" "$file" > "$dir/$file"
     if cmp -s "$file" "$dir/$file" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
-          -o "$dir/train_gpt2" "$dir/train_gpt2.c" -lm 2> "$dir/build.log"; then
+          -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
         bad "ZeRO-1 mutant ($name): no mutant built: $(head -3 "$dir/build.log" 2> /dev/null)"; return
     fi
     mpi 2 "$dir/train_gpt2" "${BK[@]}" -z 1 -o "$dir/run" > "$dir/run.log" 2>&1
@@ -417,13 +417,13 @@ done
 # mutants: a build without the forward all-reduce of the attention's projection (each process
 # goes on with its heads' share alone), and one without the backward all-reduce of the MLP's
 # input gradient: the losses must leave the tolerance
-tp_mutant() {  # name, sed expression on train_gpt2.c
+tp_mutant() {  # name, sed expression on train_gpt2.c (the program, train_gpt2_main.c, includes it)
     local name=$1 dir="$TMP/tp_mutant"
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c fast "$dir/"; cp util/*.h "$dir/util/"; [ -f train_setup.h ] && cp train_setup.h "$dir/"
+    cp -r train_gpt2.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
     sed "$2" train_gpt2.c > "$dir/train_gpt2.c"
     if cmp -s train_gpt2.c "$dir/train_gpt2.c" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
-          -o "$dir/train_gpt2" "$dir/train_gpt2.c" -lm 2> "$dir/build.log"; then
+          -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
         bad "-tpar mutant ($name): no mutant built: $(head -3 "$dir/build.log" 2> /dev/null)"; return
     fi
     mpi 2 "$dir/train_gpt2" "${GQA[@]}" -tpar 2 -o "" > "$dir/run.log" 2>&1

@@ -59,7 +59,7 @@ fi
 # item 5: the README's other compiler keeps the machine's instructions and OpenMP
 if command -v clang > /dev/null; then
     line=$(unset MAKEFLAGS MFLAGS MAKELEVEL ARCH CFLAGS  # the Makefile's defaults, whatever called us
-           make -n -B CC=clang CFLAGS=-O2 train_gpt2 2> /dev/null | grep -m 1 ' train_gpt2\.c')
+           make -n -B CC=clang CFLAGS=-O2 train_gpt2 2> /dev/null | grep -m 1 ' train_gpt2_main\.c')
     if [[ " $line " == *" -march=native "* && " $line " == *" -O2 "* && " $line " == *"-fopenmp"* ]]; then
         ok "make CC=clang CFLAGS=-O2 keeps -march=native and OpenMP"
     else bad "make CC=clang CFLAGS=-O2: $line"; fi

@@ -1019,15 +1019,16 @@ fi
 
 # ---- 10b. the build. Every program compiles without a warning under gcc (at -O0, where gcc
 # still reports unused functions and a few uninitialised values) and clang (its front end),
-# and train_gpt2.c with MPI; a few seconds. The -O3 builds from a fresh copy, with both
+# and train_gpt2_main.c with MPI; a few seconds. The -O3 builds from a fresh copy, with both
 # compilers and MPI, are CI's (tests/build_check.sh).
 compile_checks=("gcc -O0 -c -o /dev/null" "clang -fsyntax-only")
 command -v mpicc > /dev/null && compile_checks+=("mpicc -DUSE_MPI -O0 -c -o /dev/null")
 for cc in "${compile_checks[@]}"; do
     command -v ${cc%% *} > /dev/null || { bad "${cc%% *} is not installed"; continue; }
     warned=""
-    srcs=(train_gpt2.c test_gpt2.c train_seq2seq_main.c test_seq2seq.c data/prepare.c data/make_pairs.c)
-    [[ $cc == mpicc* ]] && srcs=(train_gpt2.c)
+    srcs=(train_gpt2.c train_gpt2_main.c test_gpt2.c train_seq2seq_main.c test_seq2seq.c data/prepare.c
+          data/make_pairs.c)
+    [[ $cc == mpicc* ]] && srcs=(train_gpt2_main.c)
     for src in "${srcs[@]}"; do
         $cc -Wall -Wextra -Werror -std=c11 -fopenmp "$src" > "$TMP/warn.log" 2>&1 \
             || warned+="$src: $(grep -m1 -E 'error|warning' "$TMP/warn.log"); "

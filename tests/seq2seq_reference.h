@@ -20,6 +20,7 @@ check_seq2seq_references(dir).
 */
 #ifndef TESTS_SEQ2SEQ_REFERENCE_H
 #define TESTS_SEQ2SEQ_REFERENCE_H
+#include "../util/cli.h"  // VARIANT_WORDS: the block's words
 
 // the GPT-2 references' tolerances (test_gpt2.c; doc/tests.md, "Test tolerances")
 #define S2S_TOL_LOGITS_ABS 1e-5f      // max |logit - ref|

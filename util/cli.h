@@ -633,8 +633,8 @@ Options parse_seq2seq_args(int argc, char** argv) {
 // model keeps its own, and a flag that contradicts it is an error, except -causal, which
 // may switch the mask of a trained model (to evaluate the -causal 0 experiment).
 // heads and channels: the fresh model's, to check -kv and -pe rope against them.
-static void apply_variant_flags(const Options* o, int* settings[5], int fresh, const char* source,
-                                int heads, int channels) {
+static inline void apply_variant_flags(const Options* o, int* settings[5], int fresh, const char* source,
+                                       int heads, int channels) {
     int given[4] = {o->variant[0], o->variant[1], o->variant[2], o->kv_heads ? o->kv_heads : -1};
     const char* flags[4] = {"-pe", "-ln", "-act", "-kv"};
     for (int i = 0; i < 4; i++) {
@@ -655,8 +655,8 @@ static void apply_variant_flags(const Options* o, int* settings[5], int fresh, c
 // line must agree with it (so that the command that started a run resumes it), or the run
 // is refused, as a block variant's flag is (apply_variant_flags). layers..ff: the model's
 // (-1: not checked; train_seq2seq's -nl sets the layers of both stacks, a model's may differ).
-static void check_shape_given(const Options* o, const char* source, int layers, int heads, int channels,
-                              int max_seq_len, int ff) {
+static inline void check_shape_given(const Options* o, const char* source, int layers, int heads,
+                                     int channels, int max_seq_len, int ff) {
     const char* flags[5] = {"-nl", "-nh", "-nc", "-mt", "-ff"};
     const char* what[5] = {"L", "NH", "C", "maxT", "d_ff"};  // as "model: L=4 NH=4 C=128 maxT=64" names them
     int given[5] = {o->layers, o->heads, o->channels, o->max_seq_len ? o->max_seq_len : o->T, o->ff};
@@ -668,7 +668,7 @@ static void check_shape_given(const Options* o, const char* source, int layers, 
 }
 
 // the model's block variants (nothing for GPT-2), and the warning of -causal 0 (mask 1)
-static void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int act, int mask) {
+static inline void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int act, int mask) {
     if (!gpt2)
         printf("block: %d key/value head%s, positions %s, %s-LN, %s, %s attention\n", kv_heads,
                kv_heads == 1 ? "" : "s", VARIANT_WORDS[0][pos], VARIANT_WORDS[1][ln], VARIANT_WORDS[2][act],
@@ -679,8 +679,8 @@ static void print_block_variants(int gpt2, int kv_heads, int pos, int ln, int ac
 }
 
 // the first lines of a training run: its settings and its data (val NULL: no validation)
-static void print_training_settings(const Options* o, int threads, const DataLoader* train,
-                                    const DataLoader* val, int val_batches) {
+static inline void print_training_settings(const Options* o, int threads, const DataLoader* train,
+                                           const DataLoader* val, int val_batches) {
     printf("training: B=%d T=%d, %d step%s, lr %g (warmup %d, %s to %g), weight decay %g, clip %g, "
            "dropout %g, -prec %s, %d thread%s\n", o->B, o->T, o->max_steps, o->max_steps == 1 ? "" : "s",
            o->lr, o->warmup, o->schedule_word, o->final_lr_frac, o->weight_decay, o->grad_clip, o->dropout,

@@ -66,7 +66,7 @@ typedef struct {
     int tp;                    // -tpar N: the processes one model is split over (below); 1: none
     int tp_rank;               //   this process's share of it, 0..tp-1
     double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
-    double tp_step_seconds;    //   of which in the timed training steps (train_gpt2.c's run_step)
+    double tp_step_seconds;    //   of which in the timed training steps (train_gpt2_main.c's run_step)
 } Dist;
 static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 1, 0, 0.0, 0.0};
 

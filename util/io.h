@@ -383,7 +383,7 @@ static inline void require_file(const char* path, const char* flag, int is_defau
 }
 
 // Ctrl-C (SIGINT) and SIGTERM, remembered rather than obeyed at once, so that the training
-// loop can finish its step, save and stop (train_gpt2.c, stop_after)
+// loop can finish its step, save and stop (train_gpt2_main.c's train(), util/run.h's stop_after)
 static volatile sig_atomic_t stop_signal = 0;
 static void on_stop_signal(int sig) { stop_signal = sig; }
 static inline void catch_stop_signals(void) { compat_catch_stop_signals(on_stop_signal); }

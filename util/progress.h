@@ -21,7 +21,7 @@ static const char* format_duration(double seconds, char* buf, size_t size) {
 // the progress of a loop that started at `start` (now_seconds()) and has done `done` of
 // `total`: nothing in its first second, then a line on stdout every 10 s; process 0 alone.
 // (Lines, not a line rewritten with \r: mpirun's output and logs stay readable.)
-static void show_progress(const char* what, int done, int total, double start) {
+static inline void show_progress(const char* what, int done, int total, double start) {
     static double last;
     double now = now_seconds(), elapsed = now - start;
     if (dist.rank != 0 || elapsed < 1.0 || done == total || (now - last < 10.0 && last > start)) return;

@@ -84,7 +84,7 @@ static void read_resumed_state(const Options* o, const Checkpoints* ck, TrainSta
 
 // -o holds checkpoints and this run neither resumes them (-y 1) nor replaces them (-ow 1):
 // refuse, rather than mix two runs' checkpoints and loss curves
-static void protect_output_dir(const Options* o) {
+static inline void protect_output_dir(const Options* o) {
     int newest = latest_checkpoint(o->out_dir, 0);
     if (newest < 0 || o->resume) return;
     if (!o->overwrite)
@@ -96,7 +96,7 @@ static void protect_output_dir(const Options* o) {
 
 // -y 1 with another -x than the run was started with: the schedule is computed for the new
 // -x from here on (as llm.c's), so the learning rate jumps; one line says by how much
-static void print_schedule_change(const Options* o, int old_steps, int step) {
+static inline void print_schedule_change(const Options* o, int old_steps, int step) {
     float before = learning_rate(o->schedule, step, o->lr, o->warmup, old_steps, o->final_lr_frac);
     float now = learning_rate(o->schedule, step, o->lr, o->warmup, o->max_steps, o->final_lr_frac);
     printf("note: -x %d, the run was started with -x %d: the learning-rate schedule now ends at step %d "
@@ -105,7 +105,7 @@ static void print_schedule_change(const Options* o, int old_steps, int step) {
 }
 
 // the validation batches: -m, or (-m 0) as many as fit in VAL_TOKENS tokens, or (-m -1) all
-static int validation_batches(const Options* o, const DataLoader* val) {
+static inline int validation_batches(const Options* o, const DataLoader* val) {
     size_t all = val->total_batches, fit = VAL_TOKENS / ((size_t)val->B * val->T);
     size_t n = o->val_batches > 0 ? (size_t)o->val_batches : o->val_batches < 0 ? all : fit > 0 ? fit : 1;
     return (int)(n < all ? n : all);
@@ -113,7 +113,7 @@ static int validation_batches(const Options* o, const DataLoader* val) {
 
 // N processes: AdamW's state per process, all the moments, (-z 1) a shard's, or (-tpar) those
 // of the process's share of the model, num_parameters (util/dist.h)
-static void print_optimizer_memory(size_t num_parameters) {
+static inline void print_optimizer_memory(size_t num_parameters) {
     if (dist.size == 1) return;
     size_t shard = dist_shard_end(num_parameters) - dist_shard_begin();
     printf("optimizer: AdamW's moments %.1f MiB per process (%s)\n", 2.0 * shard * sizeof(float) / 1048576,

@@ -120,7 +120,7 @@ static const char* as_file(const uint8_t* data, size_t size) {
 #define fclose fuzz_fclose
 #define TESTING
 #undef _DEFAULT_SOURCE  // train_gpt2.c defines it again
-#include "../../train_gpt2.c"
+#include "../../train_gpt2_main.c"  // the model (train_gpt2.c) and its program
 #include "../../util/pairs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
