@@ -63,12 +63,13 @@ typedef struct {
     double update_seconds;     // time in the updates: AdamW (on this process's shard with -z 1)
     double gather_seconds;     //   and, -z 1, the new weights' way to every process (of those)
     long updates;              // the updates timed
+    long gathers;              // -z 1: the forward passes that waited for a timed update's gather
     int tp;                    // -tpar N: the processes one model is split over (below); 1: none
     int tp_rank;               //   this process's share of it, 0..tp-1
     double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
     double tp_step_seconds;    //   of which in the timed training steps (train_gpt2_main.c's run_step)
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 1, 0, 0.0, 0.0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 1, 0, 0.0, 0.0};
 
 // Data parallelism's replicas: the processes (or with -tpar, groups of processes) that each
 // hold the whole model and take their own B rows of the global batch. -tpar splits one model
@@ -284,6 +285,9 @@ static inline void dist_average_gradients(float* grads, size_t n) {
 // wte goes early too ("wte's rows, early" below), so little is left for the end.
 // DIST_BLOCKING=1 in the environment forces the blocking path (the tests compare them).
 #define DIST_POLL_US 200
+// -z 1's gather keeps at most this many pieces in flight, so that they land in the order the
+// forward pass reads them (started all at once, the embedding's waited for nearly all of them)
+#define DIST_GATHER_WINDOW 8
 
 typedef struct {
     float* at;  // a range of the gradient buffer, final on this process
@@ -364,7 +368,13 @@ static void* dist_progress(void* unused) {
             pthread_cond_wait(&q->wake, &q->lock);
             continue;
         }
-        int n = q->queued - q->started;  // the new buckets: copied out, started unlocked
+        int n = 0, gathering = 0;  // the new buckets: copied out, started unlocked (the weights'
+        for (int k = 0; k < active; k++)  // pieces a window at a time)
+            gathering += flying[k].group >= 0;
+        for (const Bucket* b = q->queue + q->started; b < q->queue + q->queued; b++, n++) {
+            if (b->group >= 0 && gathering == DIST_GATHER_WINDOW) break;
+            gathering += b->group >= 0;
+        }
         memcpy(flying + active, q->queue + q->started, (size_t)n * sizeof *flying);
         q->started += n;
         pthread_mutex_unlock(&q->lock);
@@ -807,7 +817,7 @@ static inline void dist_weights_ready(int l) {
         dist_group_landed(g);
     }
     pthread_mutex_unlock(&q->lock);
-    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0;
+    if (q->gather_timed && l != -2) dist.gather_seconds += now_seconds() - t0;  // (in a step)
 }
 
 // gpt2_forward, before the embedding: a due gather starts, and the embedding's group lands.
@@ -820,7 +830,7 @@ static inline const float* dist_embedding_rows(const float* wte, const int* toke
     if (!q->gather_due) return dist_weights_ready(-1), wte;
     double t0 = now_seconds();
     dist_gather_queue(wte == q->params ? tokens : NULL, n, C);
-    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0;  // the tokens' exchange
+    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0, dist.gathers++;  // the tokens' exchange
     dist_weights_ready(-1);
     if (q->row_type_count == 0) return wte;
     *ids = q->ids;

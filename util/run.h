@@ -222,7 +222,7 @@ static void print_training_done(const RunClock* c, int steps, double units, cons
         printf(", tensor-parallel all-reduces %.2f ms/step (%.1f%%)", ms, ms / (10 * seconds_per_step));
     }
     if (dist.size > 1 && dist.updates > 0) {  // the optimizer: on a shard with -z 1, then the gather
-        double gather = 1e3 * dist.gather_seconds / dist.updates;
+        double gather = 1e3 * dist.gather_seconds / (dist.gathers > 0 ? dist.gathers : dist.updates);
         printf(", AdamW %.2f ms/step", 1e3 * dist.update_seconds / dist.updates);
         if (dist.zero) printf(" on a shard (-z 1) + all-gather %.2f ms/step %s", gather,
                               dist.buckets ? "exposed (waited for by the forward pass)" : "(blocking)");
