@@ -272,8 +272,9 @@ static inline void dist_average_gradients(float* grads, size_t n) {
 //   threads are busy computing. A progress thread therefore polls: it starts the queued
 //   buckets in queue order (every process starts the same collectives in the same order,
 //   as MPI requires), calls MPI_Testsome every DIST_POLL_US while any is in flight (a TCP
-//   link is fed only as fast as the socket buffer drains), sleeps on a condition variable
-//   otherwise, and scales each finished bucket by 1/N. While buckets fly it is the only
+//   link is fed only as fast as the socket buffer drains; with no pause while the main
+//   thread waits for them, its core idle), sleeps on a condition variable otherwise, and
+//   scales each finished bucket by 1/N. While buckets fly it is the only
 //   thread calling MPI; the main thread calls MPI only once all have landed, so
 //   MPI_THREAD_SERIALIZED suffices (cheaper than MULTIPLE: no locks inside Open MPI).
 // Bits: an element is still one MPI_SUM of the N processes' values, times 1/N. On 2
@@ -285,9 +286,10 @@ static inline void dist_average_gradients(float* grads, size_t n) {
 // wte goes early too ("wte's rows, early" below), so little is left for the end.
 // DIST_BLOCKING=1 in the environment forces the blocking path (the tests compare them).
 #define DIST_POLL_US 200
-// -z 1's gather keeps at most this many pieces in flight, so that they land in the order the
-// forward pass reads them (started all at once, the embedding's waited for nearly all of them)
-#define DIST_GATHER_WINDOW 8
+// -z 1's gather keeps at most this many bytes in flight (8 pieces of the largest size), so
+// that they land in the order the forward pass reads them (started all at once, the
+// embedding's waited for nearly all of them); small pieces go many at a time
+#define DIST_GATHER_WINDOW (8 * DIST_BUCKET_BYTES)
 
 typedef struct {
     float* at;  // a range of the gradient buffer, final on this process
@@ -314,6 +316,7 @@ typedef struct {
     int micro;                    // backward passes since the last update (-d)
     int armed;                    // this backward pass is the step's last: reduce as it goes
     unsigned char* layer_queued;  // (layers) dist_layer_done(l) was called this step
+    int main_waiting;             // the main thread waits for buckets: the progress thread spins
     int busy;                     // buckets in flight during the backward pass, since busy_since
     double busy_since, hidden;    // time with buckets in flight during the backward pass
     // wte's rows, early (dist_head_done): wte is tensor 0, at grads
@@ -368,13 +371,16 @@ static void* dist_progress(void* unused) {
             pthread_cond_wait(&q->wake, &q->lock);
             continue;
         }
-        int n = 0, gathering = 0;  // the new buckets: copied out, started unlocked (the weights'
-        for (int k = 0; k < active; k++)  // pieces a window at a time)
-            gathering += flying[k].group >= 0;
+        int n = 0;  // the new buckets: copied out, started unlocked (the weights' a window at a time)
+        size_t gathering = 0;
+        for (int k = 0; k < active; k++)
+            gathering += flying[k].group >= 0 ? (size_t)flying[k].count * sizeof(float) : 0;
         for (const Bucket* b = q->queue + q->started; b < q->queue + q->queued; b++, n++) {
-            if (b->group >= 0 && gathering == DIST_GATHER_WINDOW) break;
-            gathering += b->group >= 0;
+            size_t bytes = b->group >= 0 ? (size_t)b->count * sizeof(float) : 0;
+            if (bytes > 0 && gathering > 0 && gathering + bytes > DIST_GATHER_WINDOW) break;
+            gathering += bytes;
         }
+        int spin = q->main_waiting;  // the main thread waits for what flies: its core is free
         memcpy(flying + active, q->queue + q->started, (size_t)n * sizeof *flying);
         q->started += n;
         pthread_mutex_unlock(&q->lock);
@@ -395,7 +401,7 @@ static void* dist_progress(void* unused) {
         for (int k = 0; k < active; k++)  // the requests still in flight, in order
             if (req[k] != MPI_REQUEST_NULL) { req[kept] = req[k]; flying[kept++] = flying[k]; }
         active = kept;
-        if (active > 0) nanosleep(&(struct timespec){0, DIST_POLL_US * 1000}, NULL);
+        if (active > 0 && !spin) nanosleep(&(struct timespec){0, DIST_POLL_US * 1000}, NULL);
         pthread_mutex_lock(&q->lock);
         q->finished += done;
         q->wte_pending -= wte_done;
@@ -585,7 +591,9 @@ static inline void dist_embedding_begin(void) {
     if (dist.size == 1 || !q->wte_early) return;
     double t0 = now_seconds();
     pthread_mutex_lock(&q->lock);
+    q->main_waiting = 1;
     while (q->wte_pending > 0) pthread_cond_wait(&q->landed, &q->lock);
+    q->main_waiting = 0;
     pthread_mutex_unlock(&q->lock);
     dist.allreduce_seconds += now_seconds() - t0;
     dist_wte_rows(0);
@@ -611,7 +619,9 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
     for (int l = 0; l < q->layers; l++)
         if (!q->layer_queued[l]) dist_queue_layer(l);
     pthread_cond_signal(&q->wake);
+    q->main_waiting = 1;
     while (q->finished < q->queued) pthread_cond_wait(&q->landed, &q->lock);
+    q->main_waiting = 0;
     if (q->wte_early) dist_wte_rows(0);
     dist.hidden_seconds += q->hidden;
     q->hidden = 0.0;
@@ -813,7 +823,9 @@ static inline void dist_weights_ready(int l) {
     int last = l == -2 ? q->layers + 1 : l + 1;
     for (int g = l == -2 ? 0 : l + 1; q->gathering && g <= last; g++) {
         if (q->group_ready[g]) continue;
+        q->main_waiting = 1;
         while (q->group_pending[g] > 0) pthread_cond_wait(&q->landed, &q->lock);
+        q->main_waiting = 0;
         dist_group_landed(g);
     }
     pthread_mutex_unlock(&q->lock);
