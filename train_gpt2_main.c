@@ -562,6 +562,7 @@ int main(int argc, char** argv) {
     dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
     dist.zero = o.zero;  // -z 1: AdamW's state sharded over the processes (util/dist.h)
+    dist.gather_overlap = o.zero_gather;  // -zg 1: its gather overlapped with the forward pass
     dist_tp_init(o.tpar);  // -tpar N: each layer's heads and MLP split over the N processes
     gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)
     static Run r;  // zeroed

@@ -5,13 +5,13 @@
 # out-of-band channel on that subnet only), mpirun in the first namespace starting the
 # second process in the other one through `ip netns exec` as its launch agent (no ssh), and
 # the link rate-limited with tc (tbf on both ends) to 10 Gbit/s and to 1 Gbit/s.
-# Checks: the buckets (and -z 1's gather overlapped with the forward pass) give the same bits
+# Checks: the buckets (and -zg 1's gather overlapped with the forward pass) give the same bits
 # as the blocking reduction and gather over TCP too. Measures: the GPT-2 124M step (T=64) at
 # B=4 per process on both rates, its gradients' sum split into hidden behind the backward
-# pass and exposed after it, and -z 1's gather of the weights exposed (waited for by the
-# forward pass); at 10 Gbit/s also -z 0 and the blocking path; on 1 Gbit/s the batch per
-# process at which the exposed share (both) falls under 10% (doubling B up to NETNS_MAX_B,
-# default 32).
+# pass and exposed after it, and -z 1's gather of the weights (after AdamW, or with -zg 1
+# waited for by the forward pass); at 10 Gbit/s also -z 0, -zg 1 and the blocking path; on
+# 1 Gbit/s the batch per process at which the exposed share (both) falls under 10%
+# (doubling B up to NETNS_MAX_B, default 32).
 # Needs root (ip netns, tc). NETNS_STEPS (default 3) steps per run, the first not timed.
 # The last line is "N passed, M failed".
 set -u
@@ -75,7 +75,7 @@ fi
 
 # the same bits over TCP: buckets against the blocking reduction (a small model, 20 steps)
 SMALL=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1 -b 4 -x 20 -n 20)
-two_hosts ./train_gpt2 "${SMALL[@]}" -o "$TMP/bk" > "$TMP/bk.log" 2>&1
+two_hosts ./train_gpt2 "${SMALL[@]}" -zg 1 -o "$TMP/bk" > "$TMP/bk.log" 2>&1  # (-zg 1: the gather too)
 two_hosts -x DIST_BLOCKING=1 ./train_gpt2 "${SMALL[@]}" -o "$TMP/bl" > "$TMP/bl.log" 2>&1
 losses() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+)' "$1"; }
 if [ -n "$(losses "$TMP/bk.log")" ] && [ "$(losses "$TMP/bk.log")" == "$(losses "$TMP/bl.log")" ] \
@@ -96,6 +96,7 @@ measure() {  # rate, B per process[, blocking]: one row of the table; sets expos
     local log="$TMP/124m_$1g_b$2${3:-}.log" how=() flags=() bucket
     [ "${3:-}" = blocking ] && how=(-x DIST_BLOCKING=1)
     [ "${3:-}" = z0 ] && flags=(-z 0)  # the optimizer not sharded: an all-reduce, no gather
+    [ "${3:-}" = zg ] && flags=(-zg 1)  # -z 1's gather overlapped with the next forward pass
     two_hosts ${how[@]+"${how[@]}"} ./train_gpt2 "${BIG[@]}" -b "$2" ${flags[@]+"${flags[@]}"} > "$log" 2>&1
     local done_line; done_line=$(grep '^done:' "$log")
     local sum_share; sum_share=$(echo "$done_line" | capture 'exposed [(]([0-9.]+)%[)]')
@@ -106,16 +107,18 @@ measure() {  # rate, B per process[, blocking]: one row of the table; sets expos
     exposed_share=$(awk -v s="$sum_share" -v g="${gather:-0}" -v t="$step_ms" 'BEGIN { printf "%.1f", s + 100 * g / t }')
     local params; params=$(capture '([0-9.]+)M parameters' "$log")
     bucket=$(echo "$done_line" | capture 'buckets of ([0-9]+)')
-    [ -n "$bucket" ] && bucket="$bucket KiB${3:+ ${3/z0/-z 0}}" || bucket="${3:-?}"
+    local tag=${3:-}; tag=${tag/z0/-z 0}; tag=${tag/zg/-zg 1}
+    [ -n "$bucket" ] && bucket="$bucket KiB${tag:+ $tag}" || bucket="${3:-?}"
     printf '%-9s %-7s %-10s %-8s %10s %16s %12s %16s %16s\n' "$1 Gbit/s" "$2" "$(awk -v p="$params" 'BEGIN { printf "%.0f", 4 * p }')" \
         "$bucket" "$step_ms" \
         "$(echo "$done_line" | capture '([0-9.]+) ms/step exposed') ($sum_share%)" \
         "$(echo "$done_line" | capture '([0-9.]+) ms/step hidden')" "${gather:--}" "$exposed_share"
 }
 measure 10 4 && ok "124M at 10 Gbit/s, B=4 per process: exposed $exposed_share% of the step (gradients' sum and weights' gather)"
-# the same without ZeRO-1 (-z 0), and without the overlaps (one blocking sum after the backward
-# pass, the gather after AdamW), for comparison
+# the same without ZeRO-1 (-z 0), with its gather overlapped (-zg 1), and without the overlaps
+# (one blocking sum after the backward pass), for comparison
 measure 10 4 z0 || true
+measure 10 4 zg || true
 measure 10 4 blocking || true
 limit 1 || give_up "tc cannot change the rate to 1 Gbit/s"
 measure 1 4 && ok "124M at 1 Gbit/s, B=4 per process: exposed $exposed_share% of the step"

@@ -260,6 +260,22 @@ zero_vs_unsharded "2 processes, -d 512 (2 micro-batches)" "$TMP/bk512" "${BK[@]}
 zero_vs_unsharded "2 processes, GPT-2's vocabulary (wte early)" "$TMP/bpe_bk0" "${BPE[@]}"
 mpi 2 ./train_gpt2 "${BK[@]}" -prec bf16 -o "$TMP/zbf16" > "$TMP/zbf16.log" 2>&1
 zero_vs_unsharded "2 processes, -prec bf16 (the other shard's bf16 copy)" "$TMP/zbf16" "${BK[@]}" -prec bf16
+# -zg 1: the gather overlapped with the next forward pass, layer by layer (the embedding's rows
+# of wte first, packed): the same bits as -z 0, also where wte straddles the shards (GPT-2's
+# vocabulary) and with the bf16 copy rounded piece by piece
+zg_vs_unsharded() {  # label, the -z 0 run's dir (above), then train_gpt2's flags
+    local label=$1 z0=$2 dir="$TMP/zg_$(basename "$2")"; shift 2
+    mpi 2 ./train_gpt2 "$@" -z 1 -zg 1 -o "$dir" > "$dir.log" 2>&1
+    if grep -q 'all-gather .* exposed (waited for by the forward pass)' "$dir.log" && same_bits "$dir" "$z0"; then
+        ok "ZeRO-1 -zg 1 vs -z 0, $label: the same $(steps "$dir.log" | wc -l) losses and norms, model and state files, bit for bit"
+    else
+        bad "ZeRO-1 -zg 1 vs -z 0, $label: the steps or files differ ($(tail -n 1 "$dir.log" | head -c 160))"
+    fi
+}
+zg_vs_unsharded "2 processes" "$TMP/bk0_z0" "${BK[@]}"
+zg_vs_unsharded "2 processes, -d 512" "$TMP/bk512_z0" "${BK[@]}" -d 512
+zg_vs_unsharded "2 processes, GPT-2's vocabulary (wte's rows straddle the shards)" "$TMP/bpe_bk0_z0" "${BPE[@]}"
+zg_vs_unsharded "2 processes, -prec bf16" "$TMP/zbf16_z0" "${BK[@]}" -prec bf16
 # the header says the optimizer's memory per process: -z 1 about half of -z 0's on 2 processes
 mib() { capture "optimizer: AdamW's moments ([0-9.]+) MiB per process" "$1"; }
 z1=$(mib "$TMP/bpe_bk0.log"); z0=$(mib "$TMP/bpe_bk0_z0.log")
@@ -295,7 +311,7 @@ fi
 # with the forward pass (util/dist.h): the head's group (the final layernorm and all of wte)
 # never sent, and the owner of wte's rows not copying its own into the embedding's packed
 # copy. The bits check must fail on each
-zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed expression on it
+zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed expression on it, flags
     local name=$1 file=$2 dir="$TMP/mutant"  # (the program, train_gpt2_main.c, includes both)
     rm -rf "$dir"; mkdir -p "$dir/util"
     cp -r train_gpt2.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
@@ -304,7 +320,7 @@ zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed exp
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
         bad "ZeRO-1 mutant ($name): no mutant built: $(head -3 "$dir/build.log" 2> /dev/null)"; return
     fi
-    mpi 2 "$dir/train_gpt2" "${BK[@]}" -z 1 -o "$dir/run" > "$dir/run.log" 2>&1
+    mpi 2 "$dir/train_gpt2" "${BK[@]}" -z 1 "${@:4}" -o "$dir/run" > "$dir/run.log" 2>&1
     if same_bits "$dir/run" "$TMP/bk0_z0"; then bad "ZeRO-1 mutant ($name): not caught, the same bits as -z 0"
     else ok "ZeRO-1 mutant ($name): caught, its steps or files differ from -z 0's"; fi
 }
@@ -313,9 +329,9 @@ zero_mutant "process 1 skips its shard's AdamW" train_gpt2.c \
 zero_mutant "each process clips by its shard's norm" train_gpt2.c \
     's|^    double partial\[SQUARES_CHUNKS\], total|    double partial[SQUARES_CHUNKS] = {0}, total|;s|^    dist_gather_chunks(partial);||'
 zero_mutant "the gather leaves out the head's group" util/dist.h \
-    's|^        if (k >= q->layered\[1\] [|][|] (k == 0 \&\& rows)) dist_queue_weights|        if (0) dist_queue_weights|'
+    's|^        if (k >= q->layered\[1\] [|][|] (k == 0 \&\& rows)) dist_queue_weights|        if (0) dist_queue_weights|' -zg 1
 zero_mutant "wte's owner does not copy its rows for the embedding" util/dist.h \
-    's|^                memcpy(q->packed + to\[b\], q->params + at\[b\],|                if (0) memcpy(q->packed + to[b], q->params + at[b],|'
+    's|^                memcpy(q->packed + to\[b\], q->params + at\[b\],|                if (0) memcpy(q->packed + to[b], q->params + at[b],|' -zg 1
 
 # bad input: -z 1 on one process (run directly, or mpirun -np 1), a stage that is not 0 or 1,
 # a value that is not a number: one line naming -z, exit 2, from every process one line
@@ -327,6 +343,8 @@ else
 fi
 expect_mpi_error "-z 1 on one process" "-z 1 shards AdamW's state over the processes" \
     -np 1 ./train_gpt2 "${SMALL[@]}" -z 1 -x 5 -o ""
+expect_mpi_error "-zg 1 with -z 0" "-zg 1 overlaps -z 1's gather" -np 2 ./train_gpt2 "${SMALL[@]}" -z 0 -zg 1 -x 5 -o ""
+expect_mpi_error "-zg 2" "-zg must be 0 or 1" -np 2 ./train_gpt2 "${SMALL[@]}" -zg 2 -x 5 -o ""
 expect_mpi_error "-z 2" "-z (ZeRO stage) must be 0 or 1" -np 2 ./train_gpt2 "${SMALL[@]}" -z 2 -x 5 -o ""
 expect_mpi_error "-z one" "flag -z expects an integer, got 'one'" -np 2 ./train_gpt2 "${SMALL[@]}" -z one -x 5 -o ""
 # a sharded resume given the state file of another model: refused by every process before

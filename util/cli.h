@@ -67,6 +67,7 @@ typedef struct {
     int bf16;                    // -prec bf16
     const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
     int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
+    int zero_gather;             // -zg 1: -z 1's gather of the weights overlapped with the forward pass
     int tpar;                    // -tpar N: each layer's heads and MLP split over N processes (1: no)
     int enc_layers, dec_layers;  // train_seq2seq's -nle -nld: its stacks' layers (0 = -nl)
     int eval_pairs, examples;    // train_seq2seq's -ne -g: held-out pairs to evaluate, to print
@@ -206,6 +207,10 @@ static const Flag FLAGS[] = {
      "ZeRO stage (llm.c's): 1 = each of the `mpirun` processes runs AdamW on its shard of the parameters "
      "and keeps that shard's moments (ZeRO-1, the same bits as 0 on 2 processes); 0 = each runs all of it; "
      "needs 2 or more processes; 2 and 3 are refused"},
+    {"-zg", 'i', OPT(zero_gather), "-z 1: 1 = the weights' gather overlapped with the forward pass", "0",
+     "with `-z 1`: 1 = each owner's new weights travel during the next forward pass, layer by layer, "
+     "which waits for each layer's ([doc/mpi.md](mpi.md)); 0 = all of them right after AdamW. The "
+     "same bits either way; on one 2-core machine 1 was slower (bench/README.md)"},
     {"-tpar", 'i', OPT(tpar), "tensor parallel: heads and MLP over N processes", "1 = none",
      "tensor parallelism ([doc/mpi.md](mpi.md)): each layer's heads and MLP hidden units split over the N "
      "processes of `mpirun -np N` (N must be the number of processes and divide the heads, the key/value "
@@ -516,6 +521,7 @@ Options parse_args(int argc, char** argv) {
             "-np N (N >= 2): this run is one process (leave -z out, or -z 0)" : "-z 1 shards AdamW's state "
             "over MPI processes: this train_gpt2 is built without MPI (make MPI=1; or leave -z out)"},
         {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"},
+        {o.zero_gather != 0 && o.zero_gather != 1, "-zg must be 0 or 1"},
         {o.tpar < 1, "-tpar (tensor-parallel processes) must be >= 1"},
         {o.tpar > 1 && dist.size == 1, DIST_MPI ? "-tpar N splits each layer's heads and MLP over the N "
             "processes of mpirun -np N: this run is one process (leave -tpar out)" : "-tpar N splits each "
@@ -527,6 +533,11 @@ Options parse_args(int argc, char** argv) {
             "attention maps on one process"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
     if (o.zero < 0) o.zero = dist.size > 1 && dist.size <= DIST_MAX_SHARDS && o.tpar == 1;  // on under mpirun
+    if (o.zero_gather == 1 && o.zero != 1) {
+        print_usage_to = NULL;
+        usage_error("-zg 1 overlaps -z 1's gather of the weights: this run has no -z 1 (-z 0, one "
+                    "process, or -tpar)");
+    }
     if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
     if (!flag_given(&o, "-j")) o.val_path = find_default_path(o.val_path, 0);
     if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);

@@ -64,12 +64,13 @@ typedef struct {
     double gather_seconds;     //   and, -z 1, the new weights' way to every process (of those)
     long updates;              // the updates timed
     long gathers;              // -z 1: the forward passes that waited for a timed update's gather
+    int gather_overlap;        // -zg 1: -z 1's gather overlapped with the next forward pass
     int tp;                    // -tpar N: the processes one model is split over (below); 1: none
     int tp_rank;               //   this process's share of it, 0..tp-1
     double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
     double tp_step_seconds;    //   of which in the timed training steps (train_gpt2_main.c's run_step)
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 1, 0, 0.0, 0.0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0};
 
 // Data parallelism's replicas: the processes (or with -tpar, groups of processes) that each
 // hold the whole model and take their own B rows of the global batch. -tpar splits one model
@@ -488,7 +489,8 @@ static void dist_buckets_build(void) {
     q->layer_queued = calloc((size_t)q->layers, 1);
     q->group_pending = calloc((size_t)q->layers + 2, sizeof(int));
     q->group_ready = calloc((size_t)q->layers + 2, 1);
-    if (!q->layer_queued || !q->group_pending || !q->group_ready || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
+    if (!q->layer_queued || !q->group_pending || !q->group_ready
+        || pthread_create(&q->thread, NULL, dist_progress, NULL) != 0)
         die("cannot start the all-reduce's progress thread");
     pthread_detach(q->thread);  // it sleeps between steps, and ends with the process
 }
@@ -685,8 +687,10 @@ static void dist_queue_weights(size_t offset, size_t n, int g) {
     }
 }
 
-// whether the gather can overlap: buckets on, and a backward pass has told the layout
-static inline int dist_gather_overlaps(void) { return dist.zero && dist.buckets && buckets.queue; }
+// whether the gather overlaps: -zg 1, buckets on, and a backward pass has told the layout
+static inline int dist_gather_overlaps(void) {
+    return dist.zero && dist.gather_overlap && dist.buckets && buckets.queue;
+}
 
 // after AdamW on this process's shard of params (laid out as the gradients): the gather is
 // due. landed(ctx, offset, count) will be called on this thread for each piece of another's
@@ -748,8 +752,11 @@ static int dist_queue_rows(const int* tokens, int n, int C) {
         if (q->row_of[v] == 0) rows[nrows] = v, q->row_of[v] = nrows++ + 1;
     for (int i = 0; i < n; i++) q->ids[i] = q->row_of[tokens[i]] - 1;
     for (int k = 0; k < nrows; k++) q->row_of[rows[k]] = -1;
-    if ((size_t)nrows * C > q->packed_cap)
-        free(q->packed), q->packed_cap = (size_t)nrows * C, q->packed = mallocCheck(q->packed_cap * sizeof(float));
+    if ((size_t)nrows * C > q->packed_cap) {
+        free(q->packed);
+        q->packed_cap = (size_t)nrows * C;
+        q->packed = mallocCheck(q->packed_cap * sizeof(float));
+    }
     int *at = rows + all + 1, *to = at + all + 1, *len = to + all + 1;
     for (int r = 0; r < dist.size; r++) {
         int blocks = dist_row_blocks(r, rows, nrows, C, at, to, len);
@@ -842,7 +849,7 @@ static inline const float* dist_embedding_rows(const float* wte, const int* toke
     if (!q->gather_due) return dist_weights_ready(-1), wte;
     double t0 = now_seconds();
     dist_gather_queue(wte == q->params ? tokens : NULL, n, C);
-    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0, dist.gathers++;  // the tokens' exchange
+    if (q->gather_timed) dist.gather_seconds += now_seconds() - t0, dist.gathers++;  // (the tokens)
     dist_weights_ready(-1);
     if (q->row_type_count == 0) return wte;
     *ids = q->ids;

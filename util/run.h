@@ -224,8 +224,9 @@ static void print_training_done(const RunClock* c, int steps, double units, cons
     if (dist.size > 1 && dist.updates > 0) {  // the optimizer: on a shard with -z 1, then the gather
         double gather = 1e3 * dist.gather_seconds / (dist.gathers > 0 ? dist.gathers : dist.updates);
         printf(", AdamW %.2f ms/step", 1e3 * dist.update_seconds / dist.updates);
-        if (dist.zero) printf(" on a shard (-z 1) + all-gather %.2f ms/step %s", gather,
-                              dist.buckets ? "exposed (waited for by the forward pass)" : "(blocking)");
+        const char* how = dist.gather_overlap && dist.buckets
+                              ? "exposed (waited for by the forward pass, -zg 1)" : "(after AdamW)";
+        if (dist.zero) printf(" on a shard (-z 1) + all-gather %.2f ms/step %s", gather, how);
     }
     if (!isnan(val_loss)) printf(", final val loss %.4f", val_loss);
     if (checkpoint[0]) printf(", checkpoint %s", checkpoint);
