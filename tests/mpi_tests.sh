@@ -266,7 +266,7 @@ zero_vs_unsharded "2 processes, -prec bf16 (the other shard's bf16 copy)" "$TMP/
 zg_vs_unsharded() {  # label, the -z 0 run's dir (above), then train_gpt2's flags
     local label=$1 z0=$2 dir="$TMP/zg_$(basename "$2")"; shift 2
     mpi 2 ./train_gpt2 "$@" -z 1 -zg 1 -o "$dir" > "$dir.log" 2>&1
-    if grep -q 'all-gather .* exposed (waited for by the forward pass)' "$dir.log" && same_bits "$dir" "$z0"; then
+    if grep -q 'all-gather .* exposed (waited for by the forward pass, -zg 1)' "$dir.log" && same_bits "$dir" "$z0"; then
         ok "ZeRO-1 -zg 1 vs -z 0, $label: the same $(steps "$dir.log" | wc -l) losses and norms, model and state files, bit for bit"
     else
         bad "ZeRO-1 -zg 1 vs -z 0, $label: the steps or files differ ($(tail -n 1 "$dir.log" | head -c 160))"
