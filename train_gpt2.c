@@ -1090,7 +1090,7 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 }
 
 void gpt2_free(GPT2* model) {
-    dist_mpi_quiet();  // -z 1: no process's broadcast may still be writing into the weights
+    dist_mpi_quiet();  // -zg 1: no process's broadcast may still be writing into the weights
     aligned_free(model->params_memory); aligned_free(model->grads_memory);
     aligned_free(model->m_memory); aligned_free(model->v_memory);
     free(model->sinusoids); free(model->rope_angles);
@@ -1250,7 +1250,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     model->cur_T = T;
 
     ActivationTensors a = model->acts;
-    // -z 1: this pass starts the new weights' gather and waits for each group as it needs it
+    // -zg 1: this pass starts the new weights' gather and waits for each group as it needs it
     // (util/dist.h); the embedding then reads the batch's rows of wte packed, ids indexing them
     const int* ids;
     const float* wte_rows = dist_embedding_rows(model->params.wte, inputs, BT, C, &ids);
@@ -1529,16 +1529,16 @@ void adamw_update(float* params, uint16_t* params_bf16, const float* grads, floa
     }
 }
 
-// -z 1 with -prec bf16: the bf16 copy of a piece of another process's shard, once it landed
+// -zg 1 with -prec bf16: the bf16 copy of a piece of another process's shard, once it landed
 static void bf16_round_landed(void* model, size_t offset, size_t count) {
     GPT2* m = model;
     bf16_round_all(m->params_bf16 + offset, m->params_memory + offset, count);
 }
 
 // -z 1 (ZeRO-1, util/dist.h): AdamW on this process's shard [lo, hi) of the parameters, with
-// the moments of that shard alone; then every process's new weights on their way to every
-// process, which the next forward pass waits for layer by layer (the bf16 copy of -prec
-// bf16 rounded from them as they land); timed: the waits count as the gather's time
+// the moments of that shard alone; then every process's new weights to every process, now,
+// or with -zg 1 during the next forward pass, layer by layer (the bf16 copy of -prec bf16
+// rounded from them as they land); timed: the waits count as the gather's time
 static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t,
                               int timed) {
     size_t n = model->num_parameters, lo = dist_shard_begin(), hi = dist_shard_end(n);
@@ -1555,7 +1555,7 @@ static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, flo
         dist_gather_due(model->params_memory, timed, bf16 ? bf16_round_landed : NULL, model);
         return;
     }
-    dist_gather_weights(model->params_memory);  // DIST_BLOCKING=1: all of them, now
+    dist_gather_weights(model->params_memory);  // all of them, now
     if (bf16) {
         bf16_round_all(model->params_bf16, model->params_memory, lo);
         bf16_round_all(model->params_bf16 + hi, model->params_memory + hi, n - hi);

@@ -513,7 +513,7 @@ void train(const Options* o, Run* r) {
         TrainState now = train_state(o, r, step);
         int val_due = r->have_val && ((o->val_every > 0 && step % o->val_every == 0) || last);
         int sample_due = (o->sample_every > 0 && step % o->sample_every == 0 && step > 0) || last;
-        if (val_due || last || (o->gen_tokens > 0 && sample_due)) dist_weights_landed();  // -z 1: all read
+        if (val_due || last || (o->gen_tokens > 0 && sample_due)) dist_weights_landed();  // -zg 1: all read
         if (val_due) {
             dist_check_weights(r->model.params_memory, r->model.num_parameters, step);
             val_loss = validation_loss(&r->model, &r->val, r->val_batches);

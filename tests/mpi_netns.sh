@@ -101,7 +101,7 @@ measure() {  # rate, B per process[, blocking]: one row of the table; sets expos
     local done_line; done_line=$(grep '^done:' "$log")
     local sum_share; sum_share=$(echo "$done_line" | capture 'exposed [(]([0-9.]+)%[)]')
     if [ -z "$sum_share" ]; then bad "124M at $1 Gbit/s, B=$2: no result ($(tail -n 1 "$log"))"; exposed_share=""; return 1; fi
-    # -z 1 (the default): the weights' all-gather, waited for by the next forward pass, is exposed too
+    # -z 1 (the default): the weights' all-gather (after AdamW; -zg 1: waited for by the forward pass)
     local gather step_ms; gather=$(echo "$done_line" | capture 'all-gather ([0-9.]+) ms/step')
     step_ms=$(echo "$done_line" | capture '([0-9.]+) ms/step [(]')
     exposed_share=$(awk -v s="$sum_share" -v g="${gather:-0}" -v t="$step_ms" 'BEGIN { printf "%.1f", s + 100 * g / t }')

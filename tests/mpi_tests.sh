@@ -329,7 +329,7 @@ zero_mutant "process 1 skips its shard's AdamW" train_gpt2.c \
 zero_mutant "each process clips by its shard's norm" train_gpt2.c \
     's|^    double partial\[SQUARES_CHUNKS\], total|    double partial[SQUARES_CHUNKS] = {0}, total|;s|^    dist_gather_chunks(partial);||'
 zero_mutant "the gather leaves out the head's group" util/dist.h \
-    's|^        if (k >= q->layered\[1\] [|][|] (k == 0 \&\& rows)) dist_queue_weights|        if (0) dist_queue_weights|' -zg 1
+    's|^        if (k >= q->layered\[1\] [|][|] (k == 0 \&\& rows)) dist_queue(|        if (0) dist_queue(|' -zg 1
 zero_mutant "wte's owner does not copy its rows for the embedding" util/dist.h \
     's|^                memcpy(q->packed + to\[b\], q->params + at\[b\],|                if (0) memcpy(q->packed + to[b], q->params + at[b],|' -zg 1
 

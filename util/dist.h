@@ -87,8 +87,9 @@ static inline int dist_replica(void) { return dist.rank / dist.tp; }
 //   bucket never straddles two shards): the buckets together are a reduce-scatter, half the
 //   bytes an all-reduce sends, still overlapped with the backward pass;
 // - each process runs AdamW on its shard alone and keeps the moments of its shard alone;
-// - the updated weights go from each owner to all during the next forward pass, layer by
-//   layer ("the new weights' way to every process" below);
+// - the updated weights go from each owner to all right after AdamW (dist_gather_weights),
+//   or with -zg 1 during the next forward pass, layer by layer ("the new weights' way to
+//   every process" below);
 // - the gradient norm (clipping) is summed by the chunks of fast/buffers.h's sum_of_squares:
 //   a shard is a run of whole chunks, each process sums its own, and every process adds all
 //   the chunks' sums in chunk order, as the unsharded path does (dist_gather_chunks).
@@ -340,7 +341,7 @@ typedef struct {
     int* row_of;                  // (rows of wte) -1, or 1 + its place in packed (while planned)
     float* packed;                // (nrows, C) the rows every process's batch reads, from their owners
     size_t packed_cap;
-    MPI_Datatype row_types[2 * DIST_MAX_SHARDS];  // per owner: its blocks in wte, in packed
+    MPI_Datatype row_types[DIST_MAX_SHARDS];  // per owner: its blocks, in wte (owner) or packed
     int row_type_count;
 } DistBuckets;
 static DistBuckets buckets = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -436,26 +437,36 @@ static void dist_overlap_begins(DistBuckets* q) {
     q->busy = 1;
 }
 
-// -z 1: the owner of the gradient at `at` (-1 outside the gradient buffer, or without -z 1),
-// and *count cut at the end of its shard
-static int dist_owner(const float* at, size_t* count) {
-    const float* grads = buckets.grads;
-    if (!dist.zero || at < grads || at >= grads + shards.n) return -1;
-    size_t offset = (size_t)(at - grads);
+// the process whose shard holds parameter `offset`, and *count cut at the end of its shard
+static int dist_shard_owner(size_t offset, size_t* count) {
     int r = 0;
     while (offset >= shards.bounds[r + 1]) r++;
     if (*count > shards.bounds[r + 1] - offset) *count = shards.bounds[r + 1] - offset;
     return r;
 }
 
-// appends the buckets of n floats at `at` to the queue (the caller holds the lock); their number
-static int dist_queue(float* at, size_t n) {
+// -z 1: the owner of the gradient at `at` (-1 outside the gradient buffer, or without -z 1),
+// and *count cut at the end of its shard
+static int dist_owner(const float* at, size_t* count) {
+    const float* grads = buckets.grads;
+    if (!dist.zero || at < grads || at >= grads + shards.n) return -1;
+    return dist_shard_owner((size_t)(at - grads), count);
+}
+
+// appends the buckets of n floats at `at` to the queue (the caller holds the lock): group -1,
+// gradients to be summed (at their owner with -z 1); group g >= 0, -z 1's gather: weights at
+// `at` in buckets.params, each piece from its owner. Their number
+static int dist_queue(float* at, size_t n, int group) {
+    DistBuckets* q = &buckets;
     const size_t most = DIST_BUCKET_BYTES / sizeof(float);
     int count = 0;
     for (size_t done = 0, piece; done < n; done += piece, count++) {
         piece = n - done < most ? n - done : most;
-        int owner = dist_owner(at + done, &piece);
-        buckets.queue[buckets.queued++] = (Bucket){at + done, (int)piece, 0, owner, -1, MPI_FLOAT};
+        int owner = group < 0 ? dist_owner(at + done, &piece)
+                              : dist_shard_owner((size_t)(at + done - q->params), &piece);
+        if (q->queued == q->capacity) die("dist_queue: the queue is full");
+        q->queue[q->queued++] = (Bucket){at + done, (int)piece, 0, owner, group, MPI_FLOAT};
+        if (group >= 0) q->group_pending[group]++;
     }
     return count;
 }
@@ -468,7 +479,7 @@ static void dist_queue_layer(int l) {
         int layered;
         size_t slice = dist_slice(k, &layered);
         if (k == 0 && q->wte_early) continue;  // wte: queued after the head, its batch rows at the end
-        if (layered == (l >= 0)) dist_queue(q->grads + offset + (layered ? l * slice : 0), slice);
+        if (layered == (l >= 0)) dist_queue(q->grads + offset + (layered ? l * slice : 0), slice, -1);
     }
     if (l >= 0) q->layer_queued[l] = 1;
 }
@@ -484,7 +495,7 @@ static void dist_buckets_build(void) {
     }
     q->capacity += (int)((q->sizes[0] + most - 1) / most);  // wte's batch rows, packed (at most all)
     q->capacity += dist.size;  // -z 1: a bucket cut at a shard's end is two
-    // (the weights' pieces of -z 1's gather and the stop flag need fewer: no packed wte rows)
+    q->capacity += dist.size;  // -zg 1's gather: the same pieces, and a piece of wte's rows per owner
     q->queue = mallocCheck((size_t)q->capacity * sizeof *q->queue);
     q->layer_queued = calloc((size_t)q->layers, 1);
     q->group_pending = calloc((size_t)q->layers + 2, sizeof(int));
@@ -579,7 +590,7 @@ static inline void dist_head_done(float* dwte, int rows, int C) {
     pthread_mutex_lock(&q->lock);
     dist_overlap_begins(q);
     int first = q->queued;
-    q->wte_pending = dist_queue(dwte, (size_t)rows * C);
+    q->wte_pending = dist_queue(dwte, (size_t)rows * C, -1);
     for (int k = first; k < q->queued; k++) q->queue[k].wte = 1;
     q->wte_early = 1;
     pthread_cond_signal(&q->wake);
@@ -615,7 +626,7 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
     q->busy = 0;
     if (q->wte_early) {  // wte's landed early but for the batch's rows: those now, packed
         dist_wte_rows(1);
-        dist_queue(q->kept, (size_t)q->nrows * q->wte_C);
+        dist_queue(q->kept, (size_t)q->nrows * q->wte_C, -1);
     }
     dist_queue_layer(-1);
     for (int l = 0; l < q->layers; l++)
@@ -636,7 +647,7 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
     dist.allreduce_calls++;
 }
 
-// ---- -z 1: the new weights' way to every process, overlapped with the next forward pass
+// ---- -zg 1: the new weights' way to every process, overlapped with the next forward pass
 //
 // After AdamW each process holds the new weights of its shard only. Waiting for all of them
 // before the next forward pass exposes the whole gather: (N-1)/N of the weights cross to
@@ -653,38 +664,23 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
 // - gpt2_forward waits for each group before the layer that reads it (dist_weights_ready);
 //   the time waited is the exposed gather. The embedding reads its rows from the packed
 //   copy, so it need not wait for the 31% of 124M's weights that wte is;
-// - a reader of all the weights (validation, samples, checkpoints, gpt2_free) starts a due
-//   gather without rows and waits for all of it (dist_weights_landed); every MPI call of the
-//   main thread first waits for the pieces in flight (dist_mpi_quiet: the progress thread
-//   may call MPI only while the main thread does not, MPI_THREAD_SERIALIZED).
+// - a reader of all the weights (validation, samples, the last step, a stop's checkpoint)
+//   starts a due gather without rows and waits for all of it (dist_weights_landed); every
+//   MPI call of the main thread, and gpt2_free, first waits for the pieces in flight
+//   (dist_mpi_quiet: the progress thread may call MPI only while the main thread does not,
+//   MPI_THREAD_SERIALIZED).
 // A piece's bits are its owner's, as with the blocking gather: the same weights, losses and
-// files (tests/mpi_tests.sh compares -z 1 with -z 0 bit for bit). DIST_BLOCKING=1 gathers
-// after AdamW in one go (dist_gather_weights below).
+// files (tests/mpi_tests.sh compares -z 1 -zg 1 with -z 0 bit for bit). Without -zg 1 (or
+// with DIST_BLOCKING=1) the gather runs right after AdamW, in one go (dist_gather_weights
+// below): on 2 cores that was the faster (doc/mpi.md).
 
-// the process whose shard holds weight `offset`; *count cut at the shard's end
-static int dist_weight_owner(size_t offset, size_t* count) {
-    int r = 0;
-    while (offset >= shards.bounds[r + 1]) r++;
-    if (*count > shards.bounds[r + 1] - offset) *count = shards.bounds[r + 1] - offset;
-    return r;
-}
-
-// appends to the queue a piece of group g (the caller holds the lock)
+// appends to the queue a piece of wte's rows (an indexed type) of group b.group (the caller
+// holds the lock)
 static void dist_queue_piece(Bucket b) {
     DistBuckets* q = &buckets;
     if (q->queued == q->capacity) die("dist_queue_piece: the queue is full");
     q->queue[q->queued++] = b;
     q->group_pending[b.group]++;
-}
-
-// appends the pieces of the n weights at `offset` to group g (the caller holds the lock)
-static void dist_queue_weights(size_t offset, size_t n, int g) {
-    const size_t most = DIST_BUCKET_BYTES / sizeof(float);
-    for (size_t done = 0, piece; done < n; done += piece) {
-        piece = n - done < most ? n - done : most;
-        int owner = dist_weight_owner(offset + done, &piece);
-        dist_queue_piece((Bucket){buckets.params + offset + done, (int)piece, 0, owner, g, MPI_FLOAT});
-    }
 }
 
 // whether the gather overlaps: -zg 1, buckets on, and a backward pass has told the layout
@@ -784,17 +780,18 @@ static void dist_gather_queue(const int* tokens, int n, int C) {
     pthread_mutex_lock(&q->lock);
     size_t offset = 0;
     for (int k = 0; k < q->tensors; offset += q->sizes[k++])  // the embedding's: wpe (and wte)
-        if (k < q->layered[0] && !(k == 0 && rows)) dist_queue_weights(offset, q->sizes[k], 0);
+        if (k < q->layered[0] && !(k == 0 && rows)) dist_queue(q->params + offset, q->sizes[k], 0);
     for (int l = 0; l < L; l++) {  // layer l's slices
         offset = 0;
         for (int k = 0; k < q->tensors; offset += q->sizes[k++]) {
             size_t slice = q->sizes[k] / L;
-            if (k >= q->layered[0] && k < q->layered[1]) dist_queue_weights(offset + l * slice, slice, l + 1);
+            if (k >= q->layered[0] && k < q->layered[1])
+                dist_queue(q->params + offset + l * slice, slice, l + 1);
         }
     }
     offset = 0;
     for (int k = 0; k < q->tensors; offset += q->sizes[k++])  // the head's: lnf (and wte)
-        if (k >= q->layered[1] || (k == 0 && rows)) dist_queue_weights(offset, q->sizes[k], L + 1);
+        if (k >= q->layered[1] || (k == 0 && rows)) dist_queue(q->params + offset, q->sizes[k], L + 1);
     memset(q->group_ready, 0, (size_t)L + 2);
     q->gather_due = 0;
     q->gathering = 1;
@@ -841,7 +838,7 @@ static inline void dist_weights_ready(int l) {
 
 // gpt2_forward, before the embedding: a due gather starts, and the embedding's group lands.
 // Returns the table the embedding reads and, in *ids, the rows of it for the n tokens: wte
-// and the tokens themselves, or with -z 1 the batch's rows of wte, packed, and their indices
+// and the tokens themselves, or with -zg 1 the batch's rows of wte, packed, and their indices
 static inline const float* dist_embedding_rows(const float* wte, const int* tokens, int n, int C,
                                                const int** ids) {
     DistBuckets* q = &buckets;
@@ -1041,7 +1038,7 @@ static inline void dist_tp_collect(float* into, const float* mine, size_t n, int
 static inline int dist_stop_agreed(void) {
     int any = dist_any(stop_signal);
     if (any && !stop_signal) stop_signal = any;
-    if (any) dist_weights_landed();  // -z 1: the stop writes a checkpoint of all the weights
+    if (any) dist_weights_landed();  // -zg 1: the stop writes a checkpoint of all the weights
     return any;
 }
 
