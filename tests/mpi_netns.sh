@@ -85,6 +85,14 @@ else
     bad "over TCP, buckets vs blocking differ: $(tail -n 2 "$TMP/bk.log" "$TMP/bl.log")"
 fi
 
+# Open MPI sees two machines (a daemon in each namespace): 32 MiB in flight, not one
+# machine's 2 (util/dist.h, "How many buckets fly at once")
+if grep -q 'not all on one machine: at most 32 MiB of gradients in flight' "$TMP/bk.log"; then
+    ok "the namespaces are two machines to Open MPI: 32 MiB of gradients in flight over TCP"
+else
+    bad "the namespaces' run does not say it spans two machines: $(grep '^processes' "$TMP/bk.log")"
+fi
+
 # the 124M measurements: GPT-2's tokenizer on Tiny Shakespeare encoded with it
 ./data/prepare -i data/tiny_shakespeare.txt -o "$TMP/ts_gpt2" -m bpe -tok data/gpt2_tokenizer.bin > /dev/null 2>&1 \
     || give_up "could not encode Tiny Shakespeare with GPT-2's tokenizer"

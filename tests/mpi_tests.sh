@@ -52,7 +52,8 @@ if [ "$ok_files" == "loss.svg loss.tsv model_00000030.bin state_00000030.bin " ]
 else
     bad "2 processes wrote: $ok_files"
 fi
-if grep -q 'processes: 2, each B=4: a global batch of 8 rows' "$TMP/two.log" \
+one_machine='each B=4: a global batch of 8 rows; on one machine: at most 2 MiB of gradients in flight'
+if grep -q "$one_machine" "$TMP/two.log" \
       && grep -qE '(all-reduce|reduce-scatter) [0-9.]+ ms/step' "$TMP/two.log" \
       && [ "$(grep -c '^step' "$TMP/two.log")" -eq "$(grep -c '^step' "$TMP/one.log")" ]; then
     ok "2 processes: one process prints (one line per step), says the global batch and the gradients' sum's time: $(grep -oE '(all-reduce|reduce-scatter) [^,]+' "$TMP/two.log")"

@@ -703,9 +703,13 @@ static inline void print_training_settings(const Options* o, int threads, const 
     else printf("%s (%zu tokens, %d validation batches%s)\n", o->val_path, val->total_tokens, val_batches,
                 (size_t)val_batches == val->total_batches ? "" : o->val_batches ? " of -m" :
                 ", -m 0: at most " VAL_TOKENS_TEXT " tokens; -m -1 = all");
-    if (dist_replicas() > 1)
-        printf("processes: %d, each B=%d: a global batch of %d rows (util/dist.h)\n", dist.size, o->B,
-               dist.size * o->B);
+    if (dist_replicas() > 1) {
+        printf("processes: %d, each B=%d: a global batch of %d rows; ", dist.size, o->B, dist.size * o->B);
+        if (!dist.buckets) printf("gradients summed after the backward pass (DIST_BLOCKING=1)");
+        else printf("%s: at most %zu MiB of gradients in flight", dist.one_machine ? "on one machine"
+                    : "not all on one machine", dist.sums_in_flight * DIST_BUCKET_BYTES >> 20);
+        printf(" (util/dist.h)\n");
+    }
     if (dist.tp > 1)
         printf("processes: %d share one model (-tpar %d), each the same B=%d rows (util/dist.h)\n", dist.size,
                dist.tp, o->B);

@@ -50,6 +50,10 @@ mpirun, these functions are those of a single process: N = 1, no communication.
 
 // the largest piece of the gradients one nonblocking all-reduce sums (see "buckets" below)
 #define DIST_BUCKET_BYTES ((size_t)1 << 20)
+// at most this many full buckets' bytes of gradients in flight when all the processes share
+// one machine, and between machines ("How many buckets fly at once" below)
+#define DIST_SUMS_IN_FLIGHT_LOCAL 2
+#define DIST_SUMS_IN_FLIGHT_NETWORK 32
 
 typedef struct {
     int rank;                  // this process, 0..size-1; process 0 prints and writes
@@ -69,8 +73,10 @@ typedef struct {
     int tp_rank;               //   this process's share of it, 0..tp-1
     double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
     double tp_step_seconds;    //   of which in the timed training steps (train_gpt2_main.c's run_step)
+    int one_machine;           // all the processes share one machine (its memory)
+    int sums_in_flight;        // the most gradients in flight at once, in full buckets ("buckets")
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0, 1, 0};
 
 // Data parallelism's replicas: the processes (or with -tpar, groups of processes) that each
 // hold the whole model and take their own B rows of the global batch. -tpar splits one model
@@ -225,6 +231,14 @@ static inline void dist_init(int* argc, char*** argv) {
     MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &dist.size);
+    MPI_Comm node;  // the processes on this machine: all of them, or the sums cross a network
+    int on_node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &on_node);
+    MPI_Comm_free(&node);
+    dist.one_machine = on_node == dist.size;
+    MPI_Allreduce(MPI_IN_PLACE, &dist.one_machine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    dist.sums_in_flight = dist.one_machine ? DIST_SUMS_IN_FLIGHT_LOCAL : DIST_SUMS_IN_FLIGHT_NETWORK;
     const char* blocking = getenv("DIST_BLOCKING");  // 1: the reduction after the backward pass
     dist.buckets = dist.size > 1 && provided >= MPI_THREAD_SERIALIZED && !(blocking && atoi(blocking));
     atexit(dist_finalize);
@@ -279,6 +293,18 @@ static inline void dist_average_gradients(float* grads, size_t n) {
 //   scales each finished bucket by 1/N. While buckets fly it is the only
 //   thread calling MPI; the main thread calls MPI only once all have landed, so
 //   MPI_THREAD_SERIALIZED suffices (cheaper than MULTIPLE: no locks inside Open MPI).
+// - How many buckets fly at once. Open MPI's cost per bucket grows with the buckets in
+//   flight (its copies, its temporary buffers, its progress over every pending request):
+//   bench/allreduce_sweep reduced 124M's 475 buckets to their owners in 93-104 ms with 1-2 in
+//   flight, 134 ms with 16, 1.1 s with all at once. In training (124M, 2 processes x 1
+//   thread, one machine) all queued in flight cost the progress thread 280-470 ms of CPU a
+//   step and 15 thousand more page faults than 2 did (70-78 ms), and left 100-300 ms of the
+//   sum exposed against 9-18 (4 in flight: 172 ms of CPU). On one machine the sums are
+//   copies in shared memory, and 2 keep up. Between machines a link is busy only with many
+//   bytes on their way: over TCP between the namespaces at 10 Gbit/s the 124M step took
+//   4.5-5.2 s with 32 in flight, 5.1-6.1 s with 8, 5.9-6.0 s with 2, 6.4-7.1 s with all.
+//   bench/README.md, "Buckets in flight". Every process starts the same buckets in the
+//   same order either way: the limit only delays the next start.
 // Bits: an element is still one MPI_SUM of the N processes' values, times 1/N. On 2
 // processes a + b = b + a whatever the algorithm, so the bits are the blocking reduction's.
 // On 3 or more the order of the sums depends on the algorithm Open MPI picks for a
@@ -373,14 +399,17 @@ static void* dist_progress(void* unused) {
             pthread_cond_wait(&q->wake, &q->lock);
             continue;
         }
-        int n = 0;  // the new buckets: copied out, started unlocked (the weights' a window at a time)
-        size_t gathering = 0;
+        int n = 0;  // the new buckets: copied out, started unlocked, each kind a window at a time
+        size_t flies[2] = {0, 0};  // bytes in flight: [0] gradients' sums, [1] the weights' gather
+        const size_t window[2] = {dist.sums_in_flight * DIST_BUCKET_BYTES, DIST_GATHER_WINDOW};
         for (int k = 0; k < active; k++)
-            gathering += flying[k].group >= 0 ? (size_t)flying[k].count * sizeof(float) : 0;
+            flies[flying[k].group >= 0] += (size_t)flying[k].count * sizeof(float);
         for (const Bucket* b = q->queue + q->started; b < q->queue + q->queued; b++, n++) {
-            size_t bytes = b->group >= 0 ? (size_t)b->count * sizeof(float) : 0;
-            if (bytes > 0 && gathering > 0 && gathering + bytes > DIST_GATHER_WINDOW) break;
-            gathering += bytes;
+            int kind = b->group >= 0;
+            size_t bytes = (size_t)b->count * sizeof(float);  // (a piece of wte's rows, count 1 of
+                                                              // an indexed type, counts 4 bytes)
+            if (flies[kind] > 0 && flies[kind] + bytes > window[kind]) break;
+            flies[kind] += bytes;
         }
         int spin = q->main_waiting;  // the main thread waits for what flies: its core is free
         memcpy(flying + active, q->queue + q->started, (size_t)n * sizeof *flying);
