@@ -707,7 +707,7 @@ static inline void print_training_settings(const Options* o, int threads, const 
         printf("processes: %d, each B=%d: a global batch of %d rows; ", dist.size, o->B, dist.size * o->B);
         if (!dist.buckets) printf("gradients summed after the backward pass (DIST_BLOCKING=1)");
         else printf("%s: at most %zu MiB of gradients in flight", dist.one_machine ? "on one machine"
-                    : "not all on one machine", dist.sums_in_flight * DIST_BUCKET_BYTES >> 20);
+                    : "not all on one machine", dist_sums_window() >> 20);
         printf(" (util/dist.h)\n");
     }
     if (dist.tp > 1)

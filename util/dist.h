@@ -74,9 +74,13 @@ typedef struct {
     double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
     double tp_step_seconds;    //   of which in the timed training steps (train_gpt2_main.c's run_step)
     int one_machine;           // all the processes share one machine (its memory)
-    int sums_in_flight;        // the most gradients in flight at once, in full buckets ("buckets")
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0, 1, 0};
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0, 1};
+
+// the most bytes of gradients in flight at once ("How many buckets fly at once" below)
+static inline size_t dist_sums_window(void) {
+    return (dist.one_machine ? DIST_SUMS_IN_FLIGHT_LOCAL : DIST_SUMS_IN_FLIGHT_NETWORK) * DIST_BUCKET_BYTES;
+}
 
 // Data parallelism's replicas: the processes (or with -tpar, groups of processes) that each
 // hold the whole model and take their own B rows of the global batch. -tpar splits one model
@@ -231,14 +235,12 @@ static inline void dist_init(int* argc, char*** argv) {
     MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &dist.size);
-    MPI_Comm node;  // the processes on this machine: all of them, or the sums cross a network
-    int on_node;
+    MPI_Comm node;  // the processes on this machine: all of them (on every process alike:
+    int on_node;    // if one machine holds fewer, so do all), or the sums cross a network
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &on_node);
     MPI_Comm_free(&node);
     dist.one_machine = on_node == dist.size;
-    MPI_Allreduce(MPI_IN_PLACE, &dist.one_machine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    dist.sums_in_flight = dist.one_machine ? DIST_SUMS_IN_FLIGHT_LOCAL : DIST_SUMS_IN_FLIGHT_NETWORK;
     const char* blocking = getenv("DIST_BLOCKING");  // 1: the reduction after the backward pass
     dist.buckets = dist.size > 1 && provided >= MPI_THREAD_SERIALIZED && !(blocking && atoi(blocking));
     atexit(dist_finalize);
@@ -401,7 +403,7 @@ static void* dist_progress(void* unused) {
         }
         int n = 0;  // the new buckets: copied out, started unlocked, each kind a window at a time
         size_t flies[2] = {0, 0};  // bytes in flight: [0] gradients' sums, [1] the weights' gather
-        const size_t window[2] = {dist.sums_in_flight * DIST_BUCKET_BYTES, DIST_GATHER_WINDOW};
+        const size_t window[2] = {dist_sums_window(), DIST_GATHER_WINDOW};
         for (int k = 0; k < active; k++)
             flies[flying[k].group >= 0] += (size_t)flying[k].count * sizeof(float);
         for (const Bucket* b = q->queue + q->started; b < q->queue + q->queued; b++, n++) {
@@ -482,6 +484,15 @@ static int dist_owner(const float* at, size_t* count) {
     return dist_shard_owner((size_t)(at - grads), count);
 }
 
+// appends bucket b to the queue (the caller holds the lock); a piece of the gather counts in
+// its group's pending pieces
+static void dist_queue_piece(Bucket b) {
+    DistBuckets* q = &buckets;
+    if (q->queued == q->capacity) die("dist_queue_piece: the queue is full");
+    q->queue[q->queued++] = b;
+    if (b.group >= 0) q->group_pending[b.group]++;
+}
+
 // appends the buckets of n floats at `at` to the queue (the caller holds the lock): group -1,
 // gradients to be summed (at their owner with -z 1); group g >= 0, -z 1's gather: weights at
 // `at` in buckets.params, each piece from its owner. Their number
@@ -493,9 +504,7 @@ static int dist_queue(float* at, size_t n, int group) {
         piece = n - done < most ? n - done : most;
         int owner = group < 0 ? dist_owner(at + done, &piece)
                               : dist_shard_owner((size_t)(at + done - q->params), &piece);
-        if (q->queued == q->capacity) die("dist_queue: the queue is full");
-        q->queue[q->queued++] = (Bucket){at + done, (int)piece, 0, owner, group, MPI_FLOAT};
-        if (group >= 0) q->group_pending[group]++;
+        dist_queue_piece((Bucket){at + done, (int)piece, 0, owner, group, MPI_FLOAT});
     }
     return count;
 }
@@ -702,15 +711,6 @@ static inline void dist_gradients_finish(float* grads, size_t n) {
 // files (tests/mpi_tests.sh compares -z 1 -zg 1 with -z 0 bit for bit). Without -zg 1 (or
 // with DIST_BLOCKING=1) the gather runs right after AdamW, in one go (dist_gather_weights
 // below): on 2 cores that was the faster (doc/mpi.md).
-
-// appends to the queue a piece of wte's rows (an indexed type) of group b.group (the caller
-// holds the lock)
-static void dist_queue_piece(Bucket b) {
-    DistBuckets* q = &buckets;
-    if (q->queued == q->capacity) die("dist_queue_piece: the queue is full");
-    q->queue[q->queued++] = b;
-    q->group_pending[b.group]++;
-}
 
 // whether the gather overlaps: -zg 1, buckets on, and a backward pass has told the layout
 static inline int dist_gather_overlaps(void) {
