@@ -27,16 +27,14 @@ Two folders beside this file can be skipped on a first reading:
          Each fast kernel names its plain twin; test_gpt2.c checks one against the other.
   util/  the plumbing: errors and checked I/O, random numbers, data loader, tokenizer,
          sampler, training-state file, command line, the run around a model (run.h:
-         resume, checkpoints, stops, the step's line; train_seq2seq's too), pictures, and
-         data parallelism over MPI (dist.h: N processes share a global batch and average
-         their gradients, or with -tpar share one model, each holding some of every
-         block's heads).
+         resume, checkpoints, stops, the step's line; train_seq2seq's too), pictures.
+This file is one process with whole shapes. Several processes (data parallelism, ZeRO-1,
+tensor parallelism; article 004's model_parallel_size) are its sequel, train_gpt2_parallel.c,
+which reaches in through one extension point: the ParallelHooks a model may hold (NULL here).
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
-V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels.
-With -tpar N (tensor parallelism over N processes, util/dist.h) a process holds its share
-of each block: NH/N of the heads, whose channels are C_local = C/N, and F/N of the MLP's
-hidden units (local_heads, local_channels, local_ff below; all of them without -tpar).
+V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels,
+F the MLP's hidden width (4C), NKV key/value heads (NH; fewer with GQA).
 */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
@@ -50,7 +48,6 @@ hidden units (local_heads, local_channels, local_ff below; all of them without -
 #include "util/random.h"      // splitmix64, random_u64, random_normal
 #include "util/tokenizer.h"   // Tokenizer: ids <-> text
 #include "util/sampler.h"     // Sampler: logits -> next token
-#include "util/dist.h"        // data and tensor parallelism over MPI (-tpar)
 #include "util/schedulers.h"  // learning_rate: llm.c's learning-rate schedules (-k)
 #include "fast/alloc.h"       // alignedMallocCheck: big buffers on huge pages
 #include "fast/buffers.h"     // zero_floats, sum_of_squares: whole buffers over the threads
@@ -73,8 +70,9 @@ typedef struct {
     float scale;      // 1/(1-p): inverted dropout keeps the expected value unchanged
     uint32_t threshold; // an element is dropped when its 24-bit hash is below this
     uint64_t key;     // hash of seed, step, layer and site
-    uint64_t first;   // the index of element 0: the rows before this process's (util/dist.h)
-    uint64_t block, stride;  // -tpar: runs of `block` elements (a row's local heads) every `stride`
+    uint64_t first;   // the index of element 0 in the step's batch: the rows before this micro-batch's
+    uint64_t block, stride;  // 0, or the mask of a slice of a larger tensor: runs of `block` elements,
+                             //   one every `stride` (train_gpt2_parallel.c: a process's heads)
 } DropoutMask;
 
 static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
@@ -84,7 +82,7 @@ static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer
 }
 
 static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
-    if (m->block) idx = idx / m->block * m->stride + idx % m->block;  // -tpar: its heads among all
+    if (m->block) idx = idx / m->block * m->stride + idx % m->block;  // the slice's place in the whole
     return (uint32_t)(splitmix64(m->key ^ (m->first + idx)) >> 40) >= m->threshold;
 }
 
@@ -681,33 +679,24 @@ typedef struct {
     int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
     int pos_encoding, ln_place, activation, mask;  // the variants above
     int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
-    int tp;                 // -tpar: the processes the heads and hidden units are split over
-                            //   (article 004's model_parallel_size); 0 is read as 1. Not in a file
+    int head_size;          // hs; 0 is read as C/NH. Not in a file: only the parallel trainer's
+                            //   processes, each with NH/N of a model's heads, set it
 } GPT2Config;
 
 // the MLP's hidden width: -ff, or 4C (article 003's toy layer has 2d; the paper 4d)
 static int ff_channels(GPT2Config c) { return c.ff ? c.ff : 4 * c.channels; }
+// the size of a head, hs = C/NH
+static int head_size(GPT2Config c) { return c.head_size ? c.head_size : c.channels / c.num_heads; }
+// the channels of the heads' outputs side by side, NH hs (= C)
+static int attention_channels(GPT2Config c) { return c.num_heads * head_size(c); }
 
-// this process's share of a block, with -tpar N (tensor parallelism, util/dist.h): NH/N query
-// heads (article 004's n_local_heads = n_heads // model_parallel_size), NKV/N key/value heads
-// (its n_local_kv_heads), their C/N channels, and F/N of the MLP's hidden units; the whole
-// block without -tpar. Each process's heads are whole heads of hs channels.
-static int tp_size(GPT2Config c) { return c.tp > 1 ? c.tp : 1; }
-static int local_heads(GPT2Config c) { return c.num_heads / tp_size(c); }
-static int local_kv_heads(GPT2Config c) { return c.num_kv_heads / tp_size(c); }
-static int local_channels(GPT2Config c) { return c.channels / tp_size(c); }
-static int local_ff(GPT2Config c) { return ff_channels(c) / tp_size(c); }
+// a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads: 3C
+// channels, or (NH + 2 NKV) hs with GQA
+static int qkv_channels(GPT2Config c) { return (c.num_heads + 2 * c.num_kv_heads) * head_size(c); }
 
-// a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads (with
-// -tpar this process's: 3C/N channels, or (NH + 2 NKV) hs / N with GQA)
-static int qkv_channels(GPT2Config c) {
-    return (local_heads(c) + 2 * local_kv_heads(c)) * (c.channels / c.num_heads);
-}
-
-// the attention of this process's heads (all of them without -tpar)
 static AttentionShape attention_shape(GPT2Config c, int B, int T) {
-    return (AttentionShape){.B = B, .T = T, .C = local_channels(c), .NH = local_heads(c),
-                            .NKV = local_kv_heads(c), .causal = c.mask == MASK_CAUSAL};
+    return (AttentionShape){.B = B, .T = T, .C = attention_channels(c), .NH = c.num_heads,
+                            .NKV = c.num_kv_heads, .causal = c.mask == MASK_CAUSAL};
 }
 
 // The parameters, the activations and the backward's scratch each live in one
@@ -739,11 +728,11 @@ typedef struct {
     float* ln1b;     // (L,C)
     float* qkvw;     // (L,C3,C) Q rows, then K rows, then V rows; C3 = 3C (C + 2 NKV hs with GQA)
     float* qkvb;     // (L,C3)
-    float* attprojw; // (L,C,C_local) C_local = C, or with -tpar the channels of this process's heads
+    float* attprojw; // (L,C,C)
     float* attprojb; // (L,C)
     float* ln2w;     // (L,C)
     float* ln2b;     // (L,C)
-    float* fcw;      // (L,F,C) F = d_ff, 4C unless -ff (with -tpar this process's share of it)
+    float* fcw;      // (L,F,C) F = d_ff, 4C unless -ff
     float* fcb;      // (L,F)
     float* fcprojw;  // (L,C,F)
     float* fcprojb;  // (L,C)
@@ -758,17 +747,13 @@ __attribute__((unused)) static const char* const PARAMETER_NAMES[NUM_PARAMETER_T
 // AdamW decays the matrices (embeddings and matmul weights), not biases or layernorm
 static const int PARAMETER_DECAYS[NUM_PARAMETER_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 static const int LAYER_TENSORS[2] = {2, 14};  // ln1w .. fcprojb: (L, ...), one slice per layer
-// -tpar: the tensors split over the processes (qkvw, qkvb, attprojw by heads; fcw, fcb, fcprojw
-// by hidden units); each process holds the others whole
-static const int PARAMETER_SPLIT[NUM_PARAMETER_TENSORS] = {0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0};
 
-// the sizes of this process's parameters: with -tpar its share of the split tensors
 static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     size_t Vp = cfg.padded_vocab_size, C = cfg.channels, maxT = cfg.max_seq_len, L = cfg.num_layers;
     size_t C3 = qkv_channels(cfg), wpe = cfg.pos_encoding == POS_LEARNED ? maxT * C : 0;
-    size_t F = local_ff(cfg), C_local = local_channels(cfg);
+    size_t F = ff_channels(cfg), CA = attention_channels(cfg);
     size_t shapes[NUM_PARAMETER_TENSORS] = {
-        Vp * C, wpe, L * C, L * C, L * C3 * C, L * C3, L * C * C_local, L * C,
+        Vp * C, wpe, L * C, L * C, L * C3 * C, L * C3, L * C * CA, L * C,
         L * C, L * C, L * F * C, L * F, L * C * F, L * C, C, C};
     memcpy(sizes, shapes, sizeof shapes);
 }
@@ -789,18 +774,18 @@ typedef struct {
     float* ln1_mean;    // (L,B,T)
     float* ln1_rstd;    // (L,B,T)
     float* qkv;         // (L,B,T,C3) the fused Q,K,V projection (q and k rotated with -pe rope)
-    float* atty;        // (L,B,T,C_local) the heads' outputs, before the projection
-    float* att_scores;  // (L,B,NH,T,T) scaled, masked scores (attention steps 1-3; -tpar: NH/N)
+    float* atty;        // (L,B,T,C) the heads' outputs, before the projection
+    float* att_scores;  // (L,B,NH,T,T) scaled, masked scores (attention steps 1-3)
     float* att_probs;   // (L,B,NH,T,T) softmax probabilities (steps 4-5)
     float* att_dropped; // (L,B,NH,T,T) probabilities after dropout (steps 6-7); NULL without dropout
-    float* attproj;     // (L,B,T,C) attention projection (-tpar: summed; after residual dropout)
+    float* attproj;     // (L,B,T,C) attention projection (after residual dropout)
     float* residual2;   // (L,B,T,C) residual + attention branch
     float* ln2;         // (L,B,T,C)
     float* ln2_mean;    // (L,B,T)
     float* ln2_rstd;    // (L,B,T)
     float* fch;         // (L,B,T,F) MLP hidden, before GELU (or ReLU); F = d_ff
     float* fch_act;     // (L,B,T,F) MLP hidden, after it
-    float* fcproj;      // (L,B,T,C) MLP projection (-tpar: summed; after residual dropout)
+    float* fcproj;      // (L,B,T,C) MLP projection (after residual dropout)
     float* residual3;   // (L,B,T,C) residual2 + MLP branch: the layer's output (pre-LN)
     float* lnf;         // (B,T,C)
     float* lnf_mean;    // (B,T)
@@ -810,10 +795,10 @@ typedef struct {
 } ActivationTensors;
 
 static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int dropout) {
-    size_t C = cfg.channels, NH = local_heads(cfg), L = cfg.num_layers, Vp = cfg.padded_vocab_size;
-    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg), F = local_ff(cfg);
+    size_t C = cfg.channels, NH = cfg.num_heads, L = cfg.num_layers, Vp = cfg.padded_vocab_size;
+    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg), F = ff_channels(cfg);
     size_t s[NUM_ACTIVATION_TENSORS] = {
-        BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * local_channels(cfg), att, att,
+        BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * attention_channels(cfg), att, att,
         dropout ? att : 0,
         L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT, L * BT * F, L * BT * F,
         L * BT * C, L * BT * C, BT * C, BT, BT, BT * Vp, BT * Vp};
@@ -836,7 +821,7 @@ typedef struct {
                         //   top layer down: d(residual3) -> d(residual2) -> d(residual)
     float* dbranch;     // (B,T,C) gradient of a branch output (attproj or fcproj) before dropout
     float* dln;         // (B,T,C) gradient of a layernorm's output
-    float* datty;       // (B,T,C_local)
+    float* datty;       // (B,T,C)
     float* dqkv;        // (B,T,C3)
     float* dfch;        // (B,T,F)
     float* dfch_act;   // (B,T,F)
@@ -846,8 +831,8 @@ typedef struct {
 } BackwardScratch;
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
-    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = local_ff(cfg);
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * local_channels(cfg), BT * qkv_channels(cfg),
+    size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = ff_channels(cfg);
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * attention_channels(cfg), BT * qkv_channels(cfg),
                                      BT * F, BT * F, BT, BT, post * BT * C};
     memcpy(sizes, s, sizeof s);
 }
@@ -858,8 +843,31 @@ static void point_scratch(BackwardScratch* s, float* memory, const size_t* sizes
     point_tensors(ptrs, NUM_SCRATCH_TENSORS, memory, sizes);
 }
 
+// The one extension point: the parallel trainer (train_gpt2_parallel.c, article 004) runs this
+// model on N processes by giving it these calls, which the story makes at the named moments
+// of a step. A one-process model holds NULL (model->parallel) and none of them is made.
+typedef struct {
+    // gpt2_forward, before the embedding: the table the embedding reads and, in *ids, the rows
+    // of it for the n tokens (wte and the tokens themselves, unless the weights are in flight)
+    const float* (*embedding_rows)(const float* wte, const int* tokens, int n, int C, const int** ids);
+    void (*weights_ready)(int l);        // before layer l reads its weights (L: lnf and the head)
+    const float* (*branch_bias)(const float* bias);  // the bias a branch's last projection adds
+    void (*branch_sum)(float* x, size_t n);  // a branch's output (forward) or its input's gradient
+                                             //   (backward): this process's part of a sum
+    void (*dropout_slice)(DropoutMask* m, int heads, int row0, int T);  // attention's masks in the whole
+    // gpt2_backward: it begins (the gradients' layout, the micro-batches a step sums); the head
+    // wrote dwte; layer l's gradients are final; encoder_backward is next
+    void (*backward_begin)(float* grads, const size_t* sizes, int tensors, const int* layered, int L,
+                           int micro_batches);
+    void (*head_grads_done)(float* dwte, int rows, int C);
+    void (*layer_grads_done)(int l);
+    void (*embedding_grads_begin)(void);
+    int (*stop_agreed)(void);            // generate: stop here (all processes at the same token)
+} ParallelHooks;
+
 typedef struct {
     GPT2Config config;
+    const ParallelHooks* parallel;  // NULL: one process (see ParallelHooks)
     // the weights
     ParameterTensors params;
     size_t param_sizes[NUM_PARAMETER_TENSORS];
@@ -871,8 +879,8 @@ typedef struct {
     // their gradients, and AdamW's moments (allocated at the first backward / update)
     ParameterTensors grads;
     float* grads_memory;
-    float* m_memory;       // AdamW's moments: with -z 1 of this process's shard of the parameters
-    float* v_memory;       //   alone (util/dist.h, ZeRO-1), else of all of them
+    float* m_memory;       // AdamW's moments
+    float* v_memory;
     int grads_held;        // the gradients hold a sum (gpt2_backward ran since gpt2_zero_grad)
     double grad_squares;   // the sum of their squares, added up by gpt2_backward as each is final
     uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, rewritten by AdamW (fast/bf16.h)
@@ -893,7 +901,7 @@ typedef struct {
     float dropout_p;
     uint64_t dropout_seed;
     long dropout_step; // step of the last forward; -1 = evaluation (no dropout)
-    int dropout_row0;  // N processes: this one's first row of the global batch, whose masks it uses
+    int dropout_row0;  // the batch's first row in the step's rows (-d: micro-batches), whose masks it uses
 } GPT2;
 
 // checks a configuration read from a file or the command line; names the source on failure
@@ -901,7 +909,7 @@ static void check_config(GPT2Config c, const char* source) {
     if (c.max_seq_len <= 0 || c.vocab_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.channels <= 0)
         die("%s: model shape must be positive (maxT %d, V %d, L %d, NH %d, C %d)", source,
             c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels);
-    if (c.channels % c.num_heads != 0)
+    if (!c.head_size && c.channels % c.num_heads != 0)
         die("%s: channels %d are not divisible by heads %d", source, c.channels, c.num_heads);
     if (c.padded_vocab_size < c.vocab_size)
         die("%s: padded vocabulary %d is smaller than the vocabulary %d", source, c.padded_vocab_size,
@@ -912,14 +920,10 @@ static void check_config(GPT2Config c, const char* source) {
             source, c.vocab_size, c.padded_vocab_size, c.channels, c.num_layers, c.max_seq_len);
     if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
         die("%s: key/value heads %d must divide the heads %d", source, c.num_kv_heads, c.num_heads);
-    if (c.pos_encoding == POS_ROPE && (c.channels / c.num_heads) % 2 != 0)
-        die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, c.channels / c.num_heads);
+    if (c.pos_encoding == POS_ROPE && head_size(c) % 2 != 0)
+        die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, head_size(c));
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
-    int N = tp_size(c);  // -tpar: each process holds whole heads and an equal share of the units
-    if (c.num_heads % N || c.num_kv_heads % N || ff_channels(c) % N)
-        die("%s: %d processes do not divide the heads %d, the key/value heads %d and the MLP width %d",
-            source, N, c.num_heads, c.num_kv_heads, ff_channels(c));
     if ((unsigned)c.pos_encoding > POS_SIN || (unsigned)c.ln_place > LN_POST ||
         (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
         die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
@@ -935,7 +939,7 @@ static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
         alignedMallocCheck(model->num_parameters * sizeof(float)), model->param_sizes);
     model->mean_loss = -1.0f;
     model->dropout_step = -1;
-    int maxT = config.max_seq_len, C = config.channels, hs = C / config.num_heads;
+    int maxT = config.max_seq_len, C = config.channels, hs = head_size(config);
     if (config.pos_encoding == POS_SIN)
         sinusoids_init(model->sinusoids = mallocCheck((size_t)maxT * C * sizeof(float)), maxT, C);
     if (config.pos_encoding == POS_ROPE)
@@ -1090,7 +1094,6 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
 }
 
 void gpt2_free(GPT2* model) {
-    dist_mpi_quiet();  // -zg 1: no process's broadcast may still be writing into the weights
     aligned_free(model->params_memory); aligned_free(model->grads_memory);
     aligned_free(model->m_memory); aligned_free(model->v_memory);
     free(model->sinusoids); free(model->rope_angles);
@@ -1110,9 +1113,9 @@ typedef struct {
 } LayerParams;
 
 static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
-    size_t C = c.channels, C3 = qkv_channels(c), F = local_ff(c), C_local = local_channels(c);
+    size_t C = c.channels, C3 = qkv_channels(c), F = ff_channels(c), CA = attention_channels(c);
     LayerParams lp = {p.ln1w + l * C, p.ln1b + l * C, p.qkvw + l * C3 * C, p.qkvb + l * C3,
-                      p.attprojw + l * C * C_local, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
+                      p.attprojw + l * C * CA, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
                       p.fcw + l * F * C, p.fcb + l * F, p.fcprojw + l * F * C, p.fcprojb + l * C};
     return lp;
 }
@@ -1131,12 +1134,12 @@ static float* block_output(const GPT2* model, int l, int B, int T) {
 static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
     const ActivationTensors* a = &model->acts;
     GPT2Config c = model->config;
-    size_t C = c.channels, NH = local_heads(c), BT = (size_t)B * T, C_local = local_channels(c);
-    size_t att = NH * BT * T, C3 = qkv_channels(c), F = local_ff(c);
+    size_t C = c.channels, NH = c.num_heads, BT = (size_t)B * T, CA = attention_channels(c);
+    size_t att = NH * BT * T, C3 = qkv_channels(c), F = ff_channels(c);
     LayerActs la = {
         l == 0 ? a->encoded : block_output(model, l - 1, B, T),
         a->ln1 + l * BT * C, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, a->qkv + l * BT * C3,
-        a->atty + l * BT * C_local, a->att_scores + l * att, a->att_probs + l * att,
+        a->atty + l * BT * CA, a->att_scores + l * att, a->att_probs + l * att,
         a->att_dropped ? a->att_dropped + l * att : NULL,
         a->attproj + l * BT * C, a->residual2 + l * BT * C, a->ln2 + l * BT * C, a->ln2_mean + l * BT,
         a->ln2_rstd + l * BT, a->fch + l * BT * F, a->fch_act + l * BT * F,
@@ -1150,53 +1153,51 @@ static DropoutMask model_dropout(const GPT2* model, int layer, int site) {
     DropoutMask m = dropout_mask(p, model->dropout_seed, (uint64_t)model->dropout_step, layer, site);
     int T = model->cur_T, NH = model->config.num_heads, C = model->config.channels;
     m.first = (uint64_t)model->dropout_row0 * (site == DROP_ATT_PROBS ? NH * T * T : T * C);  // rows before
-    if (site == DROP_ATT_PROBS && tp_size(model->config) > 1) {  // -tpar: each local head's masks are
-        int NH_local = local_heads(model->config);                // those of its head in the whole model
-        m.block = (uint64_t)NH_local * T * T, m.stride = (uint64_t)NH * T * T;
-        m.first += (uint64_t)dist.tp_rank * NH_local * T * T;
-    }
+    if (site == DROP_ATT_PROBS && model->parallel)
+        model->parallel->dropout_slice(&m, NH, model->dropout_row0, T);
     return m;
 }
 
-// -tpar (util/dist.h): the projections that end a branch (attproj, fcproj) are split by their
-// inputs, so each process's product is a partial sum, and dist_tp_sum adds them; the bias,
-// which every process holds whole, is added once, by process 0 of them
-static const float* tp_bias(const float* bias) { return dist.tp_rank == 0 ? bias : NULL; }
+// the end of a branch, out = x W^T + b: its bias, and (several processes) the sum of their parts
+static const float* branch_bias(const GPT2* model, const float* bias) {
+    return model->parallel ? model->parallel->branch_bias(bias) : bias;
+}
+static void branch_sum(const GPT2* model, float* x, size_t n) {
+    if (model->parallel) model->parallel->branch_sum(x, n);
+}
 
 // attention branch: attproj = dropout(proj(attention(qkv(in)))), with q and k rotated
-// between the projection and the scores when the positions are RoPE's. With -tpar, qkv and
-// the attention are this process's heads' (C_local of the channels), and attproj their sum.
+// between the projection and the scores when the positions are RoPE's
 static void attention_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
     GPT2Config c = model->config;
-    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads, C_local = local_channels(c);
+    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = head_size(c), CA = attention_channels(c);
     LayerParams w = layer_params(model->params, c, l);
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     matmul_forward(a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);  // qkv is (B,T,C3): Q, then K, then V
     if (c.pos_encoding == POS_ROPE)
-        rope_forward(a.qkv, model->rope_angles, B, T, C3, local_heads(c) + local_kv_heads(c), hs, 0);
-    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + C_local,
+        rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, 0);
+    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + CA,
                       attention_shape(c, B, T), &att_drop);
-    matmul_forward(a.attproj, a.atty, w.attprojw, tp_bias(w.attprojb), BT, C_local, C);
-    dist_tp_sum(a.attproj, (size_t)BT * C);  // -tpar: the sum over all the heads, on every process
+    matmul_forward(a.attproj, a.atty, w.attprojw, branch_bias(model, w.attprojb), BT, CA, C);
+    branch_sum(model, a.attproj, (size_t)BT * C);
     dropout_forward(a.attproj, (size_t)BT * C, &att_out_drop);
 }
 
-// MLP branch: fcproj = dropout(proj(act(fc(in)))), act GELU or ReLU. With -tpar, fch holds
-// this process's hidden units, and fcproj their sum with the other processes'.
+// MLP branch: fcproj = dropout(proj(act(fc(in)))), act GELU or ReLU
 static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     LayerParams w = layer_params(model->params, c, l);
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
-    int F = local_ff(c);  // d_ff (or -tpar's share of it): only the shapes depend on it
+    int F = ff_channels(c);  // d_ff: only the shapes depend on it
     matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, F);
     if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * F);
     else gelu_forward(a.fch_act, a.fch, (size_t)BT * F);
-    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, tp_bias(w.fcprojb), BT, F, C);
-    dist_tp_sum(a.fcproj, (size_t)BT * C);  // -tpar: the sum over all the hidden units
+    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, branch_bias(model, w.fcprojb), BT, F, C);
+    branch_sum(model, a.fcproj, (size_t)BT * C);
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
 }
 
@@ -1250,18 +1251,17 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     model->cur_T = T;
 
     ActivationTensors a = model->acts;
-    // -zg 1: this pass starts the new weights' gather and waits for each group as it needs it
-    // (util/dist.h); the embedding then reads the batch's rows of wte packed, ids indexing them
-    const int* ids;
-    const float* wte_rows = dist_embedding_rows(model->params.wte, inputs, BT, C, &ids);
-    encoder_forward(a.encoded, ids, wte_rows, position_table(model), B, T, C);
+    const ParallelHooks* par = model->parallel;
+    const int* ids = inputs;
+    const float* wte = par ? par->embedding_rows(model->params.wte, inputs, BT, C, &ids) : model->params.wte;
+    encoder_forward(a.encoded, ids, wte, position_table(model), B, T, C);
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     dropout_forward(a.encoded, (size_t)BT * C, &embed_drop);
     for (int l = 0; l < L; l++) {
-        dist_weights_ready(l);  // layer l's
+        if (par) par->weights_ready(l);
         block_forward(model, l, B, T);
     }
-    dist_weights_ready(L);  // the final layernorm's and the head's (all of wte)
+    if (par) par->weights_ready(L);
     const float* last = block_output(model, L - 1, B, T);
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, model->params.lnfw, model->params.lnfb, BT, C);
     matmul_forward(a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
@@ -1295,18 +1295,18 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     BackwardScratch* s = &model->scratch;
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
-    int F = local_ff(c);  // d_ff (or -tpar's share): the same steps as with 4C, other shapes
+    int F = ff_channels(c);  // d_ff: the same steps as with 4C, other shapes
     matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C, gw);
     if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
     else gelu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
     matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
-    dist_tp_sum(s->dln, BTC);  // -tpar: in reaches every hidden unit; its gradient sums their shares
+    branch_sum(model, s->dln, BTC);
 }
 
 static void attention_branch_backward(GPT2* model, int l, const float* in, const float* dout, int B, int T,
                                       GradWrite gw) {
     GPT2Config c = model->config;
-    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = C / c.num_heads, C_local = local_channels(c);
+    int C = c.channels, BT = B * T, C3 = qkv_channels(c), hs = head_size(c), CA = attention_channels(c);
     LayerParams w = layer_params(model->params, c, l);
     LayerParams dw = layer_params(model->grads, c, l);
     LayerActs a = layer_acts(model, l, B, T);
@@ -1314,13 +1314,13 @@ static void attention_branch_backward(GPT2* model, int l, const float* in, const
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
-    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, C_local, C, gw);
-    attention_backward(s->dqkv, s->dqkv + C_local, s->datty, a.qkv, a.qkv + C_local, a.att_probs,
+    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, CA, C, gw);
+    attention_backward(s->dqkv, s->dqkv + CA, s->datty, a.qkv, a.qkv + CA, a.att_probs,
                        a.att_dropped, attention_shape(c, B, T), &att_drop);
     if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
-        rope_backward(s->dqkv, model->rope_angles, B, T, C3, local_heads(c) + local_kv_heads(c), hs);
+        rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
     matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3, gw);
-    dist_tp_sum(s->dln, (size_t)BT * C);  // -tpar: in feeds every head; its gradient sums their shares
+    branch_sum(model, s->dln, (size_t)BT * C);
 }
 
 // post-LN: the stream between two layernorms feeds both a branch and the residual sum after
@@ -1396,7 +1396,9 @@ void gpt2_backward(GPT2* model) {
     // the loss is the mean over B*T positions, so each position's loss has weight 1/(B*T);
     // over the B*T*n positions of n accumulated micro-batches, 1/(B*T*n)
     int n = model->grad_accum > 1 ? model->grad_accum : 1;
-    dist_backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS, LAYER_TENSORS, L, n);
+    const ParallelHooks* par = model->parallel;
+    if (par) par->backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS, LAYER_TENSORS,
+                                 L, n);
     for (int i = 0; i < BT; i++)
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
@@ -1404,22 +1406,22 @@ void gpt2_backward(GPT2* model) {
     // after gpt2_zero_grad, each gradient's first writer stores (no pass zeroes them); else add
     GradWrite gw = model->grads_held ? GRAD_ADD : GRAD_STORE;
     matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp, gw);
-    dist_head_done(model->grads.wte, Vp, C);  // N processes: wte's rows no batch reads are final
+    if (par) par->head_grads_done(model->grads.wte, Vp, C);
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = block_output(model, L - 1, B, T);
     layernorm_backward(s->dres, model->grads.lnfw, model->grads.lnfb, s->dln, last,
                        model->params.lnfw, a.lnf_mean, a.lnf_rstd, BT, C, gw);
-    int own_norm = dist.size == 1;  // N processes: the norm is of the sum, taken after it lands
+    int own_norm = !par;  // (several processes: the norm is of their sum, taken after it lands)
     model->grad_squares = own_norm ? sum_of_squares(model->grads.lnfw, 2 * (size_t)C) : 0.0;  // lnfw, lnfb
     for (int l = L - 1; l >= 0; l--) {
         block_backward(model, l, B, T, gw);
-        dist_layer_done(l);  // N processes: its gradients are final; their sum starts (util/dist.h)
+        if (par) par->layer_grads_done(l);
         if (own_norm) model->grad_squares += layer_grad_squares(model, l);
     }
     // s->dres is now the gradient of the (dropped-out) embedding sum
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     const float* dencoded = dropout_grad(s->dbranch, s->dres, BTC, &embed_drop);
-    dist_embedding_begin();  // N processes: the batch's rows of wte back to this process's values
+    if (par) par->embedding_grads_begin();
     encoder_backward(model->grads.wte, model->grads.wpe, dencoded, model->inputs, B, T, C, gw);
     if (gw == GRAD_STORE && model->grads.wpe)  // the positions past T: none wrote them
         memset(model->grads.wpe + (size_t)T * C, 0, (size_t)(c.max_seq_len - T) * C * sizeof(float));
@@ -1432,40 +1434,10 @@ void gpt2_backward(GPT2* model) {
 // ----------------------------------------------------------------------------
 // AdamW, gradient clipping, learning-rate schedule
 
-// N processes: the squares of the mean gradients, by the chunks of fast/buffers.h added in
-// chunk order; with -z 1 a process holds the mean of its shard alone, sums its shard's chunks
-// and gathers the others' sums (util/dist.h), so the total is the same bits either way
-static double mean_grad_squares(const GPT2* model) {
-    double partial[SQUARES_CHUNKS], total = 0.0;
-    int first, last;
-    dist_shard_chunks(SQUARES_CHUNKS, &first, &last);
-    sum_of_squares_chunks(model->grads_memory, model->num_parameters, first, last, partial);
-    dist_gather_chunks(partial);
-    for (int j = 0; j < SQUARES_CHUNKS; j++)
-        total += partial[j];
-    return total;
-}
-
-// -tpar: the squares of the whole model's gradients, from every process's share: each sums
-// its split tensors, process 0 also the tensors every process holds whole (their gradients
-// are the same on all), and dist_tp_sum_double adds the processes' sums
-static double tp_grad_squares(const GPT2* model) {
-    double mine = 0.0;
-    size_t offset = 0;
-    for (int k = 0; k < NUM_PARAMETER_TENSORS; offset += model->param_sizes[k++])
-        if (PARAMETER_SPLIT[k] || dist.tp_rank == 0)
-            mine += sum_of_squares(model->grads_memory + offset, model->param_sizes[k]);
-    return dist_tp_sum_double(mine);
-}
-
 // the global L2 norm of all gradients, sqrt(sum of g^2), in double, in an order that does
 // not depend on the number of threads (fast/buffers.h): summed by gpt2_backward as they were
-// written, or by a pass of its own over N processes' mean (the all-reduce writes it last) or
-// (-tpar) over their shares
-float gpt2_grad_norm(const GPT2* model) {
-    if (dist.size == 1) return (float)sqrt(model->grad_squares);
-    return (float)sqrt(dist.tp > 1 ? tp_grad_squares(model) : mean_grad_squares(model));
-}
+// written
+float gpt2_grad_norm(const GPT2* model) { return (float)sqrt(model->grad_squares); }
 
 // the factor that brings the gradients' global norm down to max_norm (1 when it is already
 // below, or when max_norm is 0 = no clipping); AdamW applies it as it reads each gradient,
@@ -1475,12 +1447,11 @@ float grad_clip_scale(float norm, float max_norm) {
 }
 
 // AdamW's moments of n parameters, zero until the first update (or read from a training-state
-// file): of this process's shard of them with -z 1 (util/dist.h), else of all of them
+// file)
 void allocate_moments(float** m, float** v, size_t n) {
     if (*m) return;
-    size_t shard = dist_shard_end(n) - dist_shard_begin();
-    *m = alignedCallocCheck(shard, sizeof(float));
-    *v = alignedCallocCheck(shard, sizeof(float));
+    *m = alignedCallocCheck(n, sizeof(float));
+    *v = alignedCallocCheck(n, sizeof(float));
 }
 
 // the optimiser's settings: AdamW, the learning-rate schedule, clipping
@@ -1529,49 +1500,11 @@ void adamw_update(float* params, uint16_t* params_bf16, const float* grads, floa
     }
 }
 
-// -zg 1 with -prec bf16: the bf16 copy of a piece of another process's shard, once it landed
-static void bf16_round_landed(void* model, size_t offset, size_t count) {
-    GPT2* m = model;
-    bf16_round_all(m->params_bf16 + offset, m->params_memory + offset, count);
-}
-
-// -z 1 (ZeRO-1, util/dist.h): AdamW on this process's shard [lo, hi) of the parameters, with
-// the moments of that shard alone; then every process's new weights to every process, now,
-// or with -zg 1 during the next forward pass, layer by layer (the bf16 copy of -prec bf16
-// rounded from them as they land); timed: the waits count as the gather's time
-static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t,
-                              int timed) {
-    size_t n = model->num_parameters, lo = dist_shard_begin(), hi = dist_shard_end(n);
-    size_t sizes[NUM_PARAMETER_TENSORS], start = 0;  // the shard's part of each tensor
-    for (int k = 0; k < NUM_PARAMETER_TENSORS; start += model->param_sizes[k++]) {
-        size_t from = start > lo ? start : lo, to = start + model->param_sizes[k];
-        to = to < hi ? to : hi;
-        sizes[k] = to > from ? to - from : 0;
-    }
-    uint16_t* bf16 = model->params_bf16 ? model->params_bf16 + lo : NULL;
-    adamw_update(model->params_memory + lo, bf16, model->grads_memory + lo, model->m_memory,
-                 model->v_memory, sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr, grad_scale, t);
-    if (dist_gather_overlaps()) {  // the next forward pass starts the gather
-        dist_gather_due(model->params_memory, timed, bf16 ? bf16_round_landed : NULL, model);
-        return;
-    }
-    dist_gather_weights(model->params_memory);  // all of them, now
-    if (bf16) {
-        bf16_round_all(model->params_bf16, model->params_memory, lo);
-        bf16_round_all(model->params_bf16 + hi, model->params_memory + hi, n - hi);
-    }
-}
-
 void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale, int t) {
-    double t0 = now_seconds(), gathered = dist.gather_seconds;
-    int first = !model->m_memory;  // the first update touches the moments' new pages: not timed
     allocate_moments(&model->m_memory, &model->v_memory, model->num_parameters);
-    if (dist.zero) gpt2_update_shard(model, opt, lr, grad_scale, t, !first);
-    else adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
-                      model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
-                      grad_scale, t);
-    if (first) dist.gather_seconds = gathered;  // (a blocking gather's time is the gather's)
-    else dist.update_seconds += now_seconds() - t0 - (dist.gather_seconds - gathered), dist.updates++;
+    adamw_update(model->params_memory, model->params_bf16, model->grads_memory, model->m_memory,
+                 model->v_memory, model->param_sizes, PARAMETER_DECAYS, NUM_PARAMETER_TENSORS, opt, lr,
+                 grad_scale, t);
 }
 
 // ----------------------------------------------------------------------------
@@ -1583,11 +1516,10 @@ typedef struct {
     float lr;    // the learning rate of this step
 } StepStats;
 
-// The end of a training step, its gradients summed in model->grads: their mean over the
-// processes, their global norm, clipping, and AdamW at the scheduled learning rate.
+// The end of a training step, its gradients summed in model->grads: their global norm,
+// clipping, and AdamW at the scheduled learning rate.
 // A non-finite norm leaves the weights untouched (the trainer stops).
 StepStats gpt2_optimizer_step(GPT2* model, int step, const AdamWConfig* opt) {
-    dist_gradients_finish(model->grads_memory, model->num_parameters);  // N processes: the mean
     StepStats s = {model->mean_loss, gpt2_grad_norm(model), 0.0f};
     s.lr = learning_rate(opt->schedule, step, opt->lr, opt->warmup, opt->max_steps, opt->final_lr_frac);
     if (isfinite(s.norm)) gpt2_update(model, opt, s.lr, grad_clip_scale(s.norm, opt->grad_clip), step + 1);
@@ -1618,14 +1550,13 @@ typedef struct {
     float* keys;     // (L,NKV,maxT,hs) cached keys, each head's in one block: attention
                      //   reads them from position 0 to pos, one contiguous stream. GQA
                      //   stores only the NKV shared heads: NH/NKV times fewer bytes per token.
-                     //   -tpar: this process's NKV/N heads alone (article 004's cache_k)
     float* values;   // (L,NKV,maxT,hs) cached values, the same layout
     float* x;        // (C) the residual stream of the new position
     float* ln;       // (C) layernorm output
-    float* qkv;      // (C3) Q,K,V of the new position (-tpar: of this process's heads)
-    float* atty;     // (C_local) attention output of the new position
+    float* qkv;      // (C3) Q,K,V of the new position
+    float* atty;     // (C) attention output of the new position
     float* proj;     // (C) output of a projection (attention or MLP)
-    float* fch;      // (F) MLP hidden (-tpar: this process's units)
+    float* fch;      // (F) MLP hidden
     float* att;      // (NH,maxT) the new query's scores, then e^(score - max) (softmax unnormalised)
     float* logits;   // (Vp)
     float* buffers;  // the memory of x .. logits, one allocation
@@ -1637,14 +1568,14 @@ typedef struct {
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
     size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len;
-    size_t kv_C = local_kv_heads(c) * (C / c.num_heads);  // the cached K (V) heads' channels
+    size_t kv_C = (size_t)c.num_kv_heads * head_size(c);  // the cached K (V) heads' channels
     // Zeroed, so touched, here: a fresh page costs microseconds on this kind of machine,
     // and a cache touched on first use would make every token or two of the generation
     // pay for one (for GPT-2 124M, about 0.4 ms per token).
     kv->keys = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     kv->values = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
     float** ptrs[] = {&kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch, &kv->att, &kv->logits};
-    size_t sizes[] = {C, C, qkv_channels(c), local_channels(c), C, local_ff(c), local_heads(c) * maxT,
+    size_t sizes[] = {C, C, qkv_channels(c), attention_channels(c), C, ff_channels(c), c.num_heads * maxT,
                       c.padded_vocab_size};
     size_t n = 8;
     kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
@@ -1696,12 +1627,10 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
 
 // feeds one token at position kv->pos; returns the logits (Vp) for the next token. Every
 // variant of the training forward, on one position: the same layers, the same order.
-// With -tpar every process runs it with the same token: NH, NKV, C_local and F are its share
-// (of the heads, their channels and the MLP's units), and the projections' sums are all-reduced.
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
-    int C = c.channels, hs = C / c.num_heads, C3 = qkv_channels(c), C_local = local_channels(c);
-    int NH = local_heads(c), NKV = local_kv_heads(c), F = local_ff(c);
+    int C = c.channels, hs = head_size(c), C3 = qkv_channels(c), CA = attention_channels(c);
+    int NH = c.num_heads, NKV = c.num_kv_heads, F = ff_channels(c);
     int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST;
     if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
     if (token < 0 || token >= c.vocab_size)
@@ -1719,20 +1648,20 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
             rope_forward(kv->qkv, model->rope_angles, 1, 1, C3, NH + NKV, hs, pos);
         for (int h = 0; h < NKV; h++) {                                      // cache K and V
             size_t slot = ((size_t)h * maxT + pos) * hs;
-            memcpy(keys + slot, kv->qkv + C_local + h * hs, hs * sizeof(float));
-            memcpy(values + slot, kv->qkv + C_local + (NKV + h) * hs, hs * sizeof(float));
+            memcpy(keys + slot, kv->qkv + CA + h * hs, hs * sizeof(float));
+            memcpy(values + slot, kv->qkv + CA + (NKV + h) * hs, hs * sizeof(float));
         }
-        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C_local, NH, NKV, maxT);
-        matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, tp_bias(w.attprojb), C_local, C);
-        dist_tp_sum(kv->proj, C);  // -tpar: all the heads' sum
+        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, CA, NH, NKV, maxT);
+        matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, branch_bias(model, w.attprojb), CA, C);
+        branch_sum(model, kv->proj, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
         matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
         if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, F);
         else gelu_forward(kv->fch, kv->fch, F);
-        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, tp_bias(w.fcprojb), F, C);
-        dist_tp_sum(kv->proj, C);  // -tpar: all the hidden units' sum
+        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, branch_bias(model, w.fcprojb), F, C);
+        branch_sum(model, kv->proj, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
     }
@@ -1761,7 +1690,8 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
     for (int i = 0; i < prompt_len - 1; i++)
         gpt2_forward_token(model, kv, prompt[i]);
     int token = prompt[prompt_len - 1];
-    while (generated < n && !dist_tp_stop_agreed()) {  // Ctrl-C: stop within a token (-tpar: all at one)
+    const ParallelHooks* par = model->parallel;
+    while (generated < n && !(par ? par->stop_agreed() : stop_signal)) {  // Ctrl-C: stop within a token
         if (kv->pos == maxT) {
             if (!slide) {
                 fprintf(out, "\n[generation stopped: the context reached the model's maxT of %d tokens]",

@@ -1,13 +1,12 @@
 /*
-train_gpt2_main.c: the program train_gpt2, around train_gpt2.c's GPT-2: with -tpar each
-process's share cut from the whole model and put back together for the writers, the
-validation loss, Hugging Face's GPT-2 files (-e, -hf), the run's setup from the flags
+train_gpt2_main.c: the program train_gpt2, around train_gpt2.c's GPT-2 and its sequel for
+several processes, train_gpt2_parallel.c: the validation loss, Hugging Face's GPT-2 files (-e, -hf), the run's setup from the flags
 (util/cli.h), the training loop (train() calls run_step() once per step) and the attention
 maps (-am). Resume, checkpoints, the stops and the step's line are util/run.h's, the same
 as train_seq2seq's. Plumbing: a reader of the model may skip it; main() at the bottom shows
 what each part is for.
 */
-#include "train_gpt2.c"
+#include "train_gpt2_parallel.c"  // train_gpt2.c, the model, and its run on N processes (MPI)
 #include <sys/stat.h>
 
 #include "util/dataloader.h"  // DataLoader: batches from llm.c token files
@@ -17,99 +16,6 @@ what each part is for.
 #include "util/svg.h"         // pictures: attention maps, the loss curve
 #include "util/progress.h"    // elapsed time, ETA, the progress of a long validation
 #include "util/hf_gpt2.h"     // Hugging Face's GPT-2 files, in llm.c's checkpoint layout
-
-// ----------------------------------------------------------------------------
-// -tpar: the model split over the processes (tensor parallelism, util/dist.h)
-
-// the parameters of the whole model: those of one process without -tpar
-static size_t whole_parameters(GPT2Config c) {
-    size_t sizes[NUM_PARAMETER_TENSORS];
-    c.tp = 0;
-    fill_in_parameter_sizes(sizes, c);
-    return sum_sizes(sizes, NUM_PARAMETER_TENSORS);
-}
-
-// rows x cols floats, whose rows lie ld_to (ld_from) floats apart
-static void copy_block(float* to, size_t ld_to, const float* from, size_t ld_from, size_t rows, size_t cols) {
-    for (size_t i = 0; i < rows; i++)
-        memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
-}
-
-// Process r's share of the model's parameters, between the whole model's buffer (whole:
-// llm.c's layout, as in a checkpoint) and its own (mine: c's layout, split c.tp ways): copied
-// to_mine (a process takes its share of the model loaded or initialised whole), or back
-// (process 0 puts the shares together to write the whole model). The tensors that are not
-// split go whole. Of layer l's split tensors, with C_local = C/N, KV_local = (NKV/N) hs,
-// F_local = F/N (N = c.tp), process r holds:
-//   qkvw (C + 2 NKV hs, C), the Q rows, then K's, then V's: its query heads' rows of Q, from
-//     r C_local on, and its K/V heads' rows of K and of V, from r KV_local on in each:
-//     (C_local + 2 KV_local, C); qkvb the same entries;
-//   attprojw (C, C): in every row, the C_local columns its heads' outputs meet: (C, C_local)
-//     (in the article's x W_O, whose W_O is this matrix transposed: rows of W_O);
-//   fcw (F, C) and fcb (F): its hidden units' rows, from r F_local on;
-//   fcprojw (C, F): in every row, its units' columns: (C, F_local).
-static void tp_copy_share(GPT2Config c, int r, float* whole, float* mine, int to_mine) {
-    GPT2Config one = c;
-    one.tp = 0;
-    size_t whole_sizes[NUM_PARAMETER_TENSORS], my_sizes[NUM_PARAMETER_TENSORS], at_whole = 0, at_mine = 0;
-    fill_in_parameter_sizes(whole_sizes, one);
-    fill_in_parameter_sizes(my_sizes, c);
-    for (int k = 0; k < NUM_PARAMETER_TENSORS; at_whole += whole_sizes[k], at_mine += my_sizes[k], k++) {
-        float *w = whole + at_whole, *m = mine + at_mine;
-        if (!PARAMETER_SPLIT[k]) copy_block(to_mine ? m : w, 0, to_mine ? w : m, 0, 1, my_sizes[k]);
-    }
-    ParameterTensors W, M;
-    point_parameters(&W, whole, whole_sizes);
-    point_parameters(&M, mine, my_sizes);
-    size_t C = c.channels, hs = C / c.num_heads, KV = c.num_kv_heads * hs, C_local = local_channels(c);
-    size_t KV_local = local_kv_heads(c) * hs, F = ff_channels(c), F_local = local_ff(c);
-    for (int l = 0; l < c.num_layers; l++) {
-        LayerParams w = layer_params(W, one, l), m = layer_params(M, c, l);
-        struct Piece { float *whole, *mine; size_t rows, cols, ld_whole, ld_mine; } piece[] = {
-            {w.qkvw + r * C_local * C, m.qkvw, C_local, C, C, C},                           // Q
-            {w.qkvw + (C + r * KV_local) * C, m.qkvw + C_local * C, KV_local, C, C, C},     // K
-            {w.qkvw + (C + KV + r * KV_local) * C, m.qkvw + (C_local + KV_local) * C, KV_local, C, C, C},
-            {w.qkvb + r * C_local, m.qkvb, 1, C_local, 0, 0},
-            {w.qkvb + C + r * KV_local, m.qkvb + C_local, 1, KV_local, 0, 0},
-            {w.qkvb + C + KV + r * KV_local, m.qkvb + C_local + KV_local, 1, KV_local, 0, 0},
-            {w.attprojw + r * C_local, m.attprojw, C, C_local, C, C_local},
-            {w.fcw + r * F_local * C, m.fcw, F_local, C, C, C},
-            {w.fcb + r * F_local, m.fcb, 1, F_local, 0, 0},
-            {w.fcprojw + r * F_local, m.fcprojw, C, F_local, F, F_local}};
-        for (size_t k = 0; k < sizeof piece / sizeof piece[0]; k++) {
-            struct Piece p = piece[k];
-            if (to_mine) copy_block(p.mine, p.ld_mine, p.whole, p.ld_whole, p.rows, p.cols);
-            else copy_block(p.whole, p.ld_whole, p.mine, p.ld_mine, p.rows, p.cols);
-        }
-    }
-}
-
-// -tpar N: the whole model, loaded or initialised alike on every process (so that N processes
-// start from one process's weights), cut to process r's share
-void gpt2_take_share(GPT2* model, int N, int r) {
-    GPT2 whole = *model;
-    GPT2Config c = whole.config;
-    c.tp = N;
-    check_config(c, "-tpar");
-    gpt2_allocate_parameters(model, c);
-    tp_copy_share(c, r, whole.params_memory, model->params_memory, 1);
-    gpt2_free(&whole);
-}
-
-// -tpar: a buffer of the whole model's layout (its parameters, or AdamW's moments, which are
-// laid out alike) on process 0, put together from every process's share `mine`; NULL on the
-// others. Every process calls it.
-static float* tp_gather_whole(const GPT2* model, const float* mine) {
-    size_t n = model->num_parameters;
-    float* whole = dist.rank == 0 ? mallocCheck(whole_parameters(model->config) * sizeof(float)) : NULL;
-    float* theirs = dist.rank == 0 ? mallocCheck(n * sizeof(float)) : NULL;
-    for (int r = 0; r < dist.tp; r++) {
-        dist_tp_collect(theirs, mine, n, r);  // process r's share to process 0
-        if (dist.rank == 0) tp_copy_share(model->config, r, whole, r == 0 ? (float*)mine : theirs, 0);
-    }
-    free(theirs);
-    return whole;
-}
 
 // ----------------------------------------------------------------------------
 // the program
@@ -212,28 +118,6 @@ static RunModel run_model(const GPT2* m) {
     return (RunModel){m->params_memory, m->num_parameters, m->m_memory, m->v_memory, m, write_checkpoint};
 }
 
-// -tpar: process 0's share of the model, and the parameters' memory per process: the split
-// matrices 1/N of one process's, the rest whole on each
-static void print_tensor_parallel(const GPT2* model) {
-    if (dist.tp == 1) return;
-    GPT2Config c = model->config, one = c;
-    int N = dist.tp, NH = local_heads(c), NKV = local_kv_heads(c), F = local_ff(c);
-    printf("tensor parallelism: -tpar %d, process 0 of %d holds heads 0-%d of %d (key/value heads 0-%d of "
-           "%d) and MLP units 0-%d of %d\n", N, N, NH - 1, c.num_heads, NKV - 1, c.num_kv_heads, F - 1,
-           F * N);
-    size_t whole_sizes[NUM_PARAMETER_TENSORS], split = 0, split_whole = 0, shared = 0;
-    one.tp = 0;
-    fill_in_parameter_sizes(whole_sizes, one);
-    for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
-        if (PARAMETER_SPLIT[k]) split += model->param_sizes[k], split_whole += whole_sizes[k];
-        else shared += model->param_sizes[k];
-    }
-    double MiB = sizeof(float) / 1048576.0;
-    printf("parameters per process: split matrices %.2f MiB (%.2f MiB on one process) + the rest, whole on "
-           "each, %.2f MiB = %.2f MiB (%.2f MiB)\n", split * MiB, split_whole * MiB, shared * MiB,
-           (split + shared) * MiB, (split_whole + shared) * MiB);
-}
-
 // the model: resumed from -o, loaded with -e, or fresh; with the tokenizer that names
 // its vocabulary
 void setup_model(const Options* o, Run* r) {
@@ -300,14 +184,15 @@ void setup_model(const Options* o, Run* r) {
         r->have_tokenizer = 0;
     }
     dist_shards_setup(r->model.num_parameters, SQUARES_CHUNKS);  // -z 1: this process's shard
+    parallel_attach(&r->model);  // N processes: the story's hooks (train_gpt2_parallel.c)
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist_replica() * o->B;
     r->model.grad_accum = o->grad_accum;  // -d: each micro-batch's gradients weigh 1/grad_accum
     if (r->ckpt.resume_step >= 0) {
-        allocate_moments(&r->model.m_memory, &r->model.v_memory, r->model.num_parameters);
+        parallel_allocate_moments(&r->model);
         RunModel m = run_model(&r->model);
-        size_t n = whole_parameters(c);
+        size_t n = parameters_of(c);
         if (dist.tp > 1)  // -tpar: the file's whole moments, then this process's share of them
             m = (RunModel){.num_parameters = n, .m = mallocCheck(n * sizeof(float)),
                            .v = mallocCheck(n * sizeof(float))};
@@ -320,7 +205,7 @@ void setup_model(const Options* o, Run* r) {
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
-           whole_parameters(c) / 1e6, o->precision, GEMM_PRODUCTS_NAME);
+           parameters_of(c) / 1e6, o->precision, GEMM_PRODUCTS_NAME);
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)
         printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);
@@ -387,7 +272,7 @@ void setup_data(Options* o, Run* r) {
     const char* resumed_dir = r->ckpt.resume_step >= 0 ? o->out_dir : NULL;  // its loss.tsv
     history_init(&r->ckpt.history, o->max_steps, resumed_dir, r->state.step);
     snprintf(r->ckpt.title, sizeof r->ckpt.title, "train_gpt2 -o %s: %.2fM parameters, B=%d T=%d, %s",
-             o->out_dir, whole_parameters(r->model.config) / 1e6, o->B, o->T, o->train_path);
+             o->out_dir, parameters_of(whole_config(r->model.config)) / 1e6, o->B, o->T, o->train_path);
     if (o->out_dir[0] && o->max_steps > 0 && dist.rank == 0) {
         check_output_dir(o->out_dir, "-o");  // fail now, not at the end
         protect_output_dir(o);
@@ -399,9 +284,8 @@ void setup_data(Options* o, Run* r) {
 // them with whole_model_free)
 static GPT2 whole_model(const GPT2* model) {
     if (dist.tp == 1) return *model;
-    GPT2 whole = {.config = model->config};
-    whole.config.tp = 0;
-    whole.num_parameters = whole_parameters(whole.config);
+    GPT2 whole = {.config = whole_config(model->config)};
+    whole.num_parameters = parameters_of(whole.config);
     whole.params_memory = tp_gather_whole(model, model->params_memory);
     return whole;
 }
@@ -427,6 +311,7 @@ void run_free(Run* r, const Options* o) {
     if (r->have_tokenizer) tokenizer_free(&r->tokenizer);
     if (o->max_steps > 0) dataloader_free(&r->train);
     if (r->have_val) dataloader_free(&r->val);
+    dist_mpi_quiet();  // -zg 1: no process's broadcast may still be writing into the weights
     gpt2_free(&r->model);
 }
 
@@ -493,7 +378,7 @@ static void run_step(const Options* o, Run* r, int step, RunClock* clock) {
     size_t last_rows = (size_t)(o->grad_accum - 1) * dist_replicas() * o->B;  // every process's, this pass
     dist_step_tokens(r->train.inputs + last_rows * o->T, (size_t)dist_replicas() * o->B * o->T);
     gpt2_backward(&r->model);
-    StepStats s = gpt2_optimizer_step(&r->model, step, &r->adamw);
+    StepStats s = parallel_optimizer_step(&r->model, step, &r->adamw);
     stop_if_not_finite("gradient norm", s.norm, step, &r->ckpt);
     history_step(&r->ckpt.history, step, loss, s.lr);
     if (step > clock->first_step)  // a timed step: its share of -tpar's all-reduces (util/dist.h)

@@ -70,7 +70,7 @@ static double sum_of_squares_list(const float* const* p, const size_t* n, int co
 
 // partial[j] = the squares of chunk j of g[0..n), for the chunks first .. last - 1 (a
 // ZeRO-1 shard's); the sum of all SQUARES_CHUNKS in order is sum_of_squares(g, n)
-static void sum_of_squares_chunks(const float* g, size_t n, int first, int last, double* partial) {
+static inline void sum_of_squares_chunks(const float* g, size_t n, int first, int last, double* partial) {
     #pragma omp parallel for schedule(static) if (n >= 65536)
     for (int j = first; j < last; j++)
         partial[j] = chunk_squares(g, n, j);
