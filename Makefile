@@ -129,7 +129,7 @@ endif
 
 # the story, its program, and the headers beside them: the speed engine (fast/) and the
 # plumbing (util/)
-SRC = train_gpt2.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) .build-flags
+SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) .build-flags
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 

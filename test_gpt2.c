@@ -333,7 +333,7 @@ static void test_finite_differences(void) {
         k.b = random_floats(&rng, k.OC, 0, 1);
         dx = garbage(&rng, BTC); dw = zeros((size_t)k.OC * k.C); db = zeros(k.OC);
         if (k.fast) matmul_backward(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC, GRAD_ADD);
-        else matmul_backward_plain(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC);
+        else matmul_backward_plain(dx, dw, db, k.R, k.x, k.w, (int)BT, k.C, k.OC, GRAD_ADD);
         fd_check(k.fast ? "matmul (fast) dinp" : "matmul (plain) dinp", &k, fwd_matmul, BT * k.OC, k.x, BTC,
                  dx);
         fd_check(k.fast ? "matmul (fast) dweight" : "matmul (plain) dweight", &k, fwd_matmul, BT * k.OC, k.w,
@@ -479,7 +479,7 @@ static void test_fast_matmul(void) {
         memcpy(dx2, dx1, (size_t)BT * C * 4); memcpy(dw2, dw1, (size_t)OC * C * 4);
         matmul_forward_plain(y1, x, w, b, BT, C, OC);
         matmul_forward(y2, x, w, b, BT, C, OC);
-        matmul_backward_plain(dx1, dw1, db1, dy, x, w, BT, C, OC);
+        matmul_backward_plain(dx1, dw1, db1, dy, x, w, BT, C, OC, GRAD_ADD);
         matmul_backward(dx2, dw2, db2, dy, x, w, BT, C, OC, GRAD_ADD);
         float ey = rel(compare(y2, y1, 1, (size_t)BT * OC, 0));
         float ex = rel(compare(dx2, dx1, 1, (size_t)BT * C, 0));
@@ -1819,14 +1819,16 @@ static void test_determinism(const char* model_path) {
     gpt2_free(&plain);
 }
 
-// The trap of the first-writer stores (GRAD_STORE, fast/buffers.h): a parameter tensor whose
+// The trap of the first-writer stores (GRAD_STORE, train_gpt2.c's GradWrite): a parameter tensor whose
 // backward adds where it should store, or that no backward writes at all, would keep (or
 // add to) last step's gradient. Every gradient starts as NaN, then gpt2_zero_grad and one
 // backward must write every element of every parameter's gradient; a tensor with an element
-// left unwritten fails by its name. For the reference models a-d: GPT-2 and every variant.
-static void test_gradients_written(const char* model_path) {
+// left unwritten fails by its name. For the reference models a-d: GPT-2 and every variant,
+// with the fast kernels and with the plain twins (-kernels plain), which keep the same contract.
+static void test_gradients_written(const char* model_path, int plain) {
     GPT2 m;
     gpt2_build_from_checkpoint(&m, model_path);
+    m.plain = plain;
     int B = 2, T = m.config.max_seq_len / 2 < 32 ? m.config.max_seq_len / 2 : 32;  // wpe's rows past T too
     int x[64], y[64];
     for (int i = 0; i < B * T; i++) {
@@ -1851,12 +1853,52 @@ static void test_gradients_written(const char* model_path) {
                      PARAMETER_NAMES[k], left, m.param_sizes[k]);
     }
     check(!unwritten[0], "every gradient NaN, then gpt2_zero_grad + backward writes every element of every "
-          "parameter's gradient (%s, T=%d of maxT %d)%s%s", model_path, T, m.config.max_seq_len,
-          unwritten[0] ? ": left unwritten:" : "", unwritten);
+          "parameter's gradient (%s, %s kernels, T=%d of maxT %d)%s%s", model_path, plain ? "plain" : "fast",
+          T, m.config.max_seq_len, unwritten[0] ? ": left unwritten:" : "", unwritten);
     gpt2_free(&m);
 }
 
-// the one-pass gradients (GRAD_STORE, fast/buffers.h): after gpt2_zero_grad the backward's
+// -kernels plain: the story's plain twins in place of the fast kernels change no loss, logit or
+// gradient beyond the products' tolerance: one training step's forward and backward (twice, so
+// that the second backward after gpt2_zero_grad must store, not add), and the KV cache's logits
+static void test_plain_kernels(const char* model_path) {
+    GPT2 m[2];
+    int B = 2, T = 16, x[32], y[32];
+    for (int i = 0; i < B * T; i++)
+        x[i] = (i * 5 + 2) % 65, y[i] = (i * 3 + 1) % 65;
+    KVCache kv[2];
+    const float* logits[2];
+    for (int p = 0; p < 2; p++) {
+        gpt2_build_from_checkpoint(&m[p], model_path);
+        m[p].plain = p;
+        for (int pass = 0; pass < 2; pass++) {
+            gpt2_forward(&m[p], pass ? y : x, pass ? x : y, B, T, -1);
+            gpt2_zero_grad(&m[p]);
+            gpt2_backward(&m[p]);
+        }
+        kvcache_init(&kv[p], m[p].config);
+        for (int t = 0; t < 5; t++)
+            logits[p] = gpt2_forward_token(&m[p], &kv[p], x[t]);
+    }
+    float loss = fabsf(m[1].mean_loss - m[0].mean_loss) / fabsf(m[0].mean_loss), worst = 0.0f;
+    const char* worst_name = "";
+    size_t at = 0;
+    for (int k = 0; k < NUM_PARAMETER_TENSORS; at += m[0].param_sizes[k++]) {
+        float e = m[0].param_sizes[k] ? rel(compare(m[1].grads_memory + at, m[0].grads_memory + at, 1,
+                                                    m[0].param_sizes[k], 0)) : 0.0f;
+        if (e > worst) worst = e, worst_name = PARAMETER_NAMES[k];
+    }
+    int V = m[0].config.vocab_size;
+    float gen = rel(compare(logits[1], logits[0], 1, V, 0));
+    check(loss <= TOL_FAST_REL && worst <= 1e-5f && gen <= TOL_FAST_REL,
+          "-kernels plain against fast (%s): loss %.1e, gradients %.1e (worst %s; tolerance 1e-5 of the "
+          "tensor's largest), KV-cache logits %.1e (tolerance %.0e)", model_path, loss, worst, worst_name, gen,
+          TOL_FAST_REL);
+    for (int p = 0; p < 2; p++)
+        kvcache_free(&kv[p]), gpt2_free(&m[p]);
+}
+
+// the one-pass gradients (GRAD_STORE, train_gpt2.c's GradWrite): after gpt2_zero_grad the backward's
 // first writers store, so a model that held other gradients (of a longer batch: wpe's rows
 // past T too) gets a fresh model's bits; without gpt2_zero_grad a second backward adds
 // (gradient accumulation); the squares summed during the backward give the norm of a
@@ -2027,7 +2069,7 @@ static WorkedExample article002_worked_example(void) {
     float e3[3];
     for (int i = 0; i < 3; i++) {
         // e3 = exp(score - max)
-        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3);
+        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3, 0);
         for (int j = 0; j < 3; j++)
             w.Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
     }
@@ -2757,7 +2799,9 @@ int main(int argc, char** argv) {
         test_one_pass_gradients(a);
         for (int i = 0; i < 4; i++) {  // GPT-2 (a, b) and the variants (c, d)
             snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            test_gradients_written(a);
+            test_gradients_written(a, 0);
+            test_gradients_written(a, 1);
+            test_plain_kernels(a);
         }
         test_variant_gradients();
         test_variant_kv_cache();

@@ -15,7 +15,8 @@ It reads and writes llm.c's file formats (doc/formats.md). Reading order:
      (train() calls run_step() once per step) and main(), which only sets up (setup_model,
      setup_generation, setup_data: plumbing, the model, data and sampler from the flags).
 No global switch changes what a layer computes: a backward adds (+=) into its parameters'
-gradients unless its call says GRAD_STORE (=, a step's first writer; fast/buffers.h).
+gradients unless its call says GRAD_STORE (=, a step's first writer; GradWrite below), the plain
+twins as the fast kernels; with -kernels plain every matrix product runs this file's loops.
 Attention carries comments numbered like the steps of the article "因果自注意力"
 (causal self-attention): forward steps 1-8, backward steps 1-8 (grep "step 1 (").
 The block variants of articles 003 and 004 (GQA, RoPE, sinusoidal positions, post-LN,
@@ -89,11 +90,18 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // ----------------------------------------------------------------------------
 // the layers: each forward with its backward. Backward functions ADD (+=) into the
 // gradients of parameters (a weight used at every position sums its gradient over all of
-// them), unless the call says GRAD_STORE (=: a step's first writer, fast/buffers.h), and
+// them), unless the call says GRAD_STORE (=: a step's first writer), and
 // into the residual stream's gradient
 // (layernorm_backward: the stream feeds a layernorm and also passes on through the residual,
 // and the two gradients add up). The gradient of an activation that has one user is
 // WRITTEN (=): no buffer has to be zeroed before a layer's backward.
+
+// How a backward writes a parameter's gradient, an argument of every call: GRAD_ADD (+=, the
+// layers' contract; -d's micro-batches add up), or GRAD_STORE (=), which a step's first writer
+// of each gradient passes after gpt2_zero_grad, so that no pass over the gradients has to zero
+// them first: the stored value is the same float as 0 + the sum. (GRAD_ADD is 1, as sgemm's
+// accumulate flag, which fast/matmul.h takes.)
+typedef enum { GRAD_STORE = 0, GRAD_ADD = 1 } GradWrite;
 
 // encoder: token embedding plus position embedding
 // out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C): learned (GPT-2),
@@ -113,10 +121,11 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
 
 // Several positions may hold the same token, so dwte rows receive several additions.
 // To stay deterministic without locks, each thread owns a slice of the channels and
-// walks all positions in order. dwpe is NULL when the positions are not learned. gw says
-// how dwpe's rows 0..T-1 are written; dwte adds (GPT-2's first writer of it is the tied head).
+// walks all positions in order. dwpe is NULL when the positions are not learned. dwte's rows
+// are added to (GPT-2's first writer of dwte is the tied output head): with GRAD_STORE only
+// dwpe is written, its rows 0..T-1 (the positions past T have no gradient: the caller's).
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C,
-                      GradWrite gw) {
+                      GradWrite gw_wpe) {
     #pragma omp parallel for schedule(static)
     for (int c0 = 0; c0 < C; c0 += 16) {
         int c1 = c0 + 16 < C ? c0 + 16 : C;
@@ -127,7 +136,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
                 float* dwpe_t = dwpe ? dwpe + (size_t)t * C : NULL;
                 for (int i = c0; i < c1; i++) {
                     dwte_ix[i] += dout_bt[i];
-                    if (dwpe_t) dwpe_t[i] = (gw == GRAD_STORE && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
+                    if (dwpe_t) dwpe_t[i] = (gw_wpe == GRAD_STORE && b == 0 ? 0.0f : dwpe_t[i]) + dout_bt[i];
                 }
             }
         }
@@ -222,7 +231,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 //
 // The plain pair below is the one to read: three loops, the maths as it is. The model
 // calls matmul_forward / matmul_backward (fast/matmul.h), which hand the same products
-// to a cache- and register-blocked sgemm; test_gpt2.c checks one pair against the other.
+// to a cache- and register-blocked sgemm, unless it runs with -kernels plain: then these
+// (model_matmul_forward below). test_gpt2.c checks one pair against the other.
 
 void matmul_forward_plain(float* out, const float* inp, const float* weight, const float* bias,
                           int BT, int C, int OC) {
@@ -232,6 +242,7 @@ void matmul_forward_plain(float* out, const float* inp, const float* weight, con
         for (int o = 0; o < OC; o++) {
             const float* w = weight + (size_t)o * C;
             float sum = bias ? bias[o] : 0.0f;
+            #pragma omp simd reduction(+ : sum)
             for (int i = 0; i < C; i++)
                 sum += x[i] * w[i];
             out[(size_t)bt * OC + o] = sum;
@@ -240,9 +251,9 @@ void matmul_forward_plain(float* out, const float* inp, const float* weight, con
 }
 
 // With out = x W^T + b: dx = dout W, dW = dout^T x, db = column sums of dout.
-// dinp is written; dweight and dbias are added to.
+// dinp is written; dweight and dbias are added to, or written (GRAD_STORE), as gw says.
 void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const float* dout,
-                           const float* inp, const float* weight, int BT, int C, int OC) {
+                           const float* inp, const float* weight, int BT, int C, int OC, GradWrite gw) {
     #pragma omp parallel for
     for (int bt = 0; bt < BT; bt++) {
         const float* dy = dout + (size_t)bt * OC;
@@ -259,6 +270,9 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
     for (int o = 0; o < OC; o++) {
         float* dw = dweight + (size_t)o * C;
         float db = 0.0f;
+        if (gw == GRAD_STORE)
+            for (int i = 0; i < C; i++)
+                dw[i] = 0.0f;
         for (int bt = 0; bt < BT; bt++) {
             float dy = dout[(size_t)bt * OC + o];
             const float* x = inp + (size_t)bt * C;
@@ -266,7 +280,25 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
                 dw[i] += dy * x[i];
             db += dy;
         }
-        if (dbias) dbias[o] += db;
+        if (dbias) dbias[o] = (gw == GRAD_STORE ? 0.0f : dbias[o]) + db;
+    }
+}
+
+// The plain twin of attention's matrix products (fast/gemm.h's matmul_ABt, matmul_AB and
+// matmul_AtB): C (M,N) = op(A) op(B), plus C itself when add, where op(A) is A (M,K), or with
+// tA the transpose of A (K,M), and op(B) is B (K,N), or with tB the transpose of B (N,K). The
+// rows of each lie ld floats apart, so a head's slice is passed as it lies in memory.
+void matmul_plain(float* Cm, int ldc, const float* A, int lda, int tA, const float* Bm, int ldb, int tB,
+                  int M, int N, int K, int add) {
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            #pragma omp simd reduction(+ : sum)
+            for (int k = 0; k < K; k++)
+                sum += (tA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                       (tB ? Bm[(size_t)j * ldb + k] : Bm[(size_t)k * ldb + j]);
+            Cm[(size_t)i * ldc + j] = (add ? Cm[(size_t)i * ldc + j] : 0.0f) + sum;
+        }
     }
 }
 
@@ -303,7 +335,26 @@ typedef struct {
     int Tk;       // keys per sequence; 0 = T. Cross-attention: the source length Ts
     int q_stride, kv_stride;  // floats from one row of q (of kv) to the next; 0 = the fused row C3
     const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
+    int plain;    // 1: the products by matmul_plain (-kernels plain); 0: by fast/gemm.h's kernels
 } AttentionShape;
+
+// the products of one head's slices, named by their formulas, computed as s.plain says
+static void head_ABt(AttentionShape s, float* Cm, int ldc, const float* A, int lda, const float* Bm, int ldb,
+                     int M, int N, int K) {  // C = A B^T
+    if (s.plain) matmul_plain(Cm, ldc, A, lda, 0, Bm, ldb, 1, M, N, K, 0);
+    else matmul_ABt(Cm, ldc, A, lda, Bm, ldb, M, N, K);
+}
+static void head_AB(AttentionShape s, float* Cm, int ldc, const float* A, int lda, const float* Bm, int ldb,
+                    int M, int N, int K) {  // C = A B
+    if (s.plain) matmul_plain(Cm, ldc, A, lda, 0, Bm, ldb, 0, M, N, K, 0);
+    else matmul_AB(Cm, ldc, A, lda, Bm, ldb, M, N, K);
+}
+static void head_AtB(AttentionShape s, float* Cm, int ldc, const float* A, int lda, const float* Bm, int ldb,
+                     int M, int N, int K, int add) {  // C = A^T B, or C += A^T B
+    if (s.plain) matmul_plain(Cm, ldc, A, lda, 1, Bm, ldb, 0, M, N, K, add);
+    else if (add) matmul_AtB_add(Cm, ldc, A, lda, Bm, ldb, M, N, K);
+    else matmul_AtB(Cm, ldc, A, lda, Bm, ldb, M, N, K);
+}
 
 // the zero fields filled in (Tk = T, rows of C3 = C + 2 NKV hs); an impossible shape dies here
 static AttentionShape attention_shape_filled(AttentionShape s) {
@@ -339,7 +390,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
             const float* v_h = k_h + s.NKV * hs;
             size_t head = ((size_t)b * NH + h) * T * Tk;         // this head's (T,Tk) matrices
             // step 1 (计算注意力分数): att = Q_h K_h^T, every query against every key
-            matmul_ABt(att_scores + head, Tk, q_h, s.q_stride, k_h, s.kv_stride, T, Tk, hs);
+            head_ABt(s, att_scores + head, Tk, q_h, s.q_stride, k_h, s.kv_stride, T, Tk, hs);
             for (int t = 0; t < T; t++) {
                 float* scores_row = att_scores + head + (size_t)t * Tk;
                 float* probs_row = att_probs + head + (size_t)t * Tk;
@@ -375,8 +426,8 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
             }
             // step 8 (计算 att · V): the output of position t is the weighted sum of values,
             //   out_h = att_dropped V_h
-            matmul_AB(out + (size_t)b * T * C + h * hs, C, att_dropped + head, Tk, v_h, s.kv_stride, T, hs,
-                      Tk);
+            head_AB(s, out + (size_t)b * T * C + h * hs, C, att_dropped + head, Tk, v_h, s.kv_stride, T, hs,
+                    Tk);
         }
     }
 }
@@ -449,20 +500,18 @@ void attention_backward(float* dq, float* dkv, const float* dout, const float* q
                 float* grad_att = thread_scratch((size_t)T * Tk);    // (T,Tk)
                 // step 1 (计算输入梯度对注意力的梯度): grad_att = G_in V_h^T, the gradient of
                 //   the (dropped-out) probabilities
-                matmul_ABt(grad_att, Tk, dy, C, v_h, s.kv_stride, T, Tk, hs);
+                head_ABt(s, grad_att, Tk, dy, C, v_h, s.kv_stride, T, Tk, hs);
                 // step 2 (计算输入梯度对 V_h 的梯度): grad_v = att_dropped^T G_in; value t2
                 //   collects att_dropped[t][t2] dy_t from every query t that saw it. With GQA
                 //   a K/V head's gradient is the sum over its group's query heads (the
                 //   backward of repeat_kv's copies): the first head writes it, the others add
-                if (g == 0) matmul_AtB(dv_h, s.kv_stride, att_dropped + head, Tk, dy, C, Tk, hs, T);
-                else matmul_AtB_add(dv_h, s.kv_stride, att_dropped + head, Tk, dy, C, Tk, hs, T);
+                head_AtB(s, dv_h, s.kv_stride, att_dropped + head, Tk, dy, C, Tk, hs, T, g > 0);
                 attention_rows_backward(grad_att, att_probs + head, s, b, scale, drop, head);
                 // step 7 (计算对 Q_h 的梯度): grad_q = grad_att K_h, row t of dQ a weighted sum of keys
-                matmul_AB(dq_h, s.q_stride, grad_att, Tk, k_h, s.kv_stride, T, hs, Tk);
+                head_AB(s, dq_h, s.q_stride, grad_att, Tk, k_h, s.kv_stride, T, hs, Tk);
                 // step 8 (计算对 K_h 的梯度): grad_k = grad_att^T Q_h, key t2 collects
                 //   grad_att[t][t2] q_t (summed over the group, as dV)
-                if (g == 0) matmul_AtB(dk_h, s.kv_stride, grad_att, Tk, q_h, s.q_stride, Tk, hs, T);
-                else matmul_AtB_add(dk_h, s.kv_stride, grad_att, Tk, q_h, s.q_stride, Tk, hs, T);
+                head_AtB(s, dk_h, s.kv_stride, grad_att, Tk, q_h, s.q_stride, Tk, hs, T, g > 0);
             }
         }
     }
@@ -832,8 +881,8 @@ typedef struct {
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
     size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = ff_channels(cfg);
-    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * attention_channels(cfg), BT * qkv_channels(cfg),
-                                     BT * F, BT * F, BT, BT, post * BT * C};
+    size_t s[NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * attention_channels(cfg),
+                                     BT * qkv_channels(cfg), BT * F, BT * F, BT, BT, post * BT * C};
     memcpy(sizes, s, sizeof s);
 }
 
@@ -868,6 +917,7 @@ typedef struct {
 typedef struct {
     GPT2Config config;
     const ParallelHooks* parallel;  // NULL: one process (see ParallelHooks)
+    int plain;      // -kernels plain: every matrix product by this file's plain loops, not fast/'s
     // the weights
     ParameterTensors params;
     size_t param_sizes[NUM_PARAMETER_TENSORS];
@@ -1107,6 +1157,27 @@ void gpt2_free(GPT2* model) {
 // ----------------------------------------------------------------------------
 // the forward and backward passes of the whole model
 
+// the matmul as the model runs it: with -kernels plain the plain pair of this file, which a
+// reader reads; else fast/matmul.h's, which computes the same products faster
+static void model_matmul_forward(const GPT2* model, float* out, const float* inp, const float* weight,
+                                 const float* bias, int BT, int C, int OC) {
+    if (model->plain) matmul_forward_plain(out, inp, weight, bias, BT, C, OC);
+    else matmul_forward(out, inp, weight, bias, BT, C, OC);
+}
+static void model_matmul_backward(const GPT2* model, float* dinp, float* dweight, float* dbias,
+                                  const float* dout, const float* inp, const float* weight, int BT, int C,
+                                  int OC, GradWrite gw) {
+    if (model->plain) matmul_backward_plain(dinp, dweight, dbias, dout, inp, weight, BT, C, OC, gw);
+    else matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC, gw);
+}
+
+// the attention of a model's heads, its products computed as the model says
+static AttentionShape model_attention_shape(const GPT2* model, int B, int T) {
+    AttentionShape s = attention_shape(model->config, B, T);
+    s.plain = model->plain;
+    return s;
+}
+
 // the layer-l slices of the parameters (or of their gradients) and of the cached activations
 typedef struct {
     float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
@@ -1175,12 +1246,12 @@ static void attention_branch_forward(GPT2* model, int l, const float* in, int B,
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
-    matmul_forward(a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);  // qkv is (B,T,C3): Q, then K, then V
+    model_matmul_forward(model, a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);  // qkv is (B,T,C3): Q, then K, then V
     if (c.pos_encoding == POS_ROPE)
         rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, 0);
     attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + CA,
-                      attention_shape(c, B, T), &att_drop);
-    matmul_forward(a.attproj, a.atty, w.attprojw, branch_bias(model, w.attprojb), BT, CA, C);
+                      model_attention_shape(model, B, T), &att_drop);
+    model_matmul_forward(model, a.attproj, a.atty, w.attprojw, branch_bias(model, w.attprojb), BT, CA, C);
     branch_sum(model, a.attproj, (size_t)BT * C);
     dropout_forward(a.attproj, (size_t)BT * C, &att_out_drop);
 }
@@ -1193,10 +1264,10 @@ static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T
     LayerActs a = layer_acts(model, l, B, T);
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     int F = ff_channels(c);  // d_ff: only the shapes depend on it
-    matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, F);
+    model_matmul_forward(model, a.fch, in, w.fcw, w.fcb, BT, C, F);
     if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * F);
     else gelu_forward(a.fch_act, a.fch, (size_t)BT * F);
-    matmul_forward(a.fcproj, a.fch_act, w.fcprojw, branch_bias(model, w.fcprojb), BT, F, C);
+    model_matmul_forward(model, a.fcproj, a.fch_act, w.fcprojw, branch_bias(model, w.fcprojb), BT, F, C);
     branch_sum(model, a.fcproj, (size_t)BT * C);
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
 }
@@ -1264,7 +1335,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     if (par) par->weights_ready(L);
     const float* last = block_output(model, L - 1, B, T);
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, model->params.lnfw, model->params.lnfb, BT, C);
-    matmul_forward(a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
+    model_matmul_forward(model, a.logits, a.lnf, model->params.wte, NULL, BT, C, Vp);  // tied output head
     softmax_forward(a.probs, a.logits, BT, V, Vp);
     model->mean_loss = -1.0f;
     if (targets) {
@@ -1296,10 +1367,11 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
     int F = ff_channels(c);  // d_ff: the same steps as with 4C, other shapes
-    matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C, gw);
+    model_matmul_backward(model, s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C,
+                          gw);
     if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
     else gelu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
-    matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
+    model_matmul_backward(model, s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
     branch_sum(model, s->dln, BTC);
 }
 
@@ -1314,12 +1386,13 @@ static void attention_branch_backward(GPT2* model, int l, const float* in, const
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     const float* dattproj = dropout_grad(s->dbranch, dout, (size_t)BT * C, &att_out_drop);
-    matmul_backward(s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, CA, C, gw);
+    model_matmul_backward(model, s->datty, dw.attprojw, dw.attprojb, dattproj, a.atty, w.attprojw, BT, CA, C,
+                          gw);
     attention_backward(s->dqkv, s->dqkv + CA, s->datty, a.qkv, a.qkv + CA, a.att_probs,
-                       a.att_dropped, attention_shape(c, B, T), &att_drop);
+                       a.att_dropped, model_attention_shape(model, B, T), &att_drop);
     if (c.pos_encoding == POS_ROPE)  // dq and dk back through the rotation
         rope_backward(s->dqkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs);
-    matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3, gw);
+    model_matmul_backward(model, s->dln, dw.qkvw, dw.qkvb, s->dqkv, in, w.qkvw, BT, C, C3, gw);
     branch_sum(model, s->dln, (size_t)BT * C);
 }
 
@@ -1397,15 +1470,16 @@ void gpt2_backward(GPT2* model) {
     // over the B*T*n positions of n accumulated micro-batches, 1/(B*T*n)
     int n = model->grad_accum > 1 ? model->grad_accum : 1;
     const ParallelHooks* par = model->parallel;
-    if (par) par->backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS, LAYER_TENSORS,
-                                 L, n);
+    if (par)
+        par->backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS, LAYER_TENSORS, L, n);
     for (int i = 0; i < BT; i++)
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
     crossentropy_softmax_backward(dlogits, s->dlosses, a.probs, model->targets, BT, V, Vp);
     // after gpt2_zero_grad, each gradient's first writer stores (no pass zeroes them); else add
     GradWrite gw = model->grads_held ? GRAD_ADD : GRAD_STORE;
-    matmul_backward(s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp, gw);
+    model_matmul_backward(model, s->dln, model->grads.wte, NULL, dlogits, a.lnf, model->params.wte, BT, C, Vp,
+                          gw);
     if (par) par->head_grads_done(model->grads.wte, Vp, C);
     zero_floats(s->dres, BTC);  // the final layernorm is the only user of the last residual
     const float* last = block_output(model, L - 1, B, T);
@@ -1588,10 +1662,20 @@ void kvcache_free(KVCache* kv) {
     free(kv->tokens); weights_bf16_free(&kv->bf16);
 }
 
+// one position's product, out (OC) = W x + b: the plain twin with -kernels plain, else
+// fast/matvec_bf16.h's (from the bf16 weights under -prec bf16)
+static void token_matmul(const GPT2* model, KVCache* kv, float* out, const float* x, const float* weight,
+                         const float* bias, int IC, int OC) {
+    if (model->plain) matmul_forward_plain(out, x, weight, bias, 1, IC, OC);
+    else matvec_token(&kv->bf16, out, x, weight, bias, IC, OC);
+}
+
 // attention of the newest position (pos) against the cached keys/values of layer l
-// q is (C): the new position's query, all heads; keys and values are (NKV,maxT,hs)
+// q is (C): the new position's query, all heads; keys and values are (NKV,maxT,hs);
+// plain: step 8's weighted sum of the values by the plain loop (-kernels plain)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
-                                     const float* values, int pos, int C, int NH, int NKV, int maxT) {
+                                     const float* values, int pos, int C, int NH, int NKV, int maxT,
+                                     int plain) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for
@@ -1619,7 +1703,11 @@ static void attention_forward_cached(float* out, float* att, const float* q, con
         float* o = out + h * hs;             // step 8: o = sum of p_t2 v_t2, normalised at the end
         for (int i = 0; i < hs; i++)
             o[i] = 0.0f;
-        add_weighted_rows(o, scores, 1, values + kvh * maxT * hs, hs, pos + 1, hs);
+        const float* v = values + kvh * maxT * hs;
+        if (!plain) add_weighted_rows(o, scores, 1, v, hs, pos + 1, hs);
+        for (int t2 = 0; plain && t2 <= pos; t2++)
+            for (int i = 0; i < hs; i++)
+                o[i] += scores[t2] * v[(size_t)t2 * hs + i];
         for (int i = 0; i < hs; i++)
             o[i] *= inv_sum;
     }
@@ -1643,7 +1731,7 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
         float* keys = kv->keys + (size_t)l * maxT * NKV * hs;
         float* values = kv->values + (size_t)l * maxT * NKV * hs;
         if (!post) layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);
-        matvec_token(&kv->bf16, kv->qkv, post ? kv->x : kv->ln, w.qkvw, w.qkvb, C, C3);
+        token_matmul(model, kv, kv->qkv, post ? kv->x : kv->ln, w.qkvw, w.qkvb, C, C3);
         if (c.pos_encoding == POS_ROPE)  // at the absolute position: the same angles as in training
             rope_forward(kv->qkv, model->rope_angles, 1, 1, C3, NH + NKV, hs, pos);
         for (int h = 0; h < NKV; h++) {                                      // cache K and V
@@ -1651,22 +1739,23 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
             memcpy(keys + slot, kv->qkv + CA + h * hs, hs * sizeof(float));
             memcpy(values + slot, kv->qkv + CA + (NKV + h) * hs, hs * sizeof(float));
         }
-        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, CA, NH, NKV, maxT);
-        matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, branch_bias(model, w.attprojb), CA, C);
+        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, CA, NH, NKV, maxT,
+                                 model->plain);
+        token_matmul(model, kv, kv->proj, kv->atty, w.attprojw, branch_bias(model, w.attprojb), CA, C);
         branch_sum(model, kv->proj, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
-        matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
+        token_matmul(model, kv, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
         if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, F);
         else gelu_forward(kv->fch, kv->fch, F);
-        matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, branch_bias(model, w.fcprojb), F, C);
+        token_matmul(model, kv, kv->proj, kv->fch, w.fcprojw, branch_bias(model, w.fcprojb), F, C);
         branch_sum(model, kv->proj, C);
         residual_forward(kv->x, kv->x, kv->proj, C);
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
     }
     layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, p->lnfw, p->lnfb, 1, C);
-    matvec_token(&kv->bf16, kv->logits, kv->ln, p->wte, NULL, C, c.vocab_size);  // padded rows: unused
+    token_matmul(model, kv, kv->logits, kv->ln, p->wte, NULL, C, c.vocab_size);  // padded rows: unused
     kv->tokens[pos] = token;
     kv->pos++;
     return kv->logits;

@@ -1,7 +1,7 @@
 /*
 train_gpt2_main.c: the program train_gpt2, around train_gpt2.c's GPT-2 and its sequel for
-several processes, train_gpt2_parallel.c: the validation loss, Hugging Face's GPT-2 files (-e, -hf), the run's setup from the flags
-(util/cli.h), the training loop (train() calls run_step() once per step) and the attention
+several processes, train_gpt2_parallel.c: the validation loss, Hugging Face's GPT-2 files
+(-e, -hf), the run's setup from the flags (util/cli.h), the training loop (train() calls run_step() once per step) and the attention
 maps (-am). Resume, checkpoints, the stops and the step's line are util/run.h's, the same
 as train_seq2seq's. Plumbing: a reader of the model may skip it; main() at the bottom shows
 what each part is for.
@@ -185,6 +185,7 @@ void setup_model(const Options* o, Run* r) {
     }
     dist_shards_setup(r->model.num_parameters, SQUARES_CHUNKS);  // -z 1: this process's shard
     parallel_attach(&r->model);  // N processes: the story's hooks (train_gpt2_parallel.c)
+    r->model.plain = o->plain;  // -kernels plain: the story's loops compute every matrix product
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist_replica() * o->B;
@@ -205,7 +206,8 @@ void setup_model(const Options* o, Run* r) {
     }
     printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
-           parameters_of(c) / 1e6, o->precision, GEMM_PRODUCTS_NAME);
+           parameters_of(c) / 1e6, o->precision,
+           o->plain ? "plain (train_gpt2.c's loops)" : GEMM_PRODUCTS_NAME);
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)
         printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);

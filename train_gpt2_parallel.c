@@ -28,7 +28,7 @@ static const int PARAMETER_SPLIT[NUM_PARAMETER_TENSORS] = {0, 0, 0, 0, 1, 1, 1, 
 // the whole model's configuration from a process's (the same without -tpar): a process holds
 // NH/N heads (article 004's n_local_heads) and NKV/N key/value heads of the whole model's head
 // size, and F/N of the MLP's units
-static GPT2Config whole_config(GPT2Config mine) {
+GPT2Config whole_config(GPT2Config mine) {
     int N = dist.tp;
     if (N == 1) return mine;
     GPT2Config whole = mine;
@@ -44,7 +44,7 @@ static GPT2Config share_config(GPT2Config whole, int N) {
 }
 
 // the parameters of a configuration
-static size_t parameters_of(GPT2Config c) {
+size_t parameters_of(GPT2Config c) {
     size_t sizes[NUM_PARAMETER_TENSORS];
     fill_in_parameter_sizes(sizes, c);
     return sum_sizes(sizes, NUM_PARAMETER_TENSORS);
@@ -118,7 +118,7 @@ void gpt2_take_share(GPT2* model, int N, int r) {
 // -tpar: a buffer of the whole model's layout (its parameters, or AdamW's moments, which are
 // laid out alike) on process 0, put together from every process's share `mine`; NULL on the
 // others. Every process calls it.
-static float* tp_gather_whole(const GPT2* model, const float* mine) {
+float* tp_gather_whole(const GPT2* model, const float* mine) {
     size_t n = model->num_parameters;
     float* whole = dist.rank == 0 ? mallocCheck(parameters_of(whole_config(model->config)) * sizeof(float)) : NULL;
     float* theirs = dist.rank == 0 ? mallocCheck(n * sizeof(float)) : NULL;
@@ -132,7 +132,7 @@ static float* tp_gather_whole(const GPT2* model, const float* mine) {
 
 // -tpar: process 0's share of the model, and the parameters' memory per process: the split
 // matrices 1/N of one process's, the rest whole on each
-static void print_tensor_parallel(const GPT2* model) {
+void print_tensor_parallel(const GPT2* model) {
     if (dist.tp == 1) return;
     GPT2Config c = model->config, one = whole_config(c);
     int N = dist.tp, NH = c.num_heads, NKV = c.num_kv_heads, F = ff_channels(c);
@@ -176,7 +176,7 @@ static const ParallelHooks PARALLEL_HOOKS = {
     .embedding_grads_begin = dist_embedding_begin, .stop_agreed = dist_tp_stop_agreed};
 
 // a model run by N > 1 processes makes the hooks' calls; on one process it runs the story alone
-static void parallel_attach(GPT2* model) { model->parallel = dist.size > 1 ? &PARALLEL_HOOKS : NULL; }
+void parallel_attach(GPT2* model) { model->parallel = dist.size > 1 ? &PARALLEL_HOOKS : NULL; }
 
 // ----------------------------------------------------------------------------
 // the optimizer step over N processes
@@ -249,7 +249,7 @@ static void gpt2_update_shard(GPT2* model, const AdamWConfig* opt, float lr, flo
 }
 
 // AdamW's moments: of this process's shard of the parameters with -z 1, else of all of them
-static void parallel_allocate_moments(GPT2* model) {
+void parallel_allocate_moments(GPT2* model) {
     size_t shard = dist_shard_end(model->num_parameters) - dist_shard_begin();
     allocate_moments(&model->m_memory, &model->v_memory, shard);
 }

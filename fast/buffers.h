@@ -18,13 +18,6 @@ static void zero_floats(float* p, size_t n) {
         memset(p + k, 0, (n - k < chunk ? n - k : chunk) * sizeof(float));
 }
 
-// How a backward writes a parameter's gradient, an argument at every call (as sgemm's
-// accumulate flag): GRAD_ADD (+=, the layers' contract: a weight used at every position
-// sums its gradient over them, and -d micro-batches add up), or GRAD_STORE (=), which the
-// step's first writer of a gradient may pass after gpt2_zero_grad, so that no pass has to
-// zero the gradients first. The stored value is the same float as 0 + the sum.
-typedef enum { GRAD_ADD = 0, GRAD_STORE = 1 } GradWrite;
-
 // The norm's chunks: sum_of_squares_list splits each buffer into SQUARES_CHUNKS; a ZeRO-1
 // shard (util/dist.h) is a run of whole chunks of the gradient buffer, so that the shards'
 // partial sums, added in chunk order, are the unsharded sum's bits

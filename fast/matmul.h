@@ -19,26 +19,26 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
     sgemm_bias(0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);
 }
 
-// dbias (OC) += the column sums of dout (BT,OC) (= with GRAD_STORE): a weighted sum of
+// dbias (OC) += the column sums of dout (BT,OC) (= without add): a weighted sum of
 // dout's rows with every weight 1 (w_stride 0). Thread t of T takes its share of the
 // 64-column blocks; each column's sum runs down the rows in order.
-static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC, GradWrite gw) {
+static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC, int add) {
     static const float one = 1.0f;
     int blocks = (OC + 63) / 64;
     for (int k = blocks * t / T; k < blocks * (t + 1) / T; k++) {
         int width = OC - 64 * k < 64 ? OC - 64 * k : 64;
-        if (gw == GRAD_STORE) memset(dbias + 64 * k, 0, width * sizeof(float));
+        if (!add) memset(dbias + 64 * k, 0, width * sizeof(float));
         add_weighted_rows(dbias + 64 * k, &one, 0, dout + 64 * k, OC, BT, width);
     }
 }
 
 // dinp = dout @ weight (written); dweight += dout^T @ inp; dbias += column sums of dout
-// (dweight and dbias written instead with gw = GRAD_STORE: fast/buffers.h).
+// (dweight and dbias written instead when add is 0: the story's GRAD_STORE; GRAD_ADD is 1).
 // The three products are independent: one team computes its share of each in turn,
 // with no barrier between them (a second and third parallel region would cost a thread
 // wake-up each, and the team's uneven shares even out over the three).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, int BT, int C, int OC, GradWrite gw) {
+                     const float* inp, const float* weight, int BT, int C, int OC, int add) {
     int nt = sgemm_threads(BT, C, OC);
     (void)nt;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -48,8 +48,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
         sgemm_share(t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);
         // dweight += dout^T @ inp. (The shares are counted from the other end, so the
         // thread with the larger share of dinp gets the smaller share of dweight.)
-        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, gw == GRAD_ADD, NULL);
-        if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC, gw);
+        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, add, NULL);
+        if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC, add);
     }
 }
 

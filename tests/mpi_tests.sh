@@ -73,7 +73,7 @@ fi
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
 # (-z 0: with -z 1 each shard's new weights come from its owner, so they agree by construction)
 mkdir -p "$TMP/diverge/util"
-cp -r train_gpt2.c train_gpt2_main.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
+cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
 sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
     > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
@@ -312,10 +312,10 @@ fi
 # with the forward pass (util/dist.h): the head's group (the final layernorm and all of wte)
 # never sent, and the owner of wte's rows not copying its own into the embedding's packed
 # copy. The bits check must fail on each
-zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed expression on it, flags
+zero_mutant() {  # name, the file mutated (train_gpt2_parallel.c or util/dist.h), sed expression on it, flags
     local name=$1 file=$2 dir="$TMP/mutant"  # (the program, train_gpt2_main.c, includes both)
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
+    cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
     sed "$3" "$file" > "$dir/$file"
     if cmp -s "$file" "$dir/$file" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
@@ -325,9 +325,9 @@ zero_mutant() {  # name, the file mutated (train_gpt2.c or util/dist.h), sed exp
     if same_bits "$dir/run" "$TMP/bk0_z0"; then bad "ZeRO-1 mutant ($name): not caught, the same bits as -z 0"
     else ok "ZeRO-1 mutant ($name): caught, its steps or files differ from -z 0's"; fi
 }
-zero_mutant "process 1 skips its shard's AdamW" train_gpt2.c \
+zero_mutant "process 1 skips its shard's AdamW" train_gpt2_parallel.c \
     's|^    adamw_update(model->params_memory + lo,|    if (dist.rank != 1) adamw_update(model->params_memory + lo,|'
-zero_mutant "each process clips by its shard's norm" train_gpt2.c \
+zero_mutant "each process clips by its shard's norm" train_gpt2_parallel.c \
     's|^    double partial\[SQUARES_CHUNKS\], total|    double partial[SQUARES_CHUNKS] = {0}, total|;s|^    dist_gather_chunks(partial);||'
 zero_mutant "the gather leaves out the head's group" util/dist.h \
     's|^        if (k >= q->layered\[1\] [|][|] (k == 0 \&\& rows)) dist_queue(|        if (0) dist_queue(|' -zg 1
@@ -436,10 +436,10 @@ done
 # mutants: a build without the forward all-reduce of the attention's projection (each process
 # goes on with its heads' share alone), and one without the backward all-reduce of the MLP's
 # input gradient: the losses must leave the tolerance
-tp_mutant() {  # name, sed expression on train_gpt2.c (the program, train_gpt2_main.c, includes it)
+tp_mutant() {  # name, sed expression on train_gpt2.c (whose branch_sum calls the hook of -tpar's sums)
     local name=$1 dir="$TMP/tp_mutant"
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
+    cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
     sed "$2" train_gpt2.c > "$dir/train_gpt2.c"
     if cmp -s train_gpt2.c "$dir/train_gpt2.c" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
@@ -452,8 +452,8 @@ tp_mutant() {  # name, sed expression on train_gpt2.c (the program, train_gpt2_m
     else ok "-tpar mutant ($name): caught, its losses differ by $rel relative"; fi
 }
 tp_mutant "the attention projection's all-reduce left out" \
-    's|^    dist_tp_sum(a.attproj, (size_t)BT \* C);.*||'
-tp_mutant "the MLP's input gradient not summed" 's|^    dist_tp_sum(s->dln, BTC);.*||'
+    's|^    branch_sum(model, a.attproj, (size_t)BT \* C);.*||'
+tp_mutant "the MLP's input gradient not summed" 's|^    branch_sum(model, s->dln, BTC);.*||'
 
 # bad input: -tpar 2 on one process (run directly, or mpirun -np 1), -tpar that is not the
 # number of processes, that does not divide the heads or the key/value heads, with -z 1: one

@@ -31,7 +31,7 @@ root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=(${MUTATE_FILES:-train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c})
-cp -r train_gpt2.c train_gpt2_main.c test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
+cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
 mkdir -p "$work/tests" && cp tests/*.h "$work/tests/"  # the headers test_gpt2.c and test_seq2seq.c include
 CC=${CC:-cc}
 ARCH=${ARCH--march=native}

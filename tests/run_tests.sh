@@ -194,6 +194,20 @@ expect_usage "-ln unknown word" "flag -ln: unknown value 'sandwich'" ./train_gpt
 expect_usage "-act unknown word" "flag -act: unknown value 'swish'" ./train_gpt2 -act swish
 expect_usage "-causal 2" "-causal must be 1 or 0" ./train_gpt2 -causal 2
 expect_usage "-prec fp16" "flag -prec: unknown value 'fp16' (fp32, bf16)" ./train_gpt2 -prec fp16
+expect_usage "-kernels blas" "flag -kernels: unknown value 'blas' (fast, plain)" ./train_gpt2 -kernels blas
+expect_usage "-kernels plain -prec bf16" "-kernels plain computes in float32" ./train_gpt2 -kernels plain -prec bf16
+
+# -kernels plain: the story's own loops (matmul_forward_plain, matmul_backward_plain, matmul_plain)
+# compute every matrix product; the default model's first 5 losses and norms equal the fast
+# kernels' within 1e-5 relative (the products differ in their order of additions, up to 2e-6)
+kl() { ./train_gpt2 -x 5 -v 0 -m 1 -g 0 -o "" -kernels "$1" 2>&1 | capture '^step +[0-9]+/5 [|] loss ([0-9.]+ [|] lr [^|]*[|] norm [0-9.]+)' | tr -d "|" | awk "{print \$1, \$5}"; }
+kl fast > "$TMP/k_fast.txt"; kl plain > "$TMP/k_plain.txt"
+if [ "$(wc -l < "$TMP/k_plain.txt")" -eq 5 ] && paste "$TMP/k_fast.txt" "$TMP/k_plain.txt" | awk '
+      { for (i = 1; i <= 2; i++) { d = $i - $(i + 2); d = d < 0 ? -d : d; if (d > 1e-5 * $i) bad = 1 } } END { exit bad }'; then
+    ok "-kernels plain: the default model's 5 losses and norms equal -kernels fast's within 1e-5 ($(tr '\n' ' ' < "$TMP/k_plain.txt"))"
+else
+    bad "-kernels plain differs from fast: $(paste "$TMP/k_fast.txt" "$TMP/k_plain.txt" | tr '\n' ';')"
+fi
 for v in 0 -8 abc 300000 99999999999; do
     expect_usage "-ff $v" "-ff" ./train_gpt2 -ff $v
 done
@@ -1026,7 +1040,7 @@ command -v mpicc > /dev/null && compile_checks+=("mpicc -DUSE_MPI -O0 -c -o /dev
 for cc in "${compile_checks[@]}"; do
     command -v ${cc%% *} > /dev/null || { bad "${cc%% *} is not installed"; continue; }
     warned=""
-    srcs=(train_gpt2.c train_gpt2_main.c test_gpt2.c train_seq2seq_main.c test_seq2seq.c data/prepare.c
+    srcs=(train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c test_gpt2.c train_seq2seq_main.c test_seq2seq.c data/prepare.c
           data/make_pairs.c)
     [[ $cc == mpicc* ]] && srcs=(train_gpt2_main.c)
     for src in "${srcs[@]}"; do

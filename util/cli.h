@@ -65,6 +65,8 @@ typedef struct {
     int causal;                  // -causal 1 or 0; -1 = not given
     const char* precision;       // -prec fp32 | bf16: the matmuls' operands (fast/bf16.h)
     int bf16;                    // -prec bf16
+    const char* kernels;         // -kernels fast | plain: which code computes the matrix products
+    int plain;                   // -kernels plain
     const char* hf_out;          // -hf DIR: write the model in Hugging Face's GPT-2 format ("" = no)
     int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
     int zero_gather;             // -zg 1: -z 1's gather of the weights overlapped with the forward pass
@@ -198,6 +200,10 @@ static const Flag FLAGS[] = {
      "the matrix products' operands: `fp32`, or `bf16` (rounded to bfloat16 as they are packed, summed "
      "in float32; the weights, the optimizer and everything else stay float32; "
      "[doc/precision.md](precision.md)); may change on resume"},
+    {"-kernels", 's', OPT(kernels), "matrix products: fast (fast/) | plain (train_gpt2.c's loops)", "fast",
+     "which code computes every matrix product of training and generation: `fast`, the speed engine's "
+     "blocked sgemm (`fast/`), or `plain`, the story's own loops (`matmul_forward_plain`, "
+     "`matmul_backward_plain`, `matmul_plain`: what you read is what runs; far slower; float32 only)"},
     {"-hf", 's', OPT(hf_out), "at the end, write Hugging Face's GPT-2 files into DIR", "none",
      "at the end (after training, or at once with `-x 0`), write the model to this directory as Hugging "
      "Face's GPT-2: `model.safetensors` + `config.json`; refused at the start for a model with block "
@@ -274,7 +280,7 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32", .hf_out = "", .zero = -1, .tpar = 1};
+        .precision = "fp32", .kernels = "fast", .hf_out = "", .zero = -1, .tpar = 1};
     return o;
 }
 
@@ -555,6 +561,10 @@ Options parse_args(int argc, char** argv) {
     o.bf16 = strcmp(o.precision, "bf16") == 0;
     if (!o.bf16 && strcmp(o.precision, "fp32") != 0)
         usage_error("flag -prec: unknown value '%s' (fp32, bf16)", o.precision);
+    o.plain = strcmp(o.kernels, "plain") == 0;
+    if (!o.plain && strcmp(o.kernels, "fast") != 0)
+        usage_error("flag -kernels: unknown value '%s' (fast, plain)", o.kernels);
+    if (o.plain && o.bf16) usage_error("-kernels plain computes in float32: not with -prec bf16");
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
     return o;
