@@ -29,9 +29,8 @@ Two folders beside this file can be skipped on a first reading:
   util/  the plumbing: errors and checked I/O, random numbers, data loader, tokenizer,
          sampler, training-state file, command line, the run around a model (run.h:
          resume, checkpoints, stops, the step's line; train_seq2seq's too), pictures.
-This file is one process with whole shapes. Several processes (data parallelism, ZeRO-1,
-tensor parallelism; article 004's model_parallel_size) are its sequel, train_gpt2_parallel.c,
-which reaches in through one extension point: the ParallelHooks a model may hold (NULL here).
+One process, whole shapes: several processes (data, ZeRO-1 and tensor parallelism) are the
+sequel train_gpt2_parallel.c, which reaches in at one point, a model's ParallelHooks (NULL here).
 
 Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head size,
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels,
@@ -72,8 +71,7 @@ typedef struct {
     uint32_t threshold; // an element is dropped when its 24-bit hash is below this
     uint64_t key;     // hash of seed, step, layer and site
     uint64_t first;   // the index of element 0 in the step's batch: the rows before this micro-batch's
-    uint64_t block, stride;  // 0, or the mask of a slice of a larger tensor: runs of `block` elements,
-                             //   one every `stride` (train_gpt2_parallel.c: a process's heads)
+    uint64_t block, stride;  // 0, or a slice of a larger tensor's mask: runs of block, one every stride
 } DropoutMask;
 
 static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
@@ -284,10 +282,9 @@ void matmul_backward_plain(float* dinp, float* dweight, float* dbias, const floa
     }
 }
 
-// The plain twin of attention's matrix products (fast/gemm.h's matmul_ABt, matmul_AB and
-// matmul_AtB): C (M,N) = op(A) op(B), plus C itself when add, where op(A) is A (M,K), or with
-// tA the transpose of A (K,M), and op(B) is B (K,N), or with tB the transpose of B (N,K). The
-// rows of each lie ld floats apart, so a head's slice is passed as it lies in memory.
+// The plain twin of attention's products (fast/gemm.h's matmul_ABt, _AB, _AtB): C (M,N) =
+// op(A) op(B) (+ C when add); op(A) is A (M,K), or with tA A^T for A (K,M); op(B) is B (K,N),
+// or with tB B^T for B (N,K). Rows lie ld floats apart: a head's slice is passed as it lies.
 void matmul_plain(float* Cm, int ldc, const float* A, int lda, int tA, const float* Bm, int ldb, int tB,
                   int M, int N, int K, int add) {
     for (int i = 0; i < M; i++) {
@@ -728,8 +725,7 @@ typedef struct {
     int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
     int pos_encoding, ln_place, activation, mask;  // the variants above
     int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
-    int head_size;          // hs; 0 is read as C/NH. Not in a file: only the parallel trainer's
-                            //   processes, each with NH/N of a model's heads, set it
+    int head_size;          // hs; 0 is C/NH. Not in a file: set by train_gpt2_parallel.c's -tpar
 } GPT2Config;
 
 // the MLP's hidden width: -ff, or 4C (article 003's toy layer has 2d; the paper 4d)
@@ -896,16 +892,13 @@ static void point_scratch(BackwardScratch* s, float* memory, const size_t* sizes
 // model on N processes by giving it these calls, which the story makes at the named moments
 // of a step. A one-process model holds NULL (model->parallel) and none of them is made.
 typedef struct {
-    // gpt2_forward, before the embedding: the table the embedding reads and, in *ids, the rows
-    // of it for the n tokens (wte and the tokens themselves, unless the weights are in flight)
+    // before the embedding: the table it reads, and in *ids its rows of the tokens (wte, tokens)
     const float* (*embedding_rows)(const float* wte, const int* tokens, int n, int C, const int** ids);
     void (*weights_ready)(int l);        // before layer l reads its weights (L: lnf and the head)
     const float* (*branch_bias)(const float* bias);  // the bias a branch's last projection adds
-    void (*branch_sum)(float* x, size_t n);  // a branch's output (forward) or its input's gradient
-                                             //   (backward): this process's part of a sum
+    void (*branch_sum)(float* x, size_t n);  // a branch's output, or its input's gradient: a part
     void (*dropout_slice)(DropoutMask* m, int heads, int row0, int T);  // attention's masks in the whole
-    // gpt2_backward: it begins (the gradients' layout, the micro-batches a step sums); the head
-    // wrote dwte; layer l's gradients are final; encoder_backward is next
+    // gpt2_backward begins; the head wrote dwte; layer l's gradients are final; the embedding's
     void (*backward_begin)(float* grads, const size_t* sizes, int tensors, const int* layered, int L,
                            int micro_batches);
     void (*head_grads_done)(float* dwte, int rows, int C);
@@ -1171,7 +1164,6 @@ static void model_matmul_backward(const GPT2* model, float* dinp, float* dweight
     else matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC, gw);
 }
 
-// the attention of a model's heads, its products computed as the model says
 static AttentionShape model_attention_shape(const GPT2* model, int B, int T) {
     AttentionShape s = attention_shape(model->config, B, T);
     s.plain = model->plain;
@@ -1470,8 +1462,8 @@ void gpt2_backward(GPT2* model) {
     // over the B*T*n positions of n accumulated micro-batches, 1/(B*T*n)
     int n = model->grad_accum > 1 ? model->grad_accum : 1;
     const ParallelHooks* par = model->parallel;
-    if (par)
-        par->backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS, LAYER_TENSORS, L, n);
+    if (par) par->backward_begin(model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS,
+                                 LAYER_TENSORS, L, n);
     for (int i = 0; i < BT; i++)
         s->dlosses[i] = 1.0f / (BT * n);
     float* dlogits = a.logits;  // the logits are not needed any more: reuse their memory
@@ -1662,8 +1654,7 @@ void kvcache_free(KVCache* kv) {
     free(kv->tokens); weights_bf16_free(&kv->bf16);
 }
 
-// one position's product, out (OC) = W x + b: the plain twin with -kernels plain, else
-// fast/matvec_bf16.h's (from the bf16 weights under -prec bf16)
+// one position's out (OC) = W x + b: the plain twin (-kernels plain), or fast/matvec_bf16.h's
 static void token_matmul(const GPT2* model, KVCache* kv, float* out, const float* x, const float* weight,
                          const float* bias, int IC, int OC) {
     if (model->plain) matmul_forward_plain(out, x, weight, bias, 1, IC, OC);
