@@ -561,6 +561,7 @@ static void draw_attention_map(const Options* o, Run* r) {
 int main(int argc, char** argv) {
     dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
+    check_flags_agree(&o);  // mpirun: every process's flags the same, or one line (util/cli.h)
     dist.zero = o.zero;  // -z 1: AdamW's state sharded over the processes (util/dist.h)
     dist.gather_overlap = o.zero_gather;  // -zg 1: its gather overlapped with the forward pass
     dist_tp_init(o.tpar);  // -tpar N: each layer's heads and MLP split over the N processes

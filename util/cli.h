@@ -561,6 +561,71 @@ Options parse_args(int argc, char** argv) {
 }
 
 // ----------------------------------------------------------------------------
+// mpirun: the processes of one job must share their flags, or they train different models
+// (each applies its own -l to its shard under -z 1) or wait for ever in a collective call
+// another never makes (-x 6 against -x 3). Each flag's value is hashed and the hashes are
+// compared across the processes before any work; the first that differs is named.
+
+// FNV-1a (64 bits) of n bytes, continuing from h
+static uint64_t hash_bytes(uint64_t h, const void* bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char*)bytes)[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+// What of flag fl must agree: its value, or for the flags that only process 0 acts on (it
+// prints, samples, draws, writes) whether it is given. -o "" against -o DIR would still
+// differ: the checkpoints' moments are gathered from every process. Under -tpar every process
+// computes each generated token, and under -zg 1 a sample's step moves the weights' gather:
+// there -pr, -g and -s must agree as well.
+static uint64_t flag_agreement_hash(const Flag* fl, const Options* o) {
+    const char* field = (const char*)o + fl->offset;
+    const char* name = fl->name;
+    int shared = o->tpar > 1 || o->zero_gather == 1;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    static Options defaults;  // a flag not given: its default as written (a default path may be
+    defaults = default_options();  // found beside the program on one process and here on another)
+    if (!flag_given(o, name)) field = (const char*)&defaults + fl->offset;
+    if ((!strcmp(name, "-g") || !strcmp(name, "-s") || !strcmp(name, "-pr")) && !shared) return h;
+    if (!strcmp(name, "-o") || !strcmp(name, "-am") || !strcmp(name, "-hf")) {
+        int given = (*(const char* const*)field)[0] != 0;
+        return hash_bytes(h, &given, sizeof given);
+    }
+    if (fl->type == 's') return hash_bytes(h, *(const char* const*)field, strlen(*(const char* const*)field));
+    size_t size = fl->type == 'i' ? sizeof(int) : fl->type == 'L' ? sizeof(long long) : sizeof(float);
+    return hash_bytes(h, field, size);
+}
+
+// every process of the job has the same flags (and DIST_BLOCKING), or all stop with one line
+// naming the first flag that differs (nothing to do for one process)
+static inline void check_flags_agree(const Options* o) {
+    uint64_t hashes[NUM_FLAGS + 1];
+    int order[NUM_FLAGS], n = 0;  // -tpar and -zg first: they decide whether -pr -g -s must agree
+    for (int k = 0; k < NUM_FLAGS; k++)
+        if (!strcmp(FLAGS[k].name, "-tpar") || !strcmp(FLAGS[k].name, "-zg")) order[n++] = k;
+    for (int k = 0; k < NUM_FLAGS; k++)
+        if (strcmp(FLAGS[k].name, "-tpar") && strcmp(FLAGS[k].name, "-zg")) order[n++] = k;
+    for (int i = 0; i < NUM_FLAGS; i++) hashes[i] = flag_agreement_hash(&FLAGS[order[i]], o);
+    hashes[NUM_FLAGS] = (uint64_t)dist.buckets;  // the environment's DIST_BLOCKING=1 (util/dist.h)
+    int first = dist_first_difference(hashes, NUM_FLAGS + 1);
+    if (first < 0) return;
+    print_usage_to = NULL;
+    int k = first == NUM_FLAGS ? NUM_FLAGS : order[first];
+    if (k == NUM_FLAGS)
+        usage_error("the processes of this job differ in DIST_BLOCKING (the environment): process 0 %s it; "
+                    "every process must sum the gradients the same way", dist.buckets ? "lacks" : "has");
+    const Flag* fl = &FLAGS[k];
+    const char* field = (const char*)o + fl->offset;
+    char value[200], text[160];
+    if (fl->type == 's') snprintf(value, sizeof value, "'%s'", excerpt(*(const char* const*)field, text));
+    else if (fl->type == 'i') snprintf(value, sizeof value, "%d", *(const int*)field);
+    else if (fl->type == 'L') snprintf(value, sizeof value, "%lld", *(const long long*)field);
+    else snprintf(value, sizeof value, "%g", *(const float*)field);
+    usage_error("the processes of this job were given different %s (process 0: %s %s): every process "
+                "needs the same flags, but for the paths of -o -am -hf and (without -tpar or -zg 1) -pr -g -s",
+                fl->name, fl->name, value);
+}
+
+// ----------------------------------------------------------------------------
 // train_seq2seq's command line: its own rows, and FLAGS' rows of the flags that mean the same
 // in both programs (a name alone)
 

@@ -254,6 +254,22 @@ static inline void dist_setup_done(void) {
     dist.training = 1;
 }
 
+// The index of the first of n values (hashes of the settings that must agree: util/cli.h's
+// check_flags_agree) that differs between the processes, the same answer on every process;
+// -1 when all agree. First a round of setup's collective (dist_agree): a process that failed
+// before this call (a bad flag) meets the others there, and its line ends them all.
+static inline int dist_first_difference(const uint64_t* values, int n) {
+    if (dist.size == 1) return -1;
+    dist_agree(NULL, 0);
+    uint64_t lo[64], hi[64];
+    if (n > 64) die("internal: %d settings to compare, at most 64", n);
+    MPI_Allreduce(values, lo, n, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(values, hi, n, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    for (int k = 0; k < n; k++)
+        if (lo[k] != hi[k]) return k;
+    return -1;
+}
+
 // grads = the mean of every process's grads: one MPI_Allreduce (sum) over the whole buffer
 // (in pieces of at most 2^30 floats, as MPI counts are int), then a scale by 1/N
 static inline void dist_average_gradients(float* grads, size_t n) {
@@ -1022,6 +1038,7 @@ static inline void dist_tp_collect(float* into, const float* mine, size_t n, int
 #else
 static inline void dist_init(int* argc, char*** argv) { (void)argc; (void)argv; }
 static inline void dist_setup_done(void) { dist.training = 1; }
+static inline int dist_first_difference(const uint64_t* values, int n) { (void)values; (void)n; return -1; }
 static inline float dist_mean(float x) { return x; }
 static inline int dist_any(int flag) { return flag; }
 static inline void dist_average_gradients(float* grads, size_t n) { (void)grads; (void)n; }
