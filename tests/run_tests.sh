@@ -978,6 +978,9 @@ source tests/seq2seq_tests.sh
 # ---- 9b. nothing lost, nothing trusted: checksums, groups of writes, planted links (issue 38)
 source tests/robustness_tests.sh
 
+# ---- 9c. two writers, one truth: a state names its checkpoint, one run per folder (issue 49)
+source tests/two_writers_tests.sh
+
 # ---- 10. doc/*.md against the sources (tests/doc_check.py): every quoted line, name, step
 # label, check name and "F calls G" must match the code it names; stale lines come as file:line
 if doc_out=$(python3 tests/doc_check.py 2>&1); then

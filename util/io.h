@@ -126,8 +126,26 @@ static inline void fread_check(void* dst, size_t size, size_t count, FILE* f, co
         die("'%s' is truncated: it ends inside the %s", path, what);
 }
 
+// The CRC-32C of the file atomic_open is writing, over the bytes fwrite_check wrote to it, and of
+// the last such file committed: a training state records its checkpoint's (util/run.h), computed
+// as the checkpoint is written rather than read back.
+static FILE* atomic_file;
+static uint32_t atomic_crc, atomic_committed_crc;
+
 static inline void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
     if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
+    if (f == atomic_file) atomic_crc = crc32c_update(atomic_crc, src, size * count);
+}
+
+// the CRC-32C of a whole file's bytes (as atomic_committed_crc is of a file written)
+static inline uint32_t file_crc32c(const char* path) {
+    FILE* f = fopen_check(path, "rb");
+    static unsigned char buf[1 << 20];
+    uint32_t crc = 0;
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) crc = crc32c_update(crc, buf, n);
+    if (ferror(f)) die("cannot read '%s' (%s)", path, strerror(errno));
+    fclose(f);
+    return crc;
 }
 
 static inline void* malloc_check(size_t size) {
@@ -234,6 +252,8 @@ static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
             S_ISDIR(sb.st_mode) ? "directory" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "device" :
             S_ISFIFO(sb.st_mode) ? "pipe" : "special file");
     FILE* f = atomic_create_tmp(path, tmp, tmp_size);
+    atomic_file = f;
+    atomic_crc = 0;
     size_t n = strlen(tmp);
     if (n < sizeof atomic_pending) memcpy(atomic_pending, tmp, n + 1);
     return f;
@@ -247,6 +267,7 @@ static inline void atomic_rename(const char* tmp, const char* path) {
 // staged for atomic_keep to rename
 static inline void atomic_commit(FILE* f, const char* tmp, const char* path) {
     if (fflush(f) != 0 || compat_fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
+    if (f == atomic_file) atomic_committed_crc = atomic_crc, atomic_file = NULL;
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
     if (!atomic_grouped) {
         atomic_rename(tmp, path);

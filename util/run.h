@@ -65,6 +65,18 @@ static int find_resume(const Options* o, Checkpoints* ck) {
     return ck->resume_step;
 }
 
+// A state (version 4) records the CRC-32C of the checkpoint written with it: the checkpoint
+// beside it must be that one, not another run's of the same step, nor a damaged one
+// (recorded: read_train_state's answer, -1 for a state written before version 4)
+static void check_state_names_checkpoint(const char* state_path, int64_t recorded, const char* checkpoint) {
+    if (recorded < 0) return;
+    uint32_t crc = file_crc32c(checkpoint);
+    if (crc != (uint32_t)recorded)
+        die("'%s' is not the checkpoint '%s' was written with (its CRC-32C is %08x, the state records "
+            "%08x): another run's, or damaged; resume from a matching pair", checkpoint, state_path, crc,
+            (uint32_t)recorded);
+}
+
 // the state file beside the resumed checkpoint into *st, and into m's moments (allocated):
 // with -z 1 this process's shard of them, the file holding all of them
 static void read_resumed_state(const Options* o, const Checkpoints* ck, TrainState* st, const RunModel* m) {
@@ -73,7 +85,7 @@ static void read_resumed_state(const Options* o, const Checkpoints* ck, TrainSta
     size_t n = m->num_parameters, lo = dist_shard_begin(), shard = dist_shard_end(n) - lo;
     float* mm = dist.zero ? mallocCheck(n * sizeof(float)) : m->m;
     float* vv = dist.zero ? mallocCheck(n * sizeof(float)) : m->v;
-    read_train_state(path, st, mm, vv, n);
+    check_state_names_checkpoint(path, read_train_state(path, st, mm, vv, n), ck->last);
     if (dist.zero) {  // this process keeps its shard of them (util/dist.h)
         memcpy(m->m, mm + lo, shard * sizeof(float));
         memcpy(m->v, vv + lo, shard * sizeof(float));
@@ -144,8 +156,8 @@ static void save_checkpoint(const Options* o, Checkpoints* ck, const RunModel* m
     checkpoint_path(ck->last, sizeof ck->last, o->out_dir, "model", step);
     atomic_begin();  // the four files land together, or none does
     m->write_checkpoint(m->model, ck->last);
-    checkpoint_path(path, sizeof path, o->out_dir, "state", step);
-    write_train_state(path, st, mm ? mm : zeros, vv ? vv : zeros, n);
+    checkpoint_path(path, sizeof path, o->out_dir, "state", step);  // it names the checkpoint just written
+    write_train_state(path, st, atomic_committed_crc, mm ? mm : zeros, vv ? vv : zeros, n);
     if (dist.zero) free(mm), free(vv);
     free(zeros);
     history_save(&ck->history, o->out_dir, ck->title);
