@@ -26,3 +26,69 @@ if ./train_gpt2 "${WT[@]}" -x 6 -o "$W/a" -y 1 > "$W/a.log" 2>&1 && grep -q 'res
 else
     bad "the matching pair does not resume: $(tail -n 1 "$W/a.log")"
 fi
+
+# 2. one run per output folder: a second run into the folder of a live one is refused in one line
+# naming the holder's process id, and leaves the first run's files (its in-flight .tmp among them)
+# alone; main let the two delete each other's .tmp and interleave their checkpoints. Once the first
+# ends (here: killed), its lock is gone and the next run takes the folder and its leftovers.
+./train_gpt2 "${WT[@]}" -n 1 -x 1000000 -o "$W/busy" > "$W/busy.log" 2>&1 &
+busy=$!
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    [ -e "$W/busy/model_00000001.bin" ] && break; sleep 0.25
+done
+echo half > "$W/busy/model_99999999.bin.tmp"
+expect_error "a second run into a live run's -o" "-o '$W/busy' is in use by another run (process $busy holds '$W/busy/.run.lock')" \
+    ./train_gpt2 "${WT[@]}" -x 4 -o "$W/busy" -y 1
+if [ -e "$W/busy/model_99999999.bin.tmp" ]; then
+    ok "... and the live run's temporary file is left in place"
+else
+    bad "the refused run removed a temporary file of the live run"
+fi
+expect_error "an -hf export into a live run's -o" "-hf '$W/busy' is in use by another run (process $busy" \
+    ./train_gpt2 -e data/ref/hf_gpt2_f32/model.safetensors -t 16 -x 0 -g 0 -j "" -hf "$W/busy"
+kill -9 $busy; wait $busy 2> /dev/null
+if ./train_gpt2 "${WT[@]}" -x 2 -o "$W/busy" -y 1 > "$W/after.log" 2>&1 \
+      && grep -qE "removed [0-9]+ temporary files? that a killed run left" "$W/after.log" \
+      && [ ! -e "$W/busy/model_99999999.bin.tmp" ]; then
+    ok "the killed run's lock is gone: the next run takes the folder and removes its leftover .tmp"
+else
+    bad "after the holder was killed: $(tail -n 1 "$W/after.log")"
+fi
+
+# 3. the loss curve is never older than the checkpoint pair: a SIGKILL at each of the 8 renames of
+# a run's two saves (strace injects it), then -y 1 to step 6: every resumed loss.tsv is the
+# uninterrupted run's, byte for byte, and no resume reports a gap. Main renamed loss.tsv after
+# the pair: a kill between them left loss.tsv a step behind, and the resume wrote `N-1 0 0`.
+./train_gpt2 "${WT[@]}" -x 6 -o "$W/whole" > /dev/null 2>&1
+if ! strace -f -qq -o /dev/null true 2> /dev/null; then
+    echo "(strace cannot trace here: the kills at each rename are left to a machine where it can)"
+else
+    kills=""
+    for k in 1 2 3 4 5 6 7 8; do
+        rm -rf "$W/k$k"
+        ( OMP_NUM_THREADS=1 strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 \
+              -e inject=rename,renameat,renameat2:signal=KILL:when=$k ./train_gpt2 "${WT[@]}" -x 4 -o "$W/k$k" \
+              > /dev/null 2>&1; true ) 2> /dev/null  # (true: the subshell, not bash, says "Killed")
+        ./train_gpt2 "${WT[@]}" -x 6 -o "$W/k$k" -y 1 > "$W/k$k.log" 2>&1 || kills="$kills $k(exit $?)"
+        cmp -s "$W/k$k/loss.tsv" "$W/whole/loss.tsv" || kills="$kills $k(loss.tsv differs)"
+        ! grep -q "has no loss for" "$W/k$k.log" || kills="$kills $k(a gap)"
+    done
+    if [ -z "$kills" ]; then
+        ok "a SIGKILL at each of the 8 renames of two saves, then -y 1: loss.tsv is the uninterrupted run's each time"
+    else
+        bad "a SIGKILL at a rename, then -y 1:$kills"
+    fi
+fi
+
+# ... and a loss.tsv older than the checkpoint (a run of main's, or one restored by hand) is
+# reported in one line, its missing steps a gap in loss.tsv, not rows of zeros (main: `2 0 0`)
+head -n 2 "$W/whole/loss.tsv" > "$W/old_loss.tsv"
+rm -rf "$W/gap"; ./train_gpt2 "${WT[@]}" -x 4 -o "$W/gap" > /dev/null 2>&1; cp "$W/old_loss.tsv" "$W/gap/loss.tsv"
+if ./train_gpt2 "${WT[@]}" -x 6 -o "$W/gap" -y 1 > "$W/gap.log" 2>&1 \
+      && grep -q "^-y 1: '$W/gap/loss.tsv' has no loss for steps 2-3 (2 of the 4 before the checkpoint): they stay a gap" "$W/gap.log" \
+      && [ "$(cut -d' ' -f1 "$W/gap/loss.tsv" | tr '\n' ' ')" == "0 1 4 5 " ] && ! grep -q ' 0 0$' "$W/gap/loss.tsv" \
+      && ! grep -q 'nan' "$W/gap/loss.svg"; then
+    ok "a loss.tsv older than the checkpoint: $(grep 'has no loss' "$W/gap.log" | cut -c1-60)...; steps 2-3 stay a gap, no zero rows"
+else
+    bad "a loss.tsv older than the checkpoint: $(grep 'loss.tsv' "$W/gap.log"); rows $(cut -d' ' -f1 "$W/gap/loss.tsv" | tr '\n' ' ')"
+fi

@@ -348,10 +348,29 @@ static inline void remove_stale_temporaries(const char* dir, const char* flag) {
                removed == 1 ? "" : "s", dir);
 }
 
+// One run per output directory: the lock on DIR/.run.lock (util/compat.h), held until the
+// process ends, taken before any file of the directory is read or removed. A second run into
+// the directory (a script started twice) is refused in one line naming the holder's process id,
+// rather than take the first run's temporary files for a killed run's and interleave its
+// checkpoints with the first's. A lock outlives no process: a killed run's is gone.
+static inline void lock_output_dir(const char* dir, const char* flag) {
+    char path[4096];
+    long holder = 0;
+    snprintf(path, sizeof path, "%s/.run.lock", dir);
+    int taken = compat_lock_file(path, &holder);
+    if (taken == 0 || (taken == -1 && holder == (long)getpid())) return;  // (this process's: -o = -hf)
+    if (taken == -2) die("%s: cannot lock '%s' (%s)", flag, path, strerror(errno));
+    char who[64] = "another process";
+    if (holder > 0) snprintf(who, sizeof who, "process %ld", holder);
+    die("%s '%s' is in use by another run (%s holds '%s'): one run per output directory; wait for it to "
+        "end, or choose another %s", flag, dir, who, path, flag);
+}
+
 // An output directory, checked before any work: created if missing (one level: its parent
 // must exist), and a file written and removed in it, so that a file, a missing parent or an
 // unwritable directory is refused in the first second, not when the first result is saved.
-// The temporary files a killed run left there are removed.
+// It is locked for this run (lock_output_dir), then the temporary files a killed run left
+// there are removed.
 // The paths in it (DIR/state_00000000.bin.tmp, DIR/model.safetensors.tmp) must fit the
 // program's 4096-byte path buffers: a longer DIR is refused here, not cut short at the save.
 #define OUTPUT_NAME_ROOM 48  // the longest name put in an output directory, with room to spare
@@ -368,6 +387,7 @@ static inline void check_output_dir(const char* dir, const char* flag) {
     FILE* f = compat_create_new(probe);
     if (!f || fclose(f) != 0) die("%s: cannot write in '%s' (%s)", flag, dir, strerror(errno));
     remove(probe);
+    lock_output_dir(dir, flag);  // a .tmp is removed only when no live run holds the directory
     remove_stale_temporaries(dir, flag);
 }
 

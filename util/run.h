@@ -133,9 +133,9 @@ static inline void print_optimizer_memory(size_t num_parameters) {
            dist.tp > 1 ? "-tpar: of each process's share of the model" : "-z 0: all of them on each");
 }
 
-// writes -o's model_STEP.bin and state_STEP.bin (st: where training stands before step), and
-// the loss curve (loss.svg to look at, loss.tsv to resume it from), as one group: all land,
-// or none. Refuses weights that are not finite. -nk, -nm: the older checkpoints pruned.
+// writes the loss curve (loss.svg to look at, loss.tsv to resume it from), then -o's
+// model_STEP.bin and state_STEP.bin (st: where training stands before step): two groups, each
+// landing whole or not at all, the curve first. Refuses weights that are not finite. -nk, -nm: the older checkpoints pruned.
 static void save_checkpoint(const Options* o, Checkpoints* ck, const RunModel* m, int step,
                             const TrainState* st) {
     char path[4096];
@@ -153,14 +153,16 @@ static void save_checkpoint(const Options* o, Checkpoints* ck, const RunModel* m
             die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, ck->last[0] ? ck->last : "none");
     float* zeros = mm ? NULL : callocCheck(n, sizeof(float));  // no update yet: the moments are zero
+    atomic_begin();  // the loss curve first, both files together: a kill between the two groups
+    history_save(&ck->history, o->out_dir, ck->title);  // leaves it newer than the checkpoints,
+    atomic_keep();                                      // never older (a resume reads it up to its step)
     checkpoint_path(ck->last, sizeof ck->last, o->out_dir, "model", step);
-    atomic_begin();  // the four files land together, or none does
+    atomic_begin();  // the checkpoint and its state land together, or neither does
     m->write_checkpoint(m->model, ck->last);
     checkpoint_path(path, sizeof path, o->out_dir, "state", step);  // it names the checkpoint just written
     write_train_state(path, st, atomic_committed_crc, mm ? mm : zeros, vv ? vv : zeros, n);
     if (dist.zero) free(mm), free(vv);
     free(zeros);
-    history_save(&ck->history, o->out_dir, ck->title);
     atomic_keep();
     if (o->keep_checkpoints > 0) prune_checkpoints(o->out_dir, o->keep_checkpoints, o->major_every);
 }
