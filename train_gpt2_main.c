@@ -583,7 +583,7 @@ int main(int argc, char** argv) {
         if (evaluate) print_evaluation(&o, val_loss, r.val_batches);
     }
     export_hf(&o, &r);  // -hf DIR
-    if (stop_signal && dist.size == 1)  // during the final save or the export, which finished first
+    if (dist_stop_agreed())  // during the final save or the export, which finished first (every process)
         stop_together("stopped by signal %d after the run's last write: its files are whole", stop_signal);
     run_free(&r, &o);
     return 0;

@@ -506,5 +506,21 @@ else
     bad "differing -g -pr -s -o: exit $rc, $(tail -n 2 "$TMP/agree.log")"
 fi
 
+# ---- two SIGINTs to process 0 during the final checkpoint (strace injects them at its renames):
+# every process agrees on the stop, exit 1 with the one "stopped" line (main: exit 0, no line)
+if strace -f -qq -o /dev/null true 2> /dev/null; then
+    rm -rf "$TMP/sigint_end"
+    mpi 1 strace -f -qq -o /dev/null -e trace=rename -e inject=rename:signal=INT:when=5..6 ./train_gpt2 "${FA[@]}" \
+        -n 2 -o "$TMP/sigint_end" : -np 1 ./train_gpt2 "${FA[@]}" -n 2 -o "$TMP/sigint_end" > "$TMP/sigint_end.log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(grep -c "stopped by signal 2 after the run's last write: its files are whole" "$TMP/sigint_end.log")" -eq 1 ]; then
+        ok "two SIGINTs during the final checkpoint: exit 1, one line: the files are whole"
+    else
+        bad "two SIGINTs during the final checkpoint: exit $rc, $(tail -n 1 "$TMP/sigint_end.log")"
+    fi
+else
+    echo "(strace cannot trace here: the SIGINTs during the final checkpoint are left to a machine where it can)"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -92,3 +92,34 @@ if ./train_gpt2 "${WT[@]}" -x 6 -o "$W/gap" -y 1 > "$W/gap.log" 2>&1 \
 else
     bad "a loss.tsv older than the checkpoint: $(grep 'loss.tsv' "$W/gap.log"); rows $(cut -d' ' -f1 "$W/gap/loss.tsv" | tr '\n' ' ')"
 fi
+
+# 4. the issue's smaller messages, each its one line (main's answer in brackets)
+expect_error "-l 1e-50" "flag -l: 1e-50 is below a float's range" ./train_gpt2 -l 1e-50 -x 1 -o ""  # ("expects a number")
+mkdir -p "$W/vocab"; cp data/ref/hf_gpt2_f32/model.safetensors "$W/vocab/"
+perl -pe 's/"vocab_size": 65/"vocab_size": 1099511627776/' data/ref/hf_gpt2_f32/config.json > "$W/vocab/config.json"
+expect_error "config.json's vocab_size 2^40" "vocab_size is 1099511627776, larger than the 2^30" \
+    ./train_gpt2 -e "$W/vocab/model.safetensors" -t 16 -x 0 -g 0  # ("must be a whole number >= 1")
+mkfifo "$W/fifo"  # (main: blocked for ever, waiting for a writer)
+expect_error "data/prepare -i a pipe with no writer" "fifo' is a pipe (FIFO), not a regular file" \
+    with_timeout 20 ./data/prepare -i "$W/fifo"
+rm -rf "$W/lone"; ./train_gpt2 "${WT[@]}" -x 4 -o "$W/lone" > /dev/null 2>&1; rm "$W/lone/state_00000004.bin"
+if ./train_gpt2 "${WT[@]}" -x 6 -o "$W/lone" -y 1 > "$W/lone.log" 2>&1 \
+      && grep -q "^-y 1: '$W/lone/model_00000004.bin' has no partner .*: resuming from the newest whole pair, step 2" "$W/lone.log" \
+      && cmp -s "$W/lone/loss.tsv" "$W/whole/loss.tsv"; then
+    ok "-y 1 where the newest model lacks its state: one line, the pair before it resumed, loss.tsv the uninterrupted run's"
+else
+    bad "-y 1 where the newest model lacks its state: $(grep -e '-y 1' "$W/lone.log")"  # (main: no line)
+fi
+(ulimit -v 3000000; with_timeout 20 ./train_gpt2 -x 1000000000 -j "" -g 0 -o "" > "$W/x1e9.log" 2>&1)
+if grep -q '^step     1/1000000000 | loss' "$W/x1e9.log"; then
+    ok "-x 1000000000 under 3 GB of address space trains (the loss curve grows with the steps)"
+else
+    bad "-x 1000000000 under 3 GB: $(grep -m1 error "$W/x1e9.log")"  # (main: out of memory allocating 4000000004 bytes)
+fi
+mkdir -p "$W/elsewhere"
+if (cd "$W/elsewhere" && "$OLDPWD/train_seq2seq" -nl 1 -nh 2 -nc 16 -b 4 -x 1 -ne 8 -g 0 -o "" > ../s2s_elsewhere.log 2>&1) \
+      && grep -q 'reverse_train.bin' "$W/s2s_elsewhere.log"; then
+    ok "./train_seq2seq run from another directory finds its default data beside the program"
+else
+    bad "train_seq2seq from another directory: $(grep -m1 error "$W/s2s_elsewhere.log")"  # (main: cannot open)
+fi

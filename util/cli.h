@@ -352,6 +352,9 @@ static void parse_flag_value(const Flag* fl, void* opts, const char* v) {
     if (fl->type == 's') { *(const char**)field = v; return; }
     if (fl->type == 'f') {
         float x = strtof(v, &end);
+        if (end != v && !*end && errno == ERANGE)  // 1e-50, 1e50: numbers, out of a float's range
+            usage_error("flag %s: %s is %s a float's range (%s)", fl->name, v, isinf(x) ? "above" : "below",
+                        isinf(x) ? "at most about 3.4e38" : "at least about 1.2e-38, or 0");
         if (end == v || *end || errno || !isfinite(x))
             usage_error("flag %s expects a number, got '%s'", fl->name, v);
         *(float*)field = x;
@@ -694,6 +697,9 @@ Options parse_seq2seq_args(int argc, char** argv) {
         {o.embed_scale < -1 || o.embed_scale > 1, "-es must be 1 or 0"},
         {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
+    if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
+    if (!flag_given(&o, "-j")) o.val_path = find_default_path(o.val_path, 0);
+    if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
     print_usage_to = NULL;  // from here on a value's one line is enough

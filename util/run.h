@@ -58,7 +58,20 @@ static void checkpoint_path(char* out, size_t size, const char* dir, const char*
 // -1 without -y 1, or (with a note) when -o has none yet
 static int find_resume(const Options* o, Checkpoints* ck) {
     ck->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
-    if (o->resume && ck->resume_step < 0)
+    int newest = o->resume ? latest_checkpoint(o->out_dir, 0) : -1;  // a model without its state?
+    if (newest > ck->resume_step) {  // a run killed between the two renames, or a file removed
+        char lone[4096];
+        struct stat sb;
+        checkpoint_path(lone, sizeof lone, o->out_dir, "model", newest);
+        if (stat(lone, &sb) != 0) checkpoint_path(lone, sizeof lone, o->out_dir, "state", newest);
+        if (ck->resume_step >= 0)
+            printf("-y 1: '%s' has no partner (model and state are written as a pair): resuming from the "
+                   "newest whole pair, step %d; loss.tsv keeps the steps after it until they are trained "
+                   "again\n", lone, ck->resume_step);
+        else
+            printf("-y 1: '%s' has no partner (model and state are written as a pair) and '%s' has no whole "
+                   "pair: starting from the beginning, replacing its files as the run goes\n", lone, o->out_dir);
+    } else if (o->resume && ck->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     if (ck->resume_step >= 0)
         checkpoint_path(ck->last, sizeof ck->last, o->out_dir, "model", ck->resume_step);

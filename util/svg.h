@@ -385,12 +385,34 @@ void print_attention_summary(const char* path, const float* probs, int L, int NH
 
 // the training curve: the loss and learning rate of every step, the validation losses
 typedef struct {
-    int steps, max_steps;  // steps recorded (from step 0), room for
-    float *loss, *lr;      // (max_steps)
+    int steps, max_steps;  // steps recorded (from step 0), at most
+    float *loss, *lr;      // (cap): grown as the steps come, so that -x 1000000000 costs nothing
     int vals;              // validation points
-    int* val_step;         // (max_steps + 1)
+    int* val_step;         // (val_cap)
     float* val_loss;
+    int cap, val_cap;
 } LossHistory;
+
+// room for the steps before `steps` (at most max_steps) and for `vals` validation points
+static void history_reserve(LossHistory* hist, int steps, int vals) {
+    if (steps > hist->cap) {
+        int cap = hist->cap;
+        while (cap < steps) cap = cap < hist->max_steps / 2 ? 2 * cap + 64 : hist->max_steps;
+        hist->loss = realloc(hist->loss, (size_t)cap * sizeof(float));
+        hist->lr = realloc(hist->lr, (size_t)cap * sizeof(float));
+        if (!hist->loss || !hist->lr) die("out of memory for the loss curve of %d steps", cap);
+        memset(hist->loss + hist->cap, 0, (size_t)(cap - hist->cap) * sizeof(float));
+        memset(hist->lr + hist->cap, 0, (size_t)(cap - hist->cap) * sizeof(float));
+        hist->cap = cap;
+    }
+    if (vals > hist->val_cap) {
+        int cap = 2 * vals + 16;
+        hist->val_step = realloc(hist->val_step, (size_t)cap * sizeof(int));
+        hist->val_loss = realloc(hist->val_loss, (size_t)cap * sizeof(float));
+        if (!hist->val_step || !hist->val_loss) die("out of memory for %d validation losses", cap);
+        hist->val_cap = cap;
+    }
+}
 
 void history_read(LossHistory* hist, const char* path, int before_step);
 
@@ -399,10 +421,7 @@ void history_read(LossHistory* hist, const char* path, int before_step);
 void history_init(LossHistory* hist, int max_steps, const char* dir, int from) {
     memset(hist, 0, sizeof *hist);
     hist->max_steps = max_steps;
-    hist->loss = callocCheck((size_t)max_steps + 1, sizeof(float));
-    hist->lr = callocCheck((size_t)max_steps + 1, sizeof(float));
-    hist->val_step = callocCheck((size_t)max_steps + 1, sizeof(int));
-    hist->val_loss = callocCheck((size_t)max_steps + 1, sizeof(float));
+    history_reserve(hist, max_steps < 1024 ? max_steps : 1024, 16);
     char path[4096];
     snprintf(path, sizeof path, "%s/loss.tsv", dir ? dir : ".");
     if (dir) history_read(hist, path, from);
@@ -438,6 +457,7 @@ void history_free(LossHistory* hist) {
 
 void history_step(LossHistory* hist, int step, float loss, float lr) {
     if (step < 0 || step >= hist->max_steps) return;
+    history_reserve(hist, step + 1, 0);
     hist->loss[step] = loss;
     hist->lr[step] = lr;
     hist->steps = step + 1;
@@ -446,6 +466,7 @@ void history_step(LossHistory* hist, int step, float loss, float lr) {
 void history_val(LossHistory* hist, int step, float loss) {
     while (hist->vals > 0 && hist->val_step[hist->vals - 1] >= step)
         hist->vals--;  // a resumed step again
+    history_reserve(hist, 0, hist->vals + 1);
     if (hist->vals <= hist->max_steps) {
         hist->val_step[hist->vals] = step;
         hist->val_loss[hist->vals++] = loss;
@@ -465,6 +486,7 @@ void history_write(const LossHistory* hist, const char* path) {
 }
 
 void history_read(LossHistory* hist, const char* path, int before_step) {
+    history_reserve(hist, before_step < hist->max_steps ? before_step : hist->max_steps, 0);
     for (int s = 0; s < before_step && s < hist->max_steps; s++) hist->loss[s] = NAN;  // (not restored)
     if (before_step > 0 && before_step <= hist->max_steps) hist->steps = before_step;
     FILE* f = fopen(path, "r");
