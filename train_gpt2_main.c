@@ -563,6 +563,7 @@ int main(int argc, char** argv) {
     Options o = parse_args(argc, argv);
     check_flags_agree(&o);  // mpirun: every process's flags the same, or one line (util/cli.h)
     dist.zero = o.zero;  // -z 1: AdamW's state sharded over the processes (util/dist.h)
+    dist.deadline = o.deadline;  // -dt: how long a collective waits for the others (util/dist.h)
     dist.gather_overlap = o.zero_gather;  // -zg 1: its gather overlapped with the forward pass
     dist_tp_init(o.tpar);  // -tpar N: each layer's heads and MLP split over the N processes
     gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)

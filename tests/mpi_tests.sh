@@ -506,6 +506,32 @@ else
     bad "differing -g -pr -s -o: exit $rc, $(tail -n 2 "$TMP/agree.log")"
 fi
 
+# ---- the deadline (-dt): a process stopped by SIGSTOP once made the other spin for ever; now,
+# -dt 5 seconds after its last answer, one line names it (its process id) and the job ends,
+# whether the other waits in the progress thread (the buckets) or in the main thread (DIST_BLOCKING=1)
+stop_one() {  # name, then the environment's assignments (mpirun -x) for both processes
+    local name="$1" env=(); shift
+    for e in "$@"; do env+=(-x "$e"); done
+    rm -f "$TMP/stopped.pid" "$TMP/stopped.log"
+    DT=("${SMALL[@]}" -b 4 -v 0 -j "" -x 1000000 -o "" -dt 5)
+    with_timeout 120 mpirun -q --oversubscribe "${env[@]}" -np 1 ./train_gpt2 "${DT[@]}" \
+        : "${env[@]}" -np 1 sh -c 'echo $$ > "$0"; exec "$@"' "$TMP/stopped.pid" ./train_gpt2 "${DT[@]}" \
+        > "$TMP/stopped.log" 2>&1 &
+    local job=$! waited=0
+    while ! grep -q '^step     3/' "$TMP/stopped.log" 2> /dev/null && [ $waited -lt 600 ]; do sleep 0.1; waited=$((waited + 1)); done
+    local pid; pid=$(cat "$TMP/stopped.pid" 2> /dev/null); kill -STOP "$pid"
+    local t0; t0=$(now_ms); wait $job; local rc=$? took=$(( ($(now_ms) - t0) / 1000 ))
+    kill -CONT "$pid" 2> /dev/null; kill -9 "$pid" 2> /dev/null
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c 'error' "$TMP/stopped.log")" -eq 1 ] \
+          && grep -q "error: process 1 of 2 (pid $pid on .*) has not answered for [0-9]* s (-dt 5)" "$TMP/stopped.log"; then
+        ok "SIGSTOP of process 1 ($name): the job ended $took s later, exit $rc, one line: $(grep error "$TMP/stopped.log" | cut -c1-150)..."
+    else
+        bad "SIGSTOP of process 1 ($name): exit $rc after $took s: $(grep -v '^step' "$TMP/stopped.log" | tail -n 3)"
+    fi
+}
+stop_one "buckets, the progress thread waits"
+stop_one "DIST_BLOCKING=1, the main thread waits" DIST_BLOCKING=1
+
 # ---- two SIGINTs to process 0 during the final checkpoint (strace injects them at its renames):
 # every process agrees on the stop, exit 1 with the one "stopped" line (main: exit 0, no line)
 if strace -f -qq -o /dev/null true 2> /dev/null; then

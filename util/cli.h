@@ -69,6 +69,7 @@ typedef struct {
     int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
     int zero_gather;             // -zg 1: -z 1's gather of the weights overlapped with the forward pass
     int tpar;                    // -tpar N: each layer's heads and MLP split over N processes (1: no)
+    float deadline;              // -dt: seconds a process waits for the others in a collective
     int enc_layers, dec_layers;  // train_seq2seq's -nle -nld: its stacks' layers (0 = -nl)
     int eval_pairs, examples;    // train_seq2seq's -ne -g: held-out pairs to evaluate, to print
     int embed_scale;             // train_seq2seq's -es: 1, 0, or -1 = not given
@@ -215,6 +216,10 @@ static const Flag FLAGS[] = {
      "tensor parallelism ([doc/mpi.md](mpi.md)): each layer's heads and MLP hidden units split over the N "
      "processes of `mpirun -np N` (N must be the number of processes and divide the heads, the key/value "
      "heads and d_ff); they compute one model on the same rows; 1 = none"},
+    {"-dt", 'f', OPT(deadline), "mpirun: seconds to wait for the other processes", NULL,
+     "under `mpirun`: the seconds a process waits for the others in one collective call before it ends "
+     "the job, naming the process that does not answer (stopped, in a debugger, swapping; "
+     "[doc/mpi.md](mpi.md)); raise it for a long sample (`-g`) or checkpoint on a slow disk"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 _Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= 64, "Options.given has a bit per flag");
@@ -274,7 +279,7 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32", .hf_out = "", .zero = -1, .tpar = 1};
+        .precision = "fp32", .hf_out = "", .zero = -1, .tpar = 1, .deadline = (float)DIST_DEADLINE};
     return o;
 }
 
@@ -526,6 +531,7 @@ Options parse_args(int argc, char** argv) {
         {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"},
         {o.zero_gather != 0 && o.zero_gather != 1, "-zg must be 0 or 1"},
         {o.tpar < 1, "-tpar (tensor-parallel processes) must be >= 1"},
+        {!(o.deadline > 0), "-dt (seconds to wait for the other processes) must be > 0"},
         {o.tpar > 1 && dist.size == 1, DIST_MPI ? "-tpar N splits each layer's heads and MLP over the N "
             "processes of mpirun -np N: this run is one process (leave -tpar out)" : "-tpar N splits each "
             "layer's heads and MLP over MPI processes: this train_gpt2 is built without MPI (make MPI=1)"},
