@@ -76,9 +76,9 @@ typedef struct {
     int one_machine;           // all the processes share one machine (its memory)
     double deadline;           // -dt: seconds a collective may wait for the others ("the deadline")
 } Dist;
-// -dt's default: 10 minutes, far above any step measured here (GPT-2 124M on 2 processes of a
-// 2-core machine: 2-6 s a step) and above a checkpoint of 124M written by process 0 while the
-// others wait (about 5 s on a local disk)
+// -dt's default: 10 minutes, far above any step measured here (bench/README.md: GPT-2 124M,
+// B=4 T=64, about 1 s a step on one 2-core machine, 4.5-7 s on 2 processes over TCP) and above
+// the 1.5 GB of a 124M checkpoint and state that process 0 writes while the others wait
 #define DIST_DEADLINE 600.0
 static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0, 1, DIST_DEADLINE};
 
