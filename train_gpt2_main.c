@@ -448,7 +448,9 @@ static void draw_attention_map(const Options* o, Run* r) {
 int main(int argc, char** argv) {
     dist_init(&argc, &argv);  // mpirun -np N: this is one of N processes (util/dist.h)
     Options o = parse_args(argc, argv);
+    check_flags_agree(&o);  // mpirun: every process's flags the same, or one line (util/cli.h)
     dist.zero = o.zero;  // -z 1: AdamW's state sharded over the processes (util/dist.h)
+    dist.deadline = o.deadline;  // -dt: how long a collective waits for the others (util/dist.h)
     dist.gather_overlap = o.zero_gather;  // -zg 1: its gather overlapped with the forward pass
     dist_tp_init(o.tpar);  // -tpar N: each layer's heads and MLP split over the N processes
     gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)
@@ -469,7 +471,7 @@ int main(int argc, char** argv) {
         if (evaluate) print_evaluation(&o, val_loss, r.val_batches);
     }
     export_hf(&o, &r);  // -hf DIR
-    if (stop_signal && dist.size == 1)  // during the final save or the export, which finished first
+    if (dist_stop_agreed())  // during the final save or the export, which finished first (every process)
         stop_together("stopped by signal %d after the run's last write: its files are whole", stop_signal);
     run_free(&r, &o);
     return 0;

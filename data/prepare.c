@@ -164,8 +164,10 @@ static char* prefix_of(const char* input) {
 }
 
 static unsigned char* read_text(const char* path, size_t* n) {
+    struct stat st;  // a pipe is refused before it is opened: opening one with no writer waits for ever
+    if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+        die("'%s' is a pipe (FIFO), not a regular file: the text's size is read first; save it to a file", path);
     FILE* f = fopenCheck(path, "rb");
-    struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) die("'%s' is not a regular file", path);
     long long size = file_size(f);
     if (size <= 0) die("'%s' is empty: there is no text to prepare", path);

@@ -169,8 +169,11 @@ expect_mpi_error() {  # name, expected text, then the mpirun arguments
         bad "mpirun, $name: exit $rc, $(cat "$TMP/bad.err")"
     fi
 }
-expect_mpi_error "process 1 cannot open its training file" "process 1 of 2: -i '$TMP/nope.bin': No such file" \
-    -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" : -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" -i "$TMP/nope.bin"
+mkdir -p "$TMP/elsewhere"  # process 1 runs there, where the same relative -i is missing
+expect_mpi_error "process 1 cannot open its training file" \
+    "process 1 of 2: -i 'data/tiny_shakespeare_train.bin': No such file" \
+    -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" -i data/tiny_shakespeare_train.bin \
+    : -np 1 -wdir "$TMP/elsewhere" "$PWD/train_gpt2" "${SMALL[@]}" -x 5 -o "" -i data/tiny_shakespeare_train.bin
 expect_mpi_error "a global batch larger than the data" "fewer than one batch of B*T+1 = 1280001 (-b times the processes, -t)" \
     -np 2 ./train_gpt2 "${SMALL[@]}" -b 20000 -x 5 -o ""
 head -c 3000 data/tiny_shakespeare_val.bin > "$TMP/short.bin"
@@ -475,6 +478,75 @@ expect_mpi_error "-tpar 2 -z 1" "-z 1 with -tpar" -np 2 ./train_gpt2 "${TPB[@]}"
 expect_mpi_error "-tpar 0" "-tpar (tensor-parallel processes) must be >= 1" -np 2 ./train_gpt2 "${TPB[@]}" -tpar 0
 [ ! -e "$TMP/tp_bad" ] && ok "  ... and none of them wrote anything ($TMP/tp_bad does not exist)" \
     || bad "  ... a refused -tpar run wrote $TMP/tp_bad"
+
+# ---- the processes of one job must share their flags (util/cli.h's check_flags_agree): each
+# pair below once hung for ever (-x, -o "" against -n, -zg), trained per-process
+# hyperparameters with exit 0 (-l, -prec) or died inside Open MPI; now one line names the flag,
+# before any step, and every process exits. Flags only process 0 acts on may differ.
+FA=("${SMALL[@]}" -b 4 -x 4)
+mpmd_error() {  # name, the expected flag, process 0's extra flags, ":", process 1's extra flags
+    local name="$1" flag="$2" a=() b=(); shift 2
+    while [ "$1" != ":" ]; do a+=("$1"); shift; done; shift
+    b=("$@")
+    expect_mpi_error "$name" "were given different $flag (process 0: $flag" \
+        -np 1 ./train_gpt2 "${FA[@]}" "${a[@]}" : -np 1 ./train_gpt2 "${FA[@]}" "${b[@]}"
+}
+mpmd_error "-x 6 against -x 3 (hung)" -x -x 6 -o "" : -x 3 -o ""
+mpmd_error "-l 1e-3 against -l 1e-2 (trained, exit 0)" -l -l 1e-3 -o "" : -l 1e-2 -o ""
+mpmd_error "-zg 0 against -zg 1 (hung)" -zg -zg 0 -o "" : -zg 1 -o ""
+mpmd_error "-prec fp32 against -prec bf16" -prec -prec fp32 -o "" : -prec bf16 -o ""
+mpmd_error "-o '' against -o DIR -n 2 (hung)" -o -o "" -n 2 : -o "$TMP/agree_o" -n 2
+expect_mpi_error "DIST_BLOCKING=1 on process 1 alone" "differ in DIST_BLOCKING" \
+    -np 1 ./train_gpt2 "${FA[@]}" -o "" : -np 1 -x DIST_BLOCKING=1 ./train_gpt2 "${FA[@]}" -o ""
+mpi 1 ./train_gpt2 "${FA[@]}" -o "$TMP/agree_0" -g 8 -pr "To be" -s 2 : -np 1 ./train_gpt2 "${FA[@]}" -o "$TMP/agree_1" \
+    > "$TMP/agree.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '^step     4 | val loss' "$TMP/agree.log"; then
+    ok "flags only process 0 acts on (-g -pr -s, the path of -o) may differ: exit 0, 4 steps"
+else
+    bad "differing -g -pr -s -o: exit $rc, $(tail -n 2 "$TMP/agree.log")"
+fi
+
+# ---- the deadline (-dt): a process stopped by SIGSTOP once made the other spin for ever; now,
+# -dt 5 seconds after its last answer, one line names it (its process id) and the job ends,
+# whether the other waits in the progress thread (the buckets) or in the main thread (DIST_BLOCKING=1)
+stop_one() {  # name, then the environment's assignments (mpirun -x) for both processes
+    local name="$1" env=(); shift
+    for e in "$@"; do env+=(-x "$e"); done
+    rm -f "$TMP/stopped.pid" "$TMP/stopped.log"
+    DT=("${SMALL[@]}" -b 4 -v 0 -j "" -x 1000000 -o "" -dt 5)
+    with_timeout 120 mpirun -q --oversubscribe "${env[@]}" -np 1 ./train_gpt2 "${DT[@]}" \
+        : "${env[@]}" -np 1 sh -c 'echo $$ > "$0"; exec "$@"' "$TMP/stopped.pid" ./train_gpt2 "${DT[@]}" \
+        > "$TMP/stopped.log" 2>&1 &
+    local job=$! waited=0
+    while ! grep -q '^step     3/' "$TMP/stopped.log" 2> /dev/null && [ $waited -lt 600 ]; do sleep 0.1; waited=$((waited + 1)); done
+    local pid; pid=$(cat "$TMP/stopped.pid" 2> /dev/null); kill -STOP "$pid"
+    local t0; t0=$(now_ms); wait $job; local rc=$? took=$(( ($(now_ms) - t0) / 1000 ))
+    kill -CONT "$pid" 2> /dev/null; kill -9 "$pid" 2> /dev/null
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c 'error' "$TMP/stopped.log")" -eq 1 ] \
+          && grep -q "error: process 1 of 2 (pid $pid on .*) has not answered for [0-9]* s (-dt 5)" "$TMP/stopped.log"; then
+        ok "SIGSTOP of process 1 ($name): the job ended $took s later, exit $rc, one line: $(grep error "$TMP/stopped.log" | cut -c1-150)..."
+    else
+        bad "SIGSTOP of process 1 ($name): exit $rc after $took s: $(grep -v '^step' "$TMP/stopped.log" | tail -n 3)"
+    fi
+}
+stop_one "buckets, the progress thread waits"
+stop_one "DIST_BLOCKING=1, the main thread waits" DIST_BLOCKING=1
+
+# ---- two SIGINTs to process 0 during the final checkpoint (strace injects them at its renames):
+# every process agrees on the stop, exit 1 with the one "stopped" line (main: exit 0, no line)
+if strace -f -qq -o /dev/null true 2> /dev/null; then
+    rm -rf "$TMP/sigint_end"
+    mpi 1 strace -f -qq -o /dev/null -e trace=rename -e inject=rename:signal=INT:when=5..6 ./train_gpt2 "${FA[@]}" \
+        -n 2 -o "$TMP/sigint_end" : -np 1 ./train_gpt2 "${FA[@]}" -n 2 -o "$TMP/sigint_end" > "$TMP/sigint_end.log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(grep -c "stopped by signal 2 after the run's last write: its files are whole" "$TMP/sigint_end.log")" -eq 1 ]; then
+        ok "two SIGINTs during the final checkpoint: exit 1, one line: the files are whole"
+    else
+        bad "two SIGINTs during the final checkpoint: exit $rc, $(tail -n 1 "$TMP/sigint_end.log")"
+    fi
+else
+    echo "(strace cannot trace here: the SIGINTs during the final checkpoint are left to a machine where it can)"
+fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -15,12 +15,12 @@ at_byte() { printf "$2" | dd of="$1" bs=1 seek="$3" conv=notrunc 2> /dev/null; }
 # 1. every field read back is checked: a version 2 state (no checksum) whose data pass is negative
 # (byte 35 = 0x80: the issue's SIGSEGV in the data loader) is refused in one line
 cp "$R/state_good.bin" "$R/run/state_00000002.bin"
-patch_int "$R/run/state_00000002.bin" 1 2; patch_int "$R/run/state_00000002.bin" 255 0
+patch_int "$R/run/state_00000002.bin" 1 2; patch_int "$R/run/state_00000002.bin" 255 0; patch_int "$R/run/state_00000002.bin" 19 0
 at_byte "$R/run/state_00000002.bin" '\x80' 35
 expect_error "a version 2 state with a negative data pass" "state_00000002.bin' is damaged: its data pass (slots 7-8) is out of range" \
     ./train_gpt2 "${TINY[@]}" -x 4 -o "$R/run" -y 1
 cp "$R/state_good.bin" "$R/run/state_00000002.bin"
-patch_int "$R/run/state_00000002.bin" 1 2; patch_int "$R/run/state_00000002.bin" 255 0
+patch_int "$R/run/state_00000002.bin" 1 2; patch_int "$R/run/state_00000002.bin" 255 0; patch_int "$R/run/state_00000002.bin" 19 0
 if ./train_gpt2 "${TINY[@]}" -x 3 -o "$R/run" -y 1 > "$R/v2.log" 2>&1 && grep -q 'resuming from .* at step 2' "$R/v2.log"; then
     ok "a version 2 state file (no checksum) is still resumed from"
 else

@@ -391,7 +391,9 @@ done
 # state file copied beside a checkpoint of another step
 rm -rf "$TMP/own"; ./train_gpt2 "${SMALL[@]}" -x 20 -n 10 -o "$TMP/own" > /dev/null 2>&1
 cp "$TMP/own/state_00000010.bin" "$TMP/own/state_00000020.bin"   # now step 20 has step 10's state
-expect_error "a state file of another step" "(the step differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1
+expect_error "a state file of another step (it names step 10's checkpoint)" \
+    "model_00000020.bin' is not the checkpoint '$TMP/own/state_00000020.bin' was written with" \
+    ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1
 rm "$TMP/own/model_00000020.bin" "$TMP/own/state_00000020.bin"
 expect_error "resumed with another seed" "(-sd differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 -sd 7
 expect_error "resumed with another -sh" "(-sh differs)" ./train_gpt2 "${SMALL[@]}" -x 30 -o "$TMP/own" -y 1 -sh 0
@@ -991,6 +993,9 @@ source tests/seq2seq_tests.sh
 
 # ---- 9b. nothing lost, nothing trusted: checksums, groups of writes, planted links (issue 38)
 source tests/robustness_tests.sh
+
+# ---- 9c. two writers, one truth: a state names its checkpoint, one run per folder (issue 49)
+source tests/two_writers_tests.sh
 
 # ---- 10, 10c, 10b. the docs against the sources, the scripts' portability, every program and
 # header compiled without a warning (tests/source_checks.sh): none depends on this build's flags

@@ -71,6 +71,7 @@ typedef struct {
     int zero;                    // -z 1: AdamW's state sharded over the processes (-1: not given)
     int zero_gather;             // -zg 1: -z 1's gather of the weights overlapped with the forward pass
     int tpar;                    // -tpar N: each layer's heads and MLP split over N processes (1: no)
+    float deadline;              // -dt: seconds a process waits for the others in a collective
     int enc_layers, dec_layers;  // train_seq2seq's -nle -nld: its stacks' layers (0 = -nl)
     int eval_pairs, examples;    // train_seq2seq's -ne -g: held-out pairs to evaluate, to print
     int embed_scale;             // train_seq2seq's -es: 1, 0, or -1 = not given
@@ -221,6 +222,10 @@ static const Flag FLAGS[] = {
      "tensor parallelism ([doc/mpi.md](mpi.md)): each layer's heads and MLP hidden units split over the N "
      "processes of `mpirun -np N` (N must be the number of processes and divide the heads, the key/value "
      "heads and d_ff); they compute one model on the same rows; 1 = none"},
+    {"-dt", 'f', OPT(deadline), "mpirun: seconds to wait for the other processes", NULL,
+     "under `mpirun`: the seconds a process waits for the others in one collective call before it ends "
+     "the job, naming the process that does not answer (stopped, in a debugger, swapping; "
+     "[doc/mpi.md](mpi.md)); raise it for a long sample (`-g`) or checkpoint on a slow disk"},
 };
 #define NUM_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 _Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= 64, "Options.given has a bit per flag");
@@ -280,7 +285,8 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32", .kernels = "fast", .hf_out = "", .zero = -1, .tpar = 1};
+        .precision = "fp32", .kernels = "fast", .hf_out = "", .zero = -1, .tpar = 1,
+        .deadline = (float)DIST_DEADLINE};
     return o;
 }
 
@@ -358,6 +364,9 @@ static void parse_flag_value(const Flag* fl, void* opts, const char* v) {
     if (fl->type == 's') { *(const char**)field = v; return; }
     if (fl->type == 'f') {
         float x = strtof(v, &end);
+        if (end != v && !*end && errno == ERANGE)  // 1e-50, 1e50: numbers, out of a float's range
+            usage_error("flag %s: %s is %s a float's range (%s)", fl->name, v, isinf(x) ? "above" : "below",
+                        isinf(x) ? "at most about 3.4e38" : "at least about 1.2e-38, or 0");
         if (end == v || *end || errno || !isfinite(x))
             usage_error("flag %s expects a number, got '%s'", fl->name, v);
         *(float*)field = x;
@@ -529,6 +538,7 @@ Options parse_args(int argc, char** argv) {
         {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"},
         {o.zero_gather != 0 && o.zero_gather != 1, "-zg must be 0 or 1"},
         {o.tpar < 1, "-tpar (tensor-parallel processes) must be >= 1"},
+        {!(o.deadline > 0), "-dt (seconds to wait for the other processes) must be > 0"},
         {o.tpar > 1 && dist.size == 1, DIST_MPI ? "-tpar N splits each layer's heads and MLP over the N "
             "processes of mpirun -np N: this run is one process (leave -tpar out)" : "-tpar N splits each "
             "layer's heads and MLP over MPI processes: this train_gpt2 is built without MPI (make MPI=1)"},
@@ -568,6 +578,71 @@ Options parse_args(int argc, char** argv) {
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
     return o;
+}
+
+// ----------------------------------------------------------------------------
+// mpirun: the processes of one job must share their flags, or they train different models
+// (each applies its own -l to its shard under -z 1) or wait for ever in a collective call
+// another never makes (-x 6 against -x 3). Each flag's value is hashed and the hashes are
+// compared across the processes before any work; the first that differs is named.
+
+// FNV-1a (64 bits) of n bytes, continuing from h
+static uint64_t hash_bytes(uint64_t h, const void* bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char*)bytes)[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+// What of flag fl must agree: its value, or for the flags that only process 0 acts on (it
+// prints, samples, draws, writes) whether it is given. -o "" against -o DIR would still
+// differ: the checkpoints' moments are gathered from every process. Under -tpar every process
+// computes each generated token, and under -zg 1 a sample's step moves the weights' gather:
+// there -pr, -g and -s must agree as well.
+static uint64_t flag_agreement_hash(const Flag* fl, const Options* o) {
+    const char* field = (const char*)o + fl->offset;
+    const char* name = fl->name;
+    int shared = o->tpar > 1 || o->zero_gather == 1;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    static Options defaults;  // a flag not given: its default as written (a default path may be
+    defaults = default_options();  // found beside the program on one process and here on another)
+    if (!flag_given(o, name)) field = (const char*)&defaults + fl->offset;
+    if ((!strcmp(name, "-g") || !strcmp(name, "-s") || !strcmp(name, "-pr")) && !shared) return h;
+    if (!strcmp(name, "-o") || !strcmp(name, "-am") || !strcmp(name, "-hf")) {
+        int given = (*(const char* const*)field)[0] != 0;
+        return hash_bytes(h, &given, sizeof given);
+    }
+    if (fl->type == 's') return hash_bytes(h, *(const char* const*)field, strlen(*(const char* const*)field));
+    size_t size = fl->type == 'i' ? sizeof(int) : fl->type == 'L' ? sizeof(long long) : sizeof(float);
+    return hash_bytes(h, field, size);
+}
+
+// every process of the job has the same flags (and DIST_BLOCKING), or all stop with one line
+// naming the first flag that differs (nothing to do for one process)
+static inline void check_flags_agree(const Options* o) {
+    uint64_t hashes[NUM_FLAGS + 1];
+    int order[NUM_FLAGS], n = 0;  // -tpar and -zg first: they decide whether -pr -g -s must agree
+    for (int k = 0; k < NUM_FLAGS; k++)
+        if (!strcmp(FLAGS[k].name, "-tpar") || !strcmp(FLAGS[k].name, "-zg")) order[n++] = k;
+    for (int k = 0; k < NUM_FLAGS; k++)
+        if (strcmp(FLAGS[k].name, "-tpar") && strcmp(FLAGS[k].name, "-zg")) order[n++] = k;
+    for (int i = 0; i < NUM_FLAGS; i++) hashes[i] = flag_agreement_hash(&FLAGS[order[i]], o);
+    hashes[NUM_FLAGS] = (uint64_t)dist.buckets;  // the environment's DIST_BLOCKING=1 (util/dist.h)
+    int first = dist_first_difference(hashes, NUM_FLAGS + 1);
+    if (first < 0) return;
+    print_usage_to = NULL;
+    int k = first == NUM_FLAGS ? NUM_FLAGS : order[first];
+    if (k == NUM_FLAGS)
+        usage_error("the processes of this job differ in DIST_BLOCKING (the environment): process 0 %s it; "
+                    "every process must sum the gradients the same way", dist.buckets ? "lacks" : "has");
+    const Flag* fl = &FLAGS[k];
+    const char* field = (const char*)o + fl->offset;
+    char value[200], text[160];
+    if (fl->type == 's') snprintf(value, sizeof value, "'%s'", excerpt(*(const char* const*)field, text));
+    else if (fl->type == 'i') snprintf(value, sizeof value, "%d", *(const int*)field);
+    else if (fl->type == 'L') snprintf(value, sizeof value, "%lld", *(const long long*)field);
+    else snprintf(value, sizeof value, "%g", *(const float*)field);
+    usage_error("the processes of this job were given different %s (process 0: %s %s): every process "
+                "needs the same flags, but for the paths of -o -am -hf and (without -tpar or -zg 1) -pr -g -s",
+                fl->name, fl->name, value);
 }
 
 // ----------------------------------------------------------------------------
@@ -639,6 +714,9 @@ Options parse_seq2seq_args(int argc, char** argv) {
         {o.embed_scale < -1 || o.embed_scale > 1, "-es must be 1 or 0"},
         {strcmp(o.optimizer, "adamw") != 0 && strcmp(o.optimizer, "sgd") != 0, "-opt must be adamw or sgd"}};
     check_ranges(checks, sizeof checks / sizeof checks[0]);
+    if (!flag_given(&o, "-i")) o.train_path = find_default_path(o.train_path, 0);  // beside the program
+    if (!flag_given(&o, "-j")) o.val_path = find_default_path(o.val_path, 0);
+    if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
     print_usage_to = NULL;  // from here on a value's one line is enough

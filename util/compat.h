@@ -115,6 +115,63 @@ static inline FILE* compat_create_new(const char* path) {
     return f;
 }
 
+// The lock one run holds on its output folder (util/io.h's lock_output_dir): an exclusive lock
+// on one byte of the file at path (created if missing; never through a link), held until the
+// process ends, and this process's id written in the file. The byte lies far past the file's
+// end: on Windows a locked range cannot be read, and the id must stay readable. POSIX: an
+// fcntl lock (on macOS and Linux alike, and over NFS), which any close of the file by this
+// process would drop, so the descriptor is never closed. Windows: LockFileEx.
+// Returns 0 when taken; -1 when another process holds it, with *holder its id (0: unknown);
+// -2 with errno when the file cannot be opened or locked.
+#define COMPAT_LOCK_BYTE 0x40000000L
+static inline long compat_read_pid(int fd) {
+    char text[32] = {0};
+    long pid = 0;
+    if (lseek(fd, 0, SEEK_SET) == 0 && read(fd, text, sizeof text - 1) > 0) pid = strtol(text, NULL, 10);
+    return pid;
+}
+static inline int compat_lock_file(const char* path, long* holder) {
+    char text[32];
+    int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+#ifdef _WIN32
+    int fd = _open(path, _O_RDWR | _O_CREAT | _O_BINARY, _S_IREAD | _S_IWRITE);
+    if (fd < 0) return -2;
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    OVERLAPPED at;
+    memset(&at, 0, sizeof at);
+    at.Offset = (DWORD)COMPAT_LOCK_BYTE;
+    if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &at)) {
+        DWORD error = GetLastError();
+        *holder = compat_read_pid(fd);
+        _close(fd);
+        if (error == ERROR_LOCK_VIOLATION || error == ERROR_IO_PENDING) return -1;
+        errno = compat_errno_of(error);
+        return -2;
+    }
+    if (_chsize(fd, 0) != 0 || _lseek(fd, 0, SEEK_SET) != 0 || _write(fd, text, n) != n) return -2;
+#else
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return -2;
+    struct flock want;
+    memset(&want, 0, sizeof want);
+    want.l_type = F_WRLCK;
+    want.l_whence = SEEK_SET;
+    want.l_start = COMPAT_LOCK_BYTE;
+    want.l_len = 1;
+    if (fcntl(fd, F_SETLK, &want) != 0) {
+        int error = errno;
+        struct flock held = want;  // who holds it (the file's id may not be written yet)
+        *holder = fcntl(fd, F_GETLK, &held) == 0 && held.l_type != F_UNLCK ? (long)held.l_pid : 0;
+        if (*holder == 0) *holder = compat_read_pid(fd);
+        close(fd);
+        errno = error;
+        return error == EACCES || error == EAGAIN ? -1 : -2;
+    }
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n) return -2;
+#endif
+    return 0;  // (the file stays open: the lock lasts until the process ends)
+}
+
 // stat without following a symbolic link (Windows has no lstat: stat, which for the callers'
 // question "is it a regular file?" gives the same answer but for links)
 static inline int compat_lstat(const char* path, struct stat* sb) {

@@ -74,8 +74,13 @@ typedef struct {
     double tp_seconds;         //   time in its all-reduces (forward and backward, all of them)
     double tp_step_seconds;    //   of which in the timed training steps (train_gpt2_main.c's run_step)
     int one_machine;           // all the processes share one machine (its memory)
+    double deadline;           // -dt: seconds a collective may wait for the others ("the deadline")
 } Dist;
-static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0, 1};
+// -dt's default: 10 minutes, far above any step measured here (bench/README.md: GPT-2 124M,
+// B=4 T=64, about 1 s a step on one 2-core machine, 4.5-7 s on 2 processes over TCP) and above
+// the 1.5 GB of a 124M checkpoint and state that process 0 writes while the others wait
+#define DIST_DEADLINE 600.0
+static Dist dist = {0, 1, 0, 0.0, 0, 0.0, 0, 0, 0.0, 0.0, 0, 0, 0, 1, 0, 0.0, 0.0, 1, DIST_DEADLINE};
 
 // the most bytes of gradients in flight at once ("How many buckets fly at once" below)
 static inline size_t dist_sums_window(void) {
@@ -178,6 +183,109 @@ static inline int dist_launched(void) {
 
 static inline void dist_mpi_quiet(void);  // (below: -z 1's gather, no piece in flight)
 
+// ---- the deadline: a process that stops answering
+//
+// A process stopped by SIGSTOP or a debugger, or one that swaps for minutes, is not dead:
+// mpirun sees nothing wrong, and the others would wait in their next collective call for
+// ever, at 100% of a core. So no call here waits without a deadline: every collective of the
+// main thread is started nonblocking and waited for by dist_wait, and the progress thread
+// (buckets, below) notes when its requests last moved. After -dt seconds without progress
+// the waiting process finds out which processes still answer: it sends each of the others a
+// notice on a communicator of its own, and any process waiting anywhere sees it, sends its
+// own, and listens too, for a short window. The processes no notice came from are the ones
+// that do not answer: the lowest live process names the first of them, with its process id
+// and machine, in one line, and MPI_Abort ends the job (mpirun kills the stopped one too).
+// If every process answered, they all wait in calls that do not match (a bug, or two
+// builds): the line says so.
+#define DIST_NOTICE_TAG 4242
+static MPI_Comm dist_notice_comm = MPI_COMM_NULL;  // the notices' own (dist_init: a duplicate)
+typedef struct { long pid; char host[56]; } DistWho;
+static DistWho* dist_who;                          // (size) every process's id and machine
+
+// a notice from a process whose deadline passed: then this one answers (dist_unanswered)
+static inline int dist_notice_pending(void) {
+    int flag = 0;
+    if (dist_notice_comm != MPI_COMM_NULL)
+        MPI_Iprobe(MPI_ANY_SOURCE, DIST_NOTICE_TAG, dist_notice_comm, &flag, MPI_STATUS_IGNORE);
+    return flag;
+}
+
+// -dt passed while this process waited `waited` seconds in `what` (or another process's did):
+// which processes answer, one line naming the first that does not, and the job ends
+static void dist_unanswered(const char* what, double waited) {
+    int N = dist.size, token = dist.rank;
+    unsigned char* heard = calloc((size_t)N, 1);
+    MPI_Request* sent = calloc((size_t)N, sizeof *sent);
+    if (!heard || !sent) MPI_Abort(MPI_COMM_WORLD, EXIT_BAD_INPUT);
+    heard[dist.rank] = 1;
+    for (int r = 0; r < N; r++)
+        if (r != dist.rank) MPI_Isend(&token, 1, MPI_INT, r, DIST_NOTICE_TAG, dist_notice_comm, &sent[r]);
+    double window = dist.deadline / 4 < 1 ? 1 : dist.deadline / 4 > 10 ? 10 : dist.deadline / 4;
+    int heard_all = 0;
+    for (double until = now_seconds() + window; !heard_all && now_seconds() < until;) {
+        int flag = 0, from;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, DIST_NOTICE_TAG, dist_notice_comm, &flag, &st);
+        if (!flag) { nanosleep(&(struct timespec){0, 1000000}, NULL); continue; }
+        MPI_Recv(&from, 1, MPI_INT, st.MPI_SOURCE, DIST_NOTICE_TAG, dist_notice_comm, MPI_STATUS_IGNORE);
+        heard[st.MPI_SOURCE] = 1;
+        heard_all = 1;
+        for (int r = 0; r < N; r++) heard_all &= heard[r];
+    }
+    int silent = -1, first_live = -1;
+    for (int r = N - 1; r >= 0; r--) {
+        if (!heard[r]) silent = r;
+        else first_live = r;
+    }
+    if (first_live == dist.rank) {
+        if (silent < 0)
+            fprintf(stderr, "%s: error: every one of the %d processes answers, but %s has waited %.0f s: they "
+                    "wait in calls that do not match (two builds of the program?); ending the job\n",
+                    error_program, N, what, waited);
+        else
+            fprintf(stderr, "%s: error: process %d of %d (pid %ld on %s) has not answered for %.0f s (-dt %g) "
+                    "while process %d waited in %s: stopped (SIGSTOP, a debugger) or swapping? Ending the "
+                    "job\n", error_program, silent, N, dist_who ? dist_who[silent].pid : 0L,
+                    dist_who ? dist_who[silent].host : "?", waited, dist.deadline, dist.rank, what);
+        fflush(stderr);
+    } else nanosleep(&(struct timespec){1, 0}, NULL);  // the lowest live process speaks first
+    MPI_Abort(MPI_COMM_WORLD, EXIT_BAD_INPUT);
+    exit(EXIT_BAD_INPUT);
+}
+
+// waits for n requests of the main thread (a collective, its sends and receives), within -dt
+static void dist_wait(int n, MPI_Request* req, const char* what) {
+    double start = now_seconds();
+    for (long k = 1;; k++) {
+        int done = 0;
+        MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+        if (done) return;
+        if (k % 256) continue;
+        double waited = now_seconds() - start;
+        if (waited > dist.deadline || dist_notice_pending()) dist_unanswered(what, waited);
+        if (waited > 1e-3) nanosleep(&(struct timespec){0, 20000}, NULL);  // a long wait: spare the core
+    }
+}
+
+// the blocking collectives this file calls, each waited for by dist_wait (bits: the same
+// operations on the same values as the blocking ones; on 2 processes a + b either way)
+static inline void dist_allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op,
+                                  const char* what) {
+    MPI_Request req;
+    MPI_Iallreduce(in, out, count, type, op, MPI_COMM_WORLD, &req);
+    dist_wait(1, &req, what);
+}
+static inline void dist_send(const void* buf, int count, MPI_Datatype type, int to, int tag, const char* what) {
+    MPI_Request req;
+    MPI_Isend(buf, count, type, to, tag, MPI_COMM_WORLD, &req);
+    dist_wait(1, &req, what);
+}
+static inline void dist_recv(void* buf, int count, MPI_Datatype type, int from, int tag, const char* what) {
+    MPI_Request req;
+    MPI_Irecv(buf, count, type, from, tag, MPI_COMM_WORLD, &req);
+    dist_wait(1, &req, what);
+}
+
 static inline void dist_finalize(void) {
     dist_mpi_quiet();
     int initialized = 0, finalized = 0;
@@ -191,15 +299,15 @@ static inline void dist_finalize(void) {
 // failed process (with its rank if it is not 0) and every process exits with the status.
 static inline void dist_agree(const char* line, int status) {
     int worst = 0, first = dist.size, mine = status ? dist.rank : dist.size;
-    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    dist_allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, "setup's agreement");
     if (worst == 0) return;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    dist_allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, "setup's agreement");
     static char text[16384];
     if (first == 0 && dist.rank == 0) snprintf(text, sizeof text, "%s", line);
     if (first != 0 && dist.rank == first)
-        MPI_Send(line, (int)strlen(line) + 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+        dist_send(line, (int)strlen(line) + 1, MPI_CHAR, 0, 0, "setup's error line");
     if (first != 0 && dist.rank == 0)
-        MPI_Recv(text, sizeof text, MPI_CHAR, first, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        dist_recv(text, sizeof text, MPI_CHAR, first, 0, "setup's error line");
     if (dist.rank == 0) {
         char who[64] = "";
         if (first != 0) snprintf(who, sizeof who, "process %d of %d: ", first, dist.size);
@@ -241,6 +349,11 @@ static inline void dist_init(int* argc, char*** argv) {
     MPI_Comm_size(node, &on_node);
     MPI_Comm_free(&node);
     dist.one_machine = on_node == dist.size;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dist_notice_comm);  // the deadline's notices (above)
+    DistWho me = {(long)getpid(), ""};
+    gethostname(me.host, sizeof me.host - 1);
+    dist_who = mallocCheck((size_t)dist.size * sizeof *dist_who);
+    MPI_Allgather(&me, sizeof me, MPI_BYTE, dist_who, sizeof me, MPI_BYTE, MPI_COMM_WORLD);
     const char* blocking = getenv("DIST_BLOCKING");  // 1: the reduction after the backward pass
     dist.buckets = dist.size > 1 && provided >= MPI_THREAD_SERIALIZED && !(blocking && atoi(blocking));
     atexit(dist_finalize);
@@ -254,6 +367,22 @@ static inline void dist_setup_done(void) {
     dist.training = 1;
 }
 
+// The index of the first of n values (hashes of the settings that must agree: util/cli.h's
+// check_flags_agree) that differs between the processes, the same answer on every process;
+// -1 when all agree. First a round of setup's collective (dist_agree): a process that failed
+// before this call (a bad flag) meets the others there, and its line ends them all.
+static inline int dist_first_difference(const uint64_t* values, int n) {
+    if (dist.size == 1) return -1;
+    dist_agree(NULL, 0);
+    uint64_t lo[64], hi[64];
+    if (n > 64) die("internal: %d settings to compare, at most 64", n);
+    dist_allreduce(values, lo, n, MPI_UINT64_T, MPI_MIN, "the flags' comparison");
+    dist_allreduce(values, hi, n, MPI_UINT64_T, MPI_MAX, "the flags' comparison");
+    for (int k = 0; k < n; k++)
+        if (lo[k] != hi[k]) return k;
+    return -1;
+}
+
 // grads = the mean of every process's grads: one MPI_Allreduce (sum) over the whole buffer
 // (in pieces of at most 2^30 floats, as MPI counts are int), then a scale by 1/N
 static inline void dist_average_gradients(float* grads, size_t n) {
@@ -261,7 +390,7 @@ static inline void dist_average_gradients(float* grads, size_t n) {
     double t0 = now_seconds();
     for (size_t done = 0; done < n;) {
         int count = n - done < ((size_t)1 << 30) ? (int)(n - done) : 1 << 30;
-        MPI_Allreduce(MPI_IN_PLACE, grads + done, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        dist_allreduce(MPI_IN_PLACE, grads + done, count, MPI_FLOAT, MPI_SUM, "the gradients' sum");
         done += (size_t)count;
     }
     float scale = 1.0f / dist.size;
@@ -395,12 +524,15 @@ static void* dist_progress(void* unused) {
     MPI_Request* req = mallocCheck((size_t)cap * sizeof *req);
     Bucket* flying = mallocCheck((size_t)cap * sizeof *flying);
     float scale = 1.0f / dist.size;
+    double moved = 0.0;  // when a request last landed, or the first started (the deadline, above)
+    long polls = 0;
     pthread_mutex_lock(&q->lock);
     for (;;) {
         if (q->started == q->queued && active == 0) {
             pthread_cond_wait(&q->wake, &q->lock);
             continue;
         }
+        if (active == 0) moved = now_seconds();
         int n = 0;  // the new buckets: copied out, started unlocked, each kind a window at a time
         size_t flies[2] = {0, 0};  // bytes in flight: [0] gradients' sums, [1] the weights' gather
         const size_t window[2] = {dist_sums_window(), DIST_GATHER_WINDOW};
@@ -434,6 +566,13 @@ static void* dist_progress(void* unused) {
         for (int k = 0; k < active; k++)  // the requests still in flight, in order
             if (req[k] != MPI_REQUEST_NULL) { req[kept] = req[k]; flying[kept++] = flying[k]; }
         active = kept;
+        if (done > 0) moved = now_seconds();
+        if (active > 0 && ++polls % 64 == 0) {  // (every ~13 ms while waiting)
+            double waited = now_seconds() - moved;
+            if (waited > dist.deadline || dist_notice_pending())
+                dist_unanswered(flying[0].group >= 0 ? "the weights' gather (-zg 1)" : "the gradients' sums",
+                                waited);
+        }
         if (active > 0 && !spin) nanosleep(&(struct timespec){0, DIST_POLL_US * 1000}, NULL);
         pthread_mutex_lock(&q->lock);
         q->finished += done;
@@ -756,7 +895,7 @@ static int dist_row_blocks(int r, const int* rows, int nrows, int C, int* at, in
 static int dist_queue_rows(const int* tokens, int n, int C) {
     DistBuckets* q = &buckets;
     int V = (int)(q->sizes[0] / C), sizes[2] = {n, -n}, most[2];
-    MPI_Allreduce(sizes, most, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    dist_allreduce(sizes, most, 2, MPI_INT, MPI_MAX, "the batch's rows of wte");
     if (most[0] != -most[1] || q->sizes[0] > (size_t)INT32_MAX) return 0;
     size_t all = (size_t)n * dist.size;
     if (n > q->ids_cap) {
@@ -769,7 +908,9 @@ static int dist_queue_rows(const int* tokens, int n, int C) {
         q->row_of = mallocCheck((size_t)V * sizeof(int));
         for (int v = 0; v < V; v++) q->row_of[v] = -1;
     }
-    MPI_Allgather(tokens, n, MPI_INT, q->all_tokens, n, MPI_INT, MPI_COMM_WORLD);
+    MPI_Request all_tokens;
+    MPI_Iallgather(tokens, n, MPI_INT, q->all_tokens, n, MPI_INT, MPI_COMM_WORLD, &all_tokens);
+    dist_wait(1, &all_tokens, "the batch's rows of wte");
     for (size_t i = 0; i < all; i++) q->row_of[q->all_tokens[i]] = 0;  // (checked by gpt2_forward)
     int* rows = mallocCheck((all + 1) * 4 * sizeof(int));  // the rows read, then 3 block lists
     int nrows = 0;
@@ -897,7 +1038,7 @@ static inline float dist_mean(float x) {
     if (dist_replicas() == 1) return x;
     dist_mpi_quiet();
     double mine = x, sum = 0.0;
-    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    dist_allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, "the loss's mean");
     return (float)(sum / dist.size);
 }
 
@@ -906,7 +1047,7 @@ static inline int dist_any(int flag) {
     if (dist.size == 1) return flag;
     dist_mpi_quiet();
     int any = flag;
-    MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    dist_allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, "the stop's agreement");
     return any;
 }
 
@@ -921,7 +1062,9 @@ static inline void dist_gather_chunks(double* partial) {
         starts[r] = shards.first_chunk[r];
         counts[r] = shards.first_chunk[r + 1] - starts[r];
     }
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, partial, counts, starts, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Request req;
+    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, partial, counts, starts, MPI_DOUBLE, MPI_COMM_WORLD, &req);
+    dist_wait(1, &req, "the gradient norm's sums");
 }
 
 // process r's shard, at `shard`, in pieces of at most 2^30 floats (MPI counts are int): the
@@ -948,7 +1091,7 @@ static inline void dist_gather_weights(float* params) {
     MPI_Request* req = mallocCheck((size_t)most * sizeof *req);
     for (int r = 0; r < dist.size; r++)
         n += dist_shard_pieces(params + shards.bounds[r], r, -1, req + n);
-    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    dist_wait(n, req, "the weights' gather");
     free(req);
     dist.gather_seconds += now_seconds() - t0;
 }
@@ -964,7 +1107,7 @@ static inline void dist_gather_moments(float* all, const float* mine) {
         for (int r = 1; r < dist.size; r++)
             n += dist_shard_pieces(all + shards.bounds[r], r, 0, req + n);
     } else n = dist_shard_pieces((float*)mine, dist.rank, 0, req);  // (sent, not written)
-    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    dist_wait(n, req, "the moments' gather for a checkpoint");
     free(req);
 }
 
@@ -977,8 +1120,8 @@ static inline void dist_check_weights(const float* params, size_t n, int step) {
     const uint32_t* bits = (const uint32_t*)params;
     for (size_t i = 0; i < n; i++)
         sum += (uint64_t)bits[i] * (2 * i + 1);  // a change in any one weight changes the sum
-    MPI_Allreduce(&sum, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&sum, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    dist_allreduce(&sum, &lo, 1, MPI_UINT64_T, MPI_MIN, "the weights' check");
+    dist_allreduce(&sum, &hi, 1, MPI_UINT64_T, MPI_MAX, "the weights' check");
     if (lo != hi)
         die_together("the weights of the %d processes differ at step %d (checksums %016llx .. %016llx): "
                      "their updates diverged", dist.size, step, (unsigned long long)lo,
@@ -995,7 +1138,7 @@ static inline void dist_tp_sum(float* x, size_t n) {
     double t0 = now_seconds();
     for (size_t done = 0; done < n;) {
         int count = n - done < ((size_t)1 << 30) ? (int)(n - done) : 1 << 30;
-        MPI_Allreduce(MPI_IN_PLACE, x + done, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        dist_allreduce(MPI_IN_PLACE, x + done, count, MPI_FLOAT, MPI_SUM, "-tpar's partial sums");
         done += (size_t)count;
     }
     dist.tp_seconds += now_seconds() - t0;
@@ -1004,7 +1147,7 @@ static inline void dist_tp_sum(float* x, size_t n) {
 // x summed over the processes (the gradient norm's squares)
 static inline double dist_tp_sum_double(double x) {
     double sum = x;
-    if (dist.tp > 1) MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (dist.tp > 1) dist_allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, "-tpar's gradient norm");
     return sum;
 }
 
@@ -1014,14 +1157,15 @@ static inline void dist_tp_collect(float* into, const float* mine, size_t n, int
     if (from == 0 || (dist.rank != 0 && dist.rank != from)) return;
     for (size_t done = 0; done < n;) {
         int count = n - done < ((size_t)1 << 30) ? (int)(n - done) : 1 << 30;
-        if (dist.rank == from) MPI_Send(mine + done, count, MPI_FLOAT, 0, from, MPI_COMM_WORLD);
-        else MPI_Recv(into + done, count, MPI_FLOAT, from, from, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (dist.rank == from) dist_send(mine + done, count, MPI_FLOAT, 0, from, "-tpar's shares for a checkpoint");
+        else dist_recv(into + done, count, MPI_FLOAT, from, from, "-tpar's shares for a checkpoint");
         done += (size_t)count;
     }
 }
 #else
 static inline void dist_init(int* argc, char*** argv) { (void)argc; (void)argv; }
 static inline void dist_setup_done(void) { dist.training = 1; }
+static inline int dist_first_difference(const uint64_t* values, int n) { (void)values; (void)n; return -1; }
 static inline float dist_mean(float x) { return x; }
 static inline int dist_any(int flag) { return flag; }
 static inline void dist_average_gradients(float* grads, size_t n) { (void)grads; (void)n; }

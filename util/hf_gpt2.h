@@ -102,7 +102,9 @@ static int hf_config_int(const JsonFlat* flat, const char* path, const char* key
     char kind = 0;
     double v = 0;
     if (!json_flat_find(flat, key, &kind, &v) && key2) json_flat_find(flat, key = key2, &kind, &v);
-    if (kind != 'n' || v != floor(v) || v < 1 || v > (1 << 30))
+    if (kind == 'n' && v == floor(v) && v > (1 << 30))  // (2^40: a whole number, but too large)
+        die("'%s': %s is %.0f, larger than the 2^30 = 1073741824 this program reads", path, key, v);
+    if (kind != 'n' || v != floor(v) || v < 1)
         die("'%s': %s must be a whole number >= 1%s", path, key, kind ? "" : " (missing)");
     return (int)v;
 }

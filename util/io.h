@@ -126,8 +126,26 @@ static inline void fread_check(void* dst, size_t size, size_t count, FILE* f, co
         die("'%s' is truncated: it ends inside the %s", path, what);
 }
 
+// The CRC-32C of the file atomic_open is writing, over the bytes fwrite_check wrote to it, and of
+// the last such file committed: a training state records its checkpoint's (util/run.h), computed
+// as the checkpoint is written rather than read back.
+static FILE* atomic_file;
+static uint32_t atomic_crc, atomic_committed_crc;
+
 static inline void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
     if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
+    if (f == atomic_file) atomic_crc = crc32c_update(atomic_crc, src, size * count);
+}
+
+// the CRC-32C of a whole file's bytes (as atomic_committed_crc is of a file written)
+static inline uint32_t file_crc32c(const char* path) {
+    FILE* f = fopen_check(path, "rb");
+    static unsigned char buf[1 << 20];
+    uint32_t crc = 0;
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) crc = crc32c_update(crc, buf, n);
+    if (ferror(f)) die("cannot read '%s' (%s)", path, strerror(errno));
+    fclose(f);
+    return crc;
 }
 
 static inline void* malloc_check(size_t size) {
@@ -234,6 +252,8 @@ static inline FILE* atomic_open(const char* path, char* tmp, size_t tmp_size) {
             S_ISDIR(sb.st_mode) ? "directory" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "device" :
             S_ISFIFO(sb.st_mode) ? "pipe" : "special file");
     FILE* f = atomic_create_tmp(path, tmp, tmp_size);
+    atomic_file = f;
+    atomic_crc = 0;
     size_t n = strlen(tmp);
     if (n < sizeof atomic_pending) memcpy(atomic_pending, tmp, n + 1);
     return f;
@@ -247,6 +267,7 @@ static inline void atomic_rename(const char* tmp, const char* path) {
 // staged for atomic_keep to rename
 static inline void atomic_commit(FILE* f, const char* tmp, const char* path) {
     if (fflush(f) != 0 || compat_fsync(fileno(f)) != 0) die("cannot flush '%s' (%s)", tmp, strerror(errno));
+    if (f == atomic_file) atomic_committed_crc = atomic_crc, atomic_file = NULL;
     if (fclose(f) != 0) die("cannot close '%s' (%s)", tmp, strerror(errno));
     if (!atomic_grouped) {
         atomic_rename(tmp, path);
@@ -327,10 +348,29 @@ static inline void remove_stale_temporaries(const char* dir, const char* flag) {
                removed == 1 ? "" : "s", dir);
 }
 
+// One run per output directory: the lock on DIR/.run.lock (util/compat.h), held until the
+// process ends, taken before any file of the directory is read or removed. A second run into
+// the directory (a script started twice) is refused in one line naming the holder's process id,
+// rather than take the first run's temporary files for a killed run's and interleave its
+// checkpoints with the first's. A lock outlives no process: a killed run's is gone.
+static inline void lock_output_dir(const char* dir, const char* flag) {
+    char path[4096];
+    long holder = 0;
+    snprintf(path, sizeof path, "%s/.run.lock", dir);
+    int taken = compat_lock_file(path, &holder);
+    if (taken == 0 || (taken == -1 && holder == (long)getpid())) return;  // (this process's: -o = -hf)
+    if (taken == -2) die("%s: cannot lock '%s' (%s)", flag, path, strerror(errno));
+    char who[64] = "another process";
+    if (holder > 0) snprintf(who, sizeof who, "process %ld", holder);
+    die("%s '%s' is in use by another run (%s holds '%s'): one run per output directory; wait for it to "
+        "end, or choose another %s", flag, dir, who, path, flag);
+}
+
 // An output directory, checked before any work: created if missing (one level: its parent
 // must exist), and a file written and removed in it, so that a file, a missing parent or an
 // unwritable directory is refused in the first second, not when the first result is saved.
-// The temporary files a killed run left there are removed.
+// It is locked for this run (lock_output_dir), then the temporary files a killed run left
+// there are removed.
 // The paths in it (DIR/state_00000000.bin.tmp, DIR/model.safetensors.tmp) must fit the
 // program's 4096-byte path buffers: a longer DIR is refused here, not cut short at the save.
 #define OUTPUT_NAME_ROOM 48  // the longest name put in an output directory, with room to spare
@@ -347,6 +387,7 @@ static inline void check_output_dir(const char* dir, const char* flag) {
     FILE* f = compat_create_new(probe);
     if (!f || fclose(f) != 0) die("%s: cannot write in '%s' (%s)", flag, dir, strerror(errno));
     remove(probe);
+    lock_output_dir(dir, flag);  // a .tmp is removed only when no live run holds the directory
     remove_stale_temporaries(dir, flag);
 }
 

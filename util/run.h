@@ -58,11 +58,36 @@ static void checkpoint_path(char* out, size_t size, const char* dir, const char*
 // -1 without -y 1, or (with a note) when -o has none yet
 static int find_resume(const Options* o, Checkpoints* ck) {
     ck->resume_step = o->resume ? latest_checkpoint(o->out_dir, 1) : -1;
-    if (o->resume && ck->resume_step < 0)
+    int newest = o->resume ? latest_checkpoint(o->out_dir, 0) : -1;  // a model without its state?
+    if (newest > ck->resume_step) {  // a run killed between the two renames, or a file removed
+        char lone[4096];
+        struct stat sb;
+        checkpoint_path(lone, sizeof lone, o->out_dir, "model", newest);
+        if (stat(lone, &sb) != 0) checkpoint_path(lone, sizeof lone, o->out_dir, "state", newest);
+        if (ck->resume_step >= 0)
+            printf("-y 1: '%s' has no partner (model and state are written as a pair): resuming from the "
+                   "newest whole pair, step %d; loss.tsv keeps the steps after it until they are trained "
+                   "again\n", lone, ck->resume_step);
+        else
+            printf("-y 1: '%s' has no partner (model and state are written as a pair) and '%s' has no whole "
+                   "pair: starting from the beginning, replacing its files as the run goes\n", lone, o->out_dir);
+    } else if (o->resume && ck->resume_step < 0)
         printf("-y 1: no checkpoint in '%s' yet, starting from the beginning\n", o->out_dir);
     if (ck->resume_step >= 0)
         checkpoint_path(ck->last, sizeof ck->last, o->out_dir, "model", ck->resume_step);
     return ck->resume_step;
+}
+
+// A state (version 4) records the CRC-32C of the checkpoint written with it: the checkpoint
+// beside it must be that one, not another run's of the same step, nor a damaged one
+// (recorded: read_train_state's answer, -1 for a state written before version 4)
+static void check_state_names_checkpoint(const char* state_path, int64_t recorded, const char* checkpoint) {
+    if (recorded < 0) return;
+    uint32_t crc = file_crc32c(checkpoint);
+    if (crc != (uint32_t)recorded)
+        die("'%s' is not the checkpoint '%s' was written with (its CRC-32C is %08x, the state records "
+            "%08x): another run's, or damaged; resume from a matching pair", checkpoint, state_path, crc,
+            (uint32_t)recorded);
 }
 
 // the state file beside the resumed checkpoint into *st, and into m's moments (allocated):
@@ -73,7 +98,7 @@ static void read_resumed_state(const Options* o, const Checkpoints* ck, TrainSta
     size_t n = m->num_parameters, lo = dist_shard_begin(), shard = dist_shard_end(n) - lo;
     float* mm = dist.zero ? mallocCheck(n * sizeof(float)) : m->m;
     float* vv = dist.zero ? mallocCheck(n * sizeof(float)) : m->v;
-    read_train_state(path, st, mm, vv, n);
+    check_state_names_checkpoint(path, read_train_state(path, st, mm, vv, n), ck->last);
     if (dist.zero) {  // this process keeps its shard of them (util/dist.h)
         memcpy(m->m, mm + lo, shard * sizeof(float));
         memcpy(m->v, vv + lo, shard * sizeof(float));
@@ -121,9 +146,9 @@ static inline void print_optimizer_memory(size_t num_parameters) {
            dist.tp > 1 ? "-tpar: of each process's share of the model" : "-z 0: all of them on each");
 }
 
-// writes -o's model_STEP.bin and state_STEP.bin (st: where training stands before step), and
-// the loss curve (loss.svg to look at, loss.tsv to resume it from), as one group: all land,
-// or none. Refuses weights that are not finite. -nk, -nm: the older checkpoints pruned.
+// writes the loss curve (loss.svg to look at, loss.tsv to resume it from), then -o's
+// model_STEP.bin and state_STEP.bin (st: where training stands before step): two groups, each
+// landing whole or not at all, the curve first. Refuses weights that are not finite. -nk, -nm: the older checkpoints pruned.
 static void save_checkpoint(const Options* o, Checkpoints* ck, const RunModel* m, int step,
                             const TrainState* st) {
     char path[4096];
@@ -141,14 +166,16 @@ static void save_checkpoint(const Options* o, Checkpoints* ck, const RunModel* m
             die("the weights became nan or inf after step %d; not writing a checkpoint. Last good "
                 "checkpoint: %s", step, ck->last[0] ? ck->last : "none");
     float* zeros = mm ? NULL : callocCheck(n, sizeof(float));  // no update yet: the moments are zero
+    atomic_begin();  // the loss curve first, both files together: a kill between the two groups
+    history_save(&ck->history, o->out_dir, ck->title);  // leaves it newer than the checkpoints,
+    atomic_keep();                                      // never older (a resume reads it up to its step)
     checkpoint_path(ck->last, sizeof ck->last, o->out_dir, "model", step);
-    atomic_begin();  // the four files land together, or none does
+    atomic_begin();  // the checkpoint and its state land together, or neither does
     m->write_checkpoint(m->model, ck->last);
-    checkpoint_path(path, sizeof path, o->out_dir, "state", step);
-    write_train_state(path, st, mm ? mm : zeros, vv ? vv : zeros, n);
+    checkpoint_path(path, sizeof path, o->out_dir, "state", step);  // it names the checkpoint just written
+    write_train_state(path, st, atomic_committed_crc, mm ? mm : zeros, vv ? vv : zeros, n);
     if (dist.zero) free(mm), free(vv);
     free(zeros);
-    history_save(&ck->history, o->out_dir, ck->title);
     atomic_keep();
     if (o->keep_checkpoints > 0) prune_checkpoints(o->out_dir, o->keep_checkpoints, o->major_every);
 }

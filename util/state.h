@@ -4,10 +4,12 @@ checkpoint. Plumbing; the model's own checkpoint is written by train_gpt2.c.
 
 The training state is everything besides the weights that a resumed run needs to continue
 exactly: AdamW's moments, the step, the data position, the sampler's random stream. Our
-own format (magic 20241124, version 3; doc/formats.md): a header of 256 int32, then m and
+own format (magic 20241124, version 4; doc/formats.md): a header of 256 int32, then m and
 v as float32 in parameter order. Version 2 added what decides the order of the batches (the
 seed, -sh, the training file's length), so that a state from another run is refused; version
-3 a checksum (CRC-32C, slot 255), so that a damaged one is refused too.
+3 a checksum (CRC-32C, slot 255), so that a damaged one is refused too; version 4 the CRC-32C
+of the checkpoint written with it (slot 19), so that a checkpoint of another run, or a damaged
+one (llm.c's version 3 has no checksum of its own), is refused beside it.
 */
 #ifndef UTIL_STATE_H
 #define UTIL_STATE_H
@@ -20,7 +22,7 @@ seed, -sh, the training file's length), so that a state from another run is refu
 #include "io.h"
 
 #define STATE_MAGIC 20241124
-#define STATE_VERSION 3  // 3: with a checksum (CRC-32C, slot 255)
+#define STATE_VERSION 4  // 3: with a checksum (CRC-32C, slot 255); 4: and its checkpoint's (slot 19)
 
 typedef struct {
     int step;          // updates done
@@ -42,8 +44,10 @@ static uint64_t get_u64(const int32_t* h, int i) {
     return (uint64_t)(uint32_t)h[i] | ((uint64_t)(uint32_t)h[i + 1] << 32);
 }
 
-// writes st and AdamW's moments m and v (n floats each, in parameter order), atomically
-void write_train_state(const char* path, const TrainState* st, const float* m, const float* v, size_t n) {
+// writes st and AdamW's moments m and v (n floats each, in parameter order), atomically, with
+// model_crc, the CRC-32C of the checkpoint's file written with it (atomic_committed_crc)
+void write_train_state(const char* path, const TrainState* st, uint32_t model_crc, const float* m,
+                       const float* v, size_t n) {
     char tmp[4096];
     FILE* f = atomic_open(path, tmp, sizeof tmp);
     int32_t h[256] = {0};
@@ -56,6 +60,7 @@ void write_train_state(const char* path, const TrainState* st, const float* m, c
     h[15] = st->shuffle;
     put_u64(h, 16, st->data_tokens);
     h[18] = st->max_steps;
+    h[19] = (int32_t)model_crc;
     uint32_t crc = crc32c_update(header_checksum(h), m, n * sizeof(float));
     h[255] = (int32_t)crc32c_update(crc, v, n * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
@@ -76,15 +81,16 @@ static void check_state_fields(const char* path, const TrainState* st) {
 }
 
 // reads st and the moments into m and v (n floats each); the file must hold exactly n of each.
-// Versions 1 and 2 (no checksum) are read, their unused slots required to be 0.
-void read_train_state(const char* path, TrainState* st, float* m, float* v, size_t n) {
+// Returns the CRC-32C of its checkpoint's file, or -1 for a version 1, 2 or 3 file (none
+// recorded), which is read, its unused slots required to be 0.
+int64_t read_train_state(const char* path, TrainState* st, float* m, float* v, size_t n) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, STATE_MAGIC, "training state file");
     if (h[1] < 1 || h[1] > STATE_VERSION)
         die("'%s': training state version %d is not supported (expected 1 to %d)", path, h[1],
             STATE_VERSION);
-    check_unused_slots(path, h, h[1] == 1 ? 13 : 19, h[1] == STATE_VERSION ? 254 : 255);
+    check_unused_slots(path, h, h[1] == 1 ? 13 : h[1] < 4 ? 19 : 20, h[1] >= 3 ? 254 : 255);
     if (get_u64(h, 5) != n)
         die("'%s' belongs to a model with %llu parameters, this one has %zu", path,
             (unsigned long long)get_u64(h, 5), n);
@@ -95,7 +101,7 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
     fread_check(m, sizeof(float), n, f, path, "AdamW moments");
     fread_check(v, sizeof(float), n, f, path, "AdamW moments");
     fclose(f);
-    if (h[1] == STATE_VERSION)
+    if (h[1] >= 3)
         check_checksum(path, h, crc32c_update(crc32c_update(header_checksum(h), m, n * sizeof(float)), v,
                                               n * sizeof(float)));
     st->step = h[2]; st->B = h[3]; st->T = h[4];
@@ -108,6 +114,7 @@ void read_train_state(const char* path, TrainState* st, float* m, float* v, size
     st->max_steps = h[18];
     if (get_u64(h, 7) > INT32_MAX) st->epoch = -1;  // (long is 32 bits on Windows)
     check_state_fields(path, st);
+    return h[1] >= 4 ? (int64_t)(uint32_t)h[19] : -1;
 }
 
 // A resumed run must be the run that wrote the state: the same step as its checkpoint, the

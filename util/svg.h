@@ -385,12 +385,34 @@ void print_attention_summary(const char* path, const float* probs, int L, int NH
 
 // the training curve: the loss and learning rate of every step, the validation losses
 typedef struct {
-    int steps, max_steps;  // steps recorded (from step 0), room for
-    float *loss, *lr;      // (max_steps)
+    int steps, max_steps;  // steps recorded (from step 0), at most
+    float *loss, *lr;      // (cap): grown as the steps come, so that -x 1000000000 costs nothing
     int vals;              // validation points
-    int* val_step;         // (max_steps + 1)
+    int* val_step;         // (val_cap)
     float* val_loss;
+    int cap, val_cap;
 } LossHistory;
+
+// room for the steps before `steps` (at most max_steps) and for `vals` validation points
+static void history_reserve(LossHistory* hist, int steps, int vals) {
+    if (steps > hist->cap) {
+        int cap = hist->cap;
+        while (cap < steps) cap = cap < hist->max_steps / 2 ? 2 * cap + 64 : hist->max_steps;
+        hist->loss = realloc(hist->loss, (size_t)cap * sizeof(float));
+        hist->lr = realloc(hist->lr, (size_t)cap * sizeof(float));
+        if (!hist->loss || !hist->lr) die("out of memory for the loss curve of %d steps", cap);
+        memset(hist->loss + hist->cap, 0, (size_t)(cap - hist->cap) * sizeof(float));
+        memset(hist->lr + hist->cap, 0, (size_t)(cap - hist->cap) * sizeof(float));
+        hist->cap = cap;
+    }
+    if (vals > hist->val_cap) {
+        int cap = 2 * vals + 16;
+        hist->val_step = realloc(hist->val_step, (size_t)cap * sizeof(int));
+        hist->val_loss = realloc(hist->val_loss, (size_t)cap * sizeof(float));
+        if (!hist->val_step || !hist->val_loss) die("out of memory for %d validation losses", cap);
+        hist->val_cap = cap;
+    }
+}
 
 void history_read(LossHistory* hist, const char* path, int before_step);
 
@@ -399,13 +421,31 @@ void history_read(LossHistory* hist, const char* path, int before_step);
 void history_init(LossHistory* hist, int max_steps, const char* dir, int from) {
     memset(hist, 0, sizeof *hist);
     hist->max_steps = max_steps;
-    hist->loss = callocCheck((size_t)max_steps + 1, sizeof(float));
-    hist->lr = callocCheck((size_t)max_steps + 1, sizeof(float));
-    hist->val_step = callocCheck((size_t)max_steps + 1, sizeof(int));
-    hist->val_loss = callocCheck((size_t)max_steps + 1, sizeof(float));
+    history_reserve(hist, max_steps < 1024 ? max_steps : 1024, 16);
     char path[4096];
     snprintf(path, sizeof path, "%s/loss.tsv", dir ? dir : ".");
     if (dir) history_read(hist, path, from);
+}
+
+// The steps before `from` that loss.tsv did not restore (NaN in hist->loss: a file older than
+// the checkpoint, or none), in one line; they stay gaps in loss.tsv and loss.svg, never zeros
+static void history_report_gaps(const LossHistory* hist, const char* path, int from) {
+    char ranges[160] = "";
+    int missing = 0, shown = 0;
+    for (int s = 0; s < from; s++) {
+        if (!isnan(hist->loss[s])) continue;
+        int end = s;
+        while (end + 1 < from && isnan(hist->loss[end + 1])) end++;
+        missing += end - s + 1;
+        size_t at = strlen(ranges);
+        if (shown++ < 4) snprintf(ranges + at, sizeof ranges - at, "%s%d%s%.0d", at ? ", " : "", s,
+                                  end > s ? "-" : "", end > s ? end : 0);
+        else if (shown == 5) snprintf(ranges + at, sizeof ranges - at, ", ...");
+        s = end;
+    }
+    if (missing)
+        printf("-y 1: '%s' has no loss for step%s %s (%d of the %d before the checkpoint): they stay a gap "
+               "in the curve\n", path, missing == 1 ? "" : "s", ranges, missing, from);
 }
 
 void history_free(LossHistory* hist) {
@@ -417,6 +457,7 @@ void history_free(LossHistory* hist) {
 
 void history_step(LossHistory* hist, int step, float loss, float lr) {
     if (step < 0 || step >= hist->max_steps) return;
+    history_reserve(hist, step + 1, 0);
     hist->loss[step] = loss;
     hist->lr[step] = lr;
     hist->steps = step + 1;
@@ -425,6 +466,7 @@ void history_step(LossHistory* hist, int step, float loss, float lr) {
 void history_val(LossHistory* hist, int step, float loss) {
     while (hist->vals > 0 && hist->val_step[hist->vals - 1] >= step)
         hist->vals--;  // a resumed step again
+    history_reserve(hist, 0, hist->vals + 1);
     if (hist->vals <= hist->max_steps) {
         hist->val_step[hist->vals] = step;
         hist->val_loss[hist->vals++] = loss;
@@ -437,15 +479,21 @@ void history_write(const LossHistory* hist, const char* path) {
     char tmp[4096];
     FILE* f = atomic_open(path, tmp, sizeof tmp);
     for (int s = 0; s < hist->steps; s++)
-        fprintf(f, "%d %.9g %.9g\n", s, hist->loss[s], hist->lr[s]);
+        if (!isnan(hist->loss[s])) fprintf(f, "%d %.9g %.9g\n", s, hist->loss[s], hist->lr[s]);
     for (int v = 0; v < hist->vals; v++)
         fprintf(f, "val %d %.9g\n", hist->val_step[v], hist->val_loss[v]);
     atomic_commit(f, tmp, path);
 }
 
 void history_read(LossHistory* hist, const char* path, int before_step) {
+    history_reserve(hist, before_step < hist->max_steps ? before_step : hist->max_steps, 0);
+    for (int s = 0; s < before_step && s < hist->max_steps; s++) hist->loss[s] = NAN;  // (not restored)
+    if (before_step > 0 && before_step <= hist->max_steps) hist->steps = before_step;
     FILE* f = fopen(path, "r");
-    if (!f) return;  // an older run without one: the curve starts at the resumed step
+    if (!f) {  // an older run without one: the curve starts at the resumed step
+        history_report_gaps(hist, path, before_step < hist->max_steps ? before_step : hist->max_steps);
+        return;
+    }
     char line[256];
     int s;
     float a, b;
@@ -456,6 +504,8 @@ void history_read(LossHistory* hist, const char* path, int before_step) {
             history_step(hist, s, a, b);
     }
     fclose(f);
+    if (before_step > 0 && before_step <= hist->max_steps) hist->steps = before_step;
+    history_report_gaps(hist, path, before_step < hist->max_steps ? before_step : hist->max_steps);
 }
 
 // y of a value in [lo, hi] on an axis from y_bottom up to y_top
@@ -471,11 +521,13 @@ enum { LOSS_X0 = 60, LOSS_X1 = 680, LOSS_Y0 = 370, LOSS_Y1 = 50 };
 // lower one below, so that they never overlap
 static void loss_final_labels(FILE* f, const LossHistory* hist, int last, double lo, double hi) {
     int X0 = LOSS_X0, X1 = LOSS_X1, Y0 = LOSS_Y0, Y1 = LOSS_Y1;
-    int n = hist->steps, k = n < 50 ? n : 50;
+    int n = hist->steps, k = 0;  // k: the last 50 steps' restored losses (a gap is NaN)
     double mean = 0, val = hist->vals > 0 ? hist->val_loss[hist->vals - 1] : 0;
-    for (int s = n - k; s < n; s++)
-        mean += hist->loss[s] / k;
-    if (n > 0) {
+    for (int s = n < 50 ? 0 : n - 50; s < n; s++)
+        k += !isnan(hist->loss[s]);
+    for (int s = n < 50 ? 0 : n - 50; s < n; s++)
+        if (!isnan(hist->loss[s])) mean += hist->loss[s] / k;
+    if (n > 0 && k > 0) {
         double x = X0 + (X1 - X0) * (double)(n - 1) / last, y = svg_y(mean, lo, hi, Y0, Y1);
         int above = !(hist->vals > 0 && val >= mean);
         fprintf(f, "<text class=\"final\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#08519c\" "
@@ -553,10 +605,14 @@ void write_loss_svg(const LossHistory* hist, const char* path, const char* title
     const char* classes[3] = {"train", "train-mean", "lr"};
     for (int k = 0; k < 3; k++) {
         fprintf(f, "<polyline class=\"%s\" fill=\"none\" %s points=\"", classes[k], styles[k]);
-        double window = 0;
+        double window = 0;  // the last 50 steps' losses, of which `in` restored (not a gap: NaN)
+        int in = 0;
         for (int s = 0; s < n; s++) {
-            window += hist->loss[s] - (s >= 50 ? hist->loss[s - 50] : 0);
-            double v = k == 0 ? hist->loss[s] : k == 1 ? window / (s < 50 ? s + 1 : 50) : hist->lr[s];
+            int gap = isnan(hist->loss[s]), gap_out = s >= 50 && isnan(hist->loss[s - 50]);
+            window += (gap ? 0 : hist->loss[s]) - (s >= 50 && !gap_out ? hist->loss[s - 50] : 0);
+            in += !gap - (s >= 50 && !gap_out);
+            if (gap) continue;  // a step loss.tsv did not restore (history_read): no point
+            double v = k == 0 ? hist->loss[s] : k == 1 ? window / in : hist->lr[s];
             double y = k == 2 ? svg_y(v, 0, lr_hi, Y0, Y1) : svg_y(v, lo, hi, Y0, Y1);
             fprintf(f, "%.1f,%.1f ", X0 + (X1 - X0) * (double)s / last, y);
         }
