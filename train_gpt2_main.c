@@ -318,9 +318,10 @@ void setup_model(const Options* o, Run* r) {
             free(m.m), free(m.v);
         }
     }
-    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
+    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s%s%s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
-           whole_parameters(c) / 1e6, o->precision, GEMM_PRODUCTS_NAME);
+           whole_parameters(c) / 1e6, o->precision, GEMM_PRODUCTS_NAME,
+           o->bf16 ? "; bf16 products: " : "", o->bf16 ? bf16_kernel_describe() : "");  // (fast/bf16.h)
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)
         printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);
