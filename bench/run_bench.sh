@@ -429,7 +429,7 @@ bf16_speed() {
                 r = med(b "_fp32") / med(bf)
                 printf "  %-7s %-22s fp32: median %8.2f ms, min %8.2f | bf16: median %8.2f ms, min %8.2f | fp32/bf16: median %.3f, min %.3f (bf16 >= fp32: %s)\n",
                        shape, title, med(b "_fp32"), v[b "_fp32", 1], med(bf), v[bf, 1], r, v[b "_fp32", 1] / v[bf, 1],
-                       r >= 1 ? "met" : "not met"
+                       (r >= 1 ? "met" : "not met")
                 printf "@ prec.%s.%s %s\n", shape, bf, r }
             END { row("this", "this_bf16", "this build")
                   row("this", "this_bf16_widen", "this, BF16_KERNEL=widen")

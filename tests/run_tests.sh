@@ -225,13 +225,13 @@ else
 fi
 # the two bf16 kernels (vdpbf16ps, widened FMAs: doc/precision.md), forced: the same losses bit
 # for bit as the run above (whichever the probe chose); a bad BF16_KERNEL: one line, exit 1
-losses() { grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$1"; }
+klosses() { grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$1"; }
 for k in widen dpbf16; do
     BF16_KERNEL=$k ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_$k.log" 2>&1; rc=$?
     if [ $k = dpbf16 ] && [ $rc -ne 0 ] && grep -q 'this build has no vdpbf16ps' "$TMP/bf16_$k.log"; then
         ok "BF16_KERNEL=dpbf16: refused in a build without AVX512-BF16, in one line"
     elif [ $rc -eq 0 ] && grep -q "bf16 products: .*(forced by BF16_KERNEL)" "$TMP/bf16_$k.log" \
-          && diff <(losses "$TMP/bf16_a.log") <(losses "$TMP/bf16_$k.log") > /dev/null; then
+          && diff <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_$k.log") > /dev/null; then
         ok "BF16_KERNEL=$k: named in the header, the same 40 losses bit for bit as the kernel the probe chose"
     else
         bad "BF16_KERNEL=$k: exit $rc"; grep -E 'bf16 products|loss' "$TMP/bf16_$k.log" | tail -n 2
