@@ -328,13 +328,18 @@ static void bench_machine(void) {
     printf("cpu: %s\n", cpu);
 
     // 1. the FMA peak, measured: every thread runs independent FMAs at the same time
-    double per_thread[256] = {0};
+    double per_thread[256] = {0}, cpu_thread[256] = {0}, w0 = now_seconds();
     #pragma omp parallel num_threads(threads)
     {
         int t = team_thread();
-        double g = vec_fma_peak();
-        if (t < 256) per_thread[t] = g;
+        double c0 = thread_seconds(), g = vec_fma_peak();
+        if (t < 256) per_thread[t] = g, cpu_thread[t] = thread_seconds() - c0;
     }
+    double wall = now_seconds() - w0, busy = 0.0;  // (CPU time against the wall clock: the share)
+    for (int t = 0; t < threads && t < 256; t++) busy += cpu_thread[t] / threads;
+    printf("this process had %.0f%% of the cores during the FMA loop below%s\n", 100.0 * busy / wall,
+           busy < 0.9 * wall ? " (another process is using them: all timings below are slowed)" : "");
+    result("", "cpu_share", busy / wall);
     double peak = 0.0;
     printf("FMA peak, measured (16 independent chains of %d-float FMAs per thread, thread CPU time, best "
            "of 5), GFLOP/s:", VEC_W);
