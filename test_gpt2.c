@@ -591,9 +591,19 @@ static float* uniform_floats(uint64_t* rng, size_t n) {
 // (relative to the largest |C|)
 #define TOL_SGEMM_REL 2e-6f     // measured worst 9.0e-7 (K = 513: float sums in two orders)
 #define TOL_PRODUCTS_REL 5e-7f  // measured worst 2.3e-7 (the head slices, K <= 64)
+// sets the cache blocks of fast/gemm_kernel.h (MC rows of op(A), NC columns of op(B)); returns
+// the previous ones
+static GemmBlocking set_blocking(int mc, int nc) {
+    GemmBlocking old = *gemm_blocking();
+    gemm_blocks.mc = mc, gemm_blocks.nc = nc;
+    return old;
+}
+
 static void test_sgemm(void) {
+    // (the blocks these shapes straddle: the constants, whatever the caches of this CPU)
+    GemmBlocking saved = set_blocking(GEMM_MC_FIXED, GEMM_NC_FIXED);
     printf("-- sgemm_bias against sgemm_plain (kernel %s; blocking MR=%d NR=%d KC=%d MC=%d NC=%d)\n",
-           GEMM_KERNEL_NAME, GEMM_MR, GEMM_NR, GEMM_KC, GEMM_MC, GEMM_NC);
+           GEMM_KERNEL_NAME, GEMM_MR, GEMM_NR, GEMM_KC, GEMM_MC_FIXED, GEMM_NC_FIXED);
 #ifdef _OPENMP
     int saved_threads = omp_get_max_threads();
     if (saved_threads < 2) omp_set_num_threads(2);  // the threaded path even on one core
@@ -643,6 +653,39 @@ static void test_sgemm(void) {
 #else
     (void)single; (void)multi;
 #endif
+    gemm_blocks = saved;
+}
+
+// The cache blocks follow the CPU (fast/gemm_kernel.h): the products must not. The same
+// products, float32 and bf16, every transpose, with this CPU's blocks, the constants and
+// blocks of 2 x MR rows and 3 x NR columns: the same bits.
+static void test_blocking_bits(void) {
+    uint64_t rng = 4321;
+    int M = 197, N = 1601, K = 600, differ = 0;
+    GemmBlocking here = *gemm_blocking();
+    int blocks[3][2] = {{here.mc, here.nc}, {GEMM_MC_FIXED, GEMM_NC_FIXED}, {2 * GEMM_MR, 3 * GEMM_NR}};
+    float* A = uniform_floats(&rng, (size_t)M * K);
+    float* B = uniform_floats(&rng, (size_t)K * N);
+    float* C[3];
+    for (int prec = GEMM_FP32; prec <= GEMM_BF16; prec++)
+        for (int tA = 0; tA < 2; tA++)
+            for (int tB = 0; tB < 2; tB++) {
+                gemm_precision = prec;
+                for (int b = 0; b < 3; b++) {
+                    C[b] = zeros((size_t)M * N);
+                    set_blocking(blocks[b][0], blocks[b][1]);
+                    sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C[b], N, 0);
+                }
+                differ += memcmp(C[0], C[1], sizeof(float) * M * N) != 0;
+                differ += memcmp(C[0], C[2], sizeof(float) * M * N) != 0;
+                for (int b = 0; b < 3; b++) free(C[b]);
+            }
+    gemm_precision = GEMM_FP32;
+    gemm_blocks = here;
+    free(A); free(B);
+    check(differ == 0, "sgemm %dx%dx%d, fp32 and bf16, 4 transposes: the same bits with this CPU's blocks "
+          "(%s), MC %d NC %d and MC %d NC %d", M, N, K, gemm_blocking_describe(), GEMM_MC_FIXED, GEMM_NC_FIXED,
+          2 * GEMM_MR, 3 * GEMM_NR);
 }
 
 // the named products of attention (matmul_ABt, matmul_AB, matmul_AtB) against sgemm_plain,
@@ -2776,6 +2819,7 @@ int main(int argc, char** argv) {
         test_fast_matmul();
         test_weighted_rows();
         test_sgemm();
+        test_blocking_bits();
         test_kernel_edge_rows();
         test_kernel_plain();
         test_gemm_products();

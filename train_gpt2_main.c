@@ -1,8 +1,8 @@
 /*
 train_gpt2_main.c: the program train_gpt2, around train_gpt2.c's GPT-2 and its sequel for
 several processes, train_gpt2_parallel.c: the validation loss, Hugging Face's GPT-2 files
-(-e, -hf), the run's setup from the flags (util/cli.h), the training loop (train() calls run_step() once per step) and the attention
-maps (-am). Resume, checkpoints, the stops and the step's line are util/run.h's, the same
+(-e, -hf), the run's setup from the flags (util/cli.h), the training loop (train() calls
+run_step() once per step) and the attention maps (-am). Resume, checkpoints, the stops and the step's line are util/run.h's, the same
 as train_seq2seq's. Plumbing: a reader of the model may skip it; main() at the bottom shows
 what each part is for.
 */
@@ -204,10 +204,12 @@ void setup_model(const Options* o, Run* r) {
             free(m.m), free(m.v);
         }
     }
-    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, matmul kernel %s\n",
+    printf("model: L=%d NH=%d C=%d maxT=%d V=%d (padded %d), %.2fM parameters, -prec %s, "
+           "matmul kernel %s%s%s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
            parameters_of(c) / 1e6, o->precision,
-           o->plain ? "plain (train_gpt2.c's loops)" : GEMM_PRODUCTS_NAME);
+           o->plain ? "plain (train_gpt2.c's loops)" : GEMM_PRODUCTS_NAME,
+           o->bf16 ? "; bf16 products: " : "", o->bf16 ? bf16_kernel_describe() : "");  // (fast/bf16.h)
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)
         printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the speed benchmark of train_gpt2.c, one process per part, one report.
-#   1. the machine: clock, theoretical fp32 peak, best sgemm(), copy bandwidth
+#   1. the machine: the CPU, the FMA peak measured, the bf16 kernels' rates and choice, the
+#      cache blocking, best sgemm(), copy bandwidth
 #   2. training steps of the GPT-2 124M shape (B=4, T=64): time, kernels, peak RSS, determinism
 #   3. the same for the default run's shape (B=12, T=64)
 #   4. generation with the KV cache vs recomputation (124M shape, 512 tokens)
@@ -14,7 +15,8 @@
 #      (-tpar N: one model's heads and MLP split over the N processes, the same B rows) against
 #      1 process x N threads: the ratio and the all-reduces' share of the step; and the sweep
 #      of all-reduce piece sizes that chose util/dist.h's bucket size (bench/allreduce_sweep.c)
-#  10. -prec bf16 against fp32, both shapes, alternating rounds in this run: ratios
+#  10. -prec bf16 against fp32, both shapes, in this build, the AVX2 build and the baseline
+#      build (and this one with each bf16 kernel forced), alternating rounds in this run: ratios
 #  11. an AVX2 build (-march=x86-64-v3: the avx2+fma 6x16 kernel) beside this one, alternating:
 #      the training steps of both shapes, AVX2 / this; the AVX2 products against the AVX2 FMA
 #      peak; and PyTorch restricted to AVX2 (ATEN_CPU_CAPABILITY=avx2, OpenBLAS Haswell)
@@ -26,8 +28,8 @@
 # (BASE, this, BASE, this, ...), in this same run: the ratios compare builds, not runs of a
 # different day. AB_ROUNDS (default 3) rounds per shape.
 # Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
-# every part with a few steps only (to check the script, not to measure); BENCH_PART=9 (or 11)
-# runs part 9 (11) alone; BENCH_WAIT=S waits
+# every part with a few steps only (to check the script, not to measure); BENCH_PART=9 (10, 11)
+# runs part 9 (10, 11) alone; BENCH_WAIT=S waits
 # up to S seconds (default 60) for busy CPUs to become idle before starting.
 set -u
 cd "$(dirname "$0")/.."
@@ -86,7 +88,7 @@ bench() {
         ps -eo pid,pcpu,args | sed 1d | sort -k2 -rn | sed -n '1,3p' | cut -c1-100 | sed 's/^/     /'
     fi
 
-    section "1. machine: clock, theoretical fp32 peak, best sgemm, memory bandwidth"
+    section "1. machine: the CPU, the measured FMA peak, the bf16 kernels, best sgemm, memory bandwidth"
     run "$BIN" --machine
 
     section "2. training step, GPT-2 124M shape"
@@ -135,9 +137,7 @@ bench() {
 # medians; then PyTorch held to AVX2 on both shapes, for the AVX2 build to be compared with
 isa_compare() {
     section "11. the AVX2 build (-march=x86-64-v3) beside this one, alternating in this run"
-    local flags=${BENCH_CFLAGS:--O3 -march=native -fopenmp}
-    flags=$(echo "$flags" | sed 's/-march=[^ ]*//g')
-    if ! ${CC:-cc} $flags -march=x86-64-v3 -o "$OUT/bench_avx2" bench/bench_gpt2.c -lm; then
+    if ! isa_build bench_avx2 x86-64-v3; then
         echo "!! the AVX2 build of the benchmark does not build"; crashed=1; return
     fi
     echo "-- this build:"; run "$BIN" --isa
@@ -371,35 +371,78 @@ tensor_parallel() {
     [ -z "$many" ] && crashed=1
 }
 
+# builds the benchmark with this compiler and CFLAGS but -march=$2 ("" for the compiler's
+# baseline: x86-64's SSE2) into $OUT/$1, once per run
+isa_build() {
+    case " ${ISA_BUILT:-} " in *" $1 "*) return 0;; esac
+    local flags=${BENCH_CFLAGS:--O3 -march=native -fopenmp} march=
+    flags=$(echo "$flags" | sed 's/-march=[^ ]*//g')
+    [ -n "$2" ] && march=-march=$2
+    ${CC:-cc} $flags $march -o "$OUT/$1" bench/bench_gpt2.c -lm || return 1
+    ISA_BUILT="${ISA_BUILT:-} $1"
+}
+
 # part 10: the training step with bf16 matmul operands (-prec bf16, fast/bf16.h) against
-# float32, alternating fp32, bf16, fp32, ... (BF16_ROUNDS rounds, default 3): medians, the
-# minimum of each, and fp32/bf16 (> 1: bf16 is faster)
+# float32 in three builds: this one, the AVX2 build (-march=x86-64-v3) and the baseline
+# (no -march: SSE2), and this one with each bf16 kernel forced (BF16_KERNEL=dpbf16, widen:
+# what the other choice would do here). Alternating every variant, round after round
+# (BF16_ROUNDS, default 3), on BF16_THREADS threads (default 1: a step's CPU time, which
+# another process on the machine inflates least; more: the wall clock); medians, minimums
+# and fp32/bf16 (> 1: bf16 is faster) per build and shape
 bf16_speed() {
-    section "10. -prec bf16 against fp32: the training step, alternating in this run"
-    local rounds=${BF16_ROUNDS:-3} shape prec i
+    section "10. -prec bf16 against fp32: the training step in three builds, alternating in this run"
+    local rounds=${BF16_ROUNDS:-3} threads=${BF16_THREADS:-1} shape i v
     [ "${BENCH_QUICK:-0}" = 1 ] && rounds=1
+    local key=ms; [ "$threads" = 1 ] && key=cpu_ms
+    isa_build bench_avx2 x86-64-v3 || { echo "!! the AVX2 build of the benchmark does not build"; crashed=1; return; }
+    isa_build bench_sse2 "" || { echo "!! the baseline build of the benchmark does not build"; crashed=1; return; }
+    local variants=("this fp32" "this bf16" "avx2 fp32" "avx2 bf16" "sse2 fp32" "sse2 bf16" "this bf16:widen")
+    BF16_KERNEL=dpbf16 "$BIN" --kernels > /dev/null 2>&1 && variants+=("this bf16:dpbf16")  # (AVX512-BF16)
+    local which
+    for which in this avx2 sse2; do
+        local bin=$BIN; [ $which != this ] && bin=$OUT/bench_$which
+        printf '  %-4s %s\n' "$which" "$("$bin" --kernels 2>&1)"
+    done
+    echo "  training steps on $threads thread(s) ($key), every variant in turn, $rounds rounds:"
     for shape in default 124m; do
-        local steps=(--steps 20); [ $shape = 124m ] && steps=(--steps 5)
+        local steps=(--steps 10); [ $shape = 124m ] && steps=(--warmup 1 --steps 2)
         [ "${BENCH_QUICK:-0}" = 1 ] && steps=(--warmup 1 --steps 2)
         : > "$OUT/prec_$shape.txt"
         for ((i = 1; i <= rounds; i++)); do
-            for prec in fp32 bf16; do
-                local ms; ms=$("$BIN" --shape $shape "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 \
-                              | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
-                [ -z "$ms" ] && { echo "!! $prec $shape round $i did not report a time"; crashed=1; continue; }
-                echo "$prec $ms" >> "$OUT/prec_$shape.txt"
-                printf '  %-7s round %d  %s %9.2f ms/step\n' "$shape" "$i" "$prec" "$ms"
+            for v in "${variants[@]}"; do
+                local build=${v%% *} prec=${v#* } kernel=
+                case $prec in *:*) kernel=${prec#*:}; prec=${prec%%:*};; esac
+                local bin=$BIN; [ "$build" != this ] && bin=$OUT/bench_$build
+                local ms; ms=$(env ${kernel:+BF16_KERNEL=$kernel} OMP_NUM_THREADS=$threads "$bin" --shape $shape \
+                              "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 \
+                              | awk -v k="$shape.$key" '$1 == "@" && $2 == k { print $3 }')
+                [ -z "$ms" ] && { echo "!! $v $shape round $i did not report a time"; crashed=1; continue; }
+                echo "${build}_${prec}${kernel:+_$kernel} $ms" >> "$OUT/prec_$shape.txt"
+                printf '  %-7s round %d  %-17s %9.2f ms/step\n' "$shape" "$i" "$v" "$ms"
             done
         done
         sort -k2 -n "$OUT/prec_$shape.txt" | awk -v shape="$shape" '
             { v[$1, ++n[$1]] = $2 }
             function med(w) { return n[w] % 2 ? v[w, (n[w] + 1) / 2] : (v[w, n[w] / 2] + v[w, n[w] / 2 + 1]) / 2 }
-            END { if (!n["fp32"] || !n["bf16"]) exit
-                  printf "  %-7s fp32: median %.2f ms, min %.2f | bf16: median %.2f ms, min %.2f | fp32/bf16: median %.3f, min %.3f\n",
-                         shape, med("fp32"), v["fp32", 1], med("bf16"), v["bf16", 1], med("fp32") / med("bf16"), v["fp32", 1] / v["bf16", 1] }'
+            function row(b, bf, title) {
+                if (!n[b "_fp32"] || !n[bf]) return
+                r = med(b "_fp32") / med(bf)
+                printf "  %-7s %-22s fp32: median %8.2f ms, min %8.2f | bf16: median %8.2f ms, min %8.2f | fp32/bf16: median %.3f, min %.3f (bf16 >= fp32: %s)\n",
+                       shape, title, med(b "_fp32"), v[b "_fp32", 1], med(bf), v[bf, 1], r, v[b "_fp32", 1] / v[bf, 1],
+                       (r >= 1 ? "met" : "not met")
+                printf "@ prec.%s.%s %s\n", shape, bf, r }
+            END { row("this", "this_bf16", "this build")
+                  row("this", "this_bf16_widen", "this, BF16_KERNEL=widen")
+                  row("this", "this_bf16_dpbf16", "this, BF16_KERNEL=dpbf16")
+                  row("avx2", "avx2_bf16", "AVX2 build")
+                  row("sse2", "sse2_bf16", "baseline build") }' \
+            | awk -v res="$RES" '/^@ /{ print substr($0, 3) >> res; next } { print }'
     done
 }
 
+if [ "${BENCH_PART:-}" = 10 ]; then  # part 10 alone
+    { bf16_speed; exit $crashed; } 2>&1 | tee "$OUT/report_10.txt"; exit "${PIPESTATUS[0]}"
+fi
 if [ "${BENCH_PART:-}" = 11 ]; then  # part 11 alone
     isa_compare 2>&1 | tee "$OUT/report_11.txt"; exit "${PIPESTATUS[0]}"
 fi

@@ -28,8 +28,12 @@ the products are bit for bit those of rounding while packing (test_gpt2.c checks
 #ifndef FAST_BF16_H
 #define FAST_BF16_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "../util/io.h"  // die, now_seconds
 #include "alloc.h"
 #include "gemm_kernel.h"  // the tile (GEMM_MR x GEMM_NR), its two ends, GEMM_BY_ROWS
 
@@ -58,6 +62,15 @@ static inline float bf16_to_float(uint16_t h) {
     float x;
     memcpy(&x, &u, 4);
     return x;
+}
+
+// bf16_round of VEC_W floats at once (the packing, where there is no vcvtne2ps2bf16): each
+// word's rounded bf16 in its top half (the bottom half: left over)
+typedef uint32_t bf16_vw __attribute__((vector_size(4 * VEC_W)));
+typedef uint32_t bf16_vwu __attribute__((vector_size(4 * VEC_W), aligned(4), may_alias));
+static inline bf16_vw bf16_round_top(bf16_vw u) {
+    bf16_vw nan = (bf16_vw)((u & 0x7fffffffu) > 0x7f800000u);  // (all ones where a NaN)
+    return (nan & (u | 0x400000u)) | (~nan & (u + 0x7fffu + ((u >> 16) & 1u)));
 }
 
 // a pair of bf16 as one 32-bit word: the even k in the low half, as the instruction reads it
@@ -183,7 +196,17 @@ static void bf16_pack_rows(const float* src, int ld, int rows, int R, int kc, ui
     int kc2 = (kc + 1) / 2;
     for (int r = 0; r < R; r++) {
         const float* s = src + (size_t)r * ld;
-        for (int p = 0; p < kc2; p++) {
+        int p = 0;
+        if (r < rows)  // VEC_W pairs at a time: 2 vectors rounded, then the pairs' halves joined
+            for (; 2 * (p + VEC_W) <= kc; p += VEC_W) {
+                _Alignas(64) bf16_vw top[2];
+                top[0] = bf16_round_top(*(const bf16_vwu*)(s + 2 * p));
+                top[1] = bf16_round_top(*(const bf16_vwu*)(s + 2 * p + VEC_W));
+                const uint32_t* t = (const uint32_t*)top;
+                for (int q = 0; q < VEC_W; q++)
+                    dst[(size_t)(p + q) * R + r] = t[2 * q] >> 16 | (t[2 * q + 1] & 0xffff0000u);
+            }
+        for (; p < kc2; p++) {
             int k = 2 * p;
             dst[(size_t)p * R + r] = r >= rows ? 0 : bf16_pair(s[k], k + 1 < kc ? s[k + 1] : 0.0f);
         }
@@ -213,7 +236,13 @@ static void bf16_pack_cols(const float* src, int ld, int cols, int R, int kc, ui
             _mm512_mask_storeu_epi32(d + c, gemm_lanes(R - c), _mm512_permutexvar_epi16(order, both));
         }
 #else
-        for (int c = 0; c < R; c++)
+        int c = 0;
+        for (; c + VEC_W <= cols && c + VEC_W <= R; c += VEC_W) {  // VEC_W columns: round, join
+            bf16_vw e = bf16_round_top(*(const bf16_vwu*)(even + c));
+            bf16_vw o = odd ? bf16_round_top(*(const bf16_vwu*)(odd + c)) : (bf16_vw){0};
+            *(bf16_vwu*)(d + c) = e >> 16 | (o & 0xffff0000u);
+        }
+        for (; c < R; c++)
             d[c] = c >= cols ? 0 : bf16_pair(even[c], odd ? odd[c] : 0.0f);
 #endif
     }
@@ -262,12 +291,222 @@ static inline void gemm_kernel_bf16_rows(const int rows, int kc2, const uint32_t
     gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
 }
 
-static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
-                             int ldc, int m, int n, int overwrite, const float* bias) {
+static void gemm_kernel_bf16_dp(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                                int ldc, int m, int n, int overwrite, const float* bias) {
     GEMM_BY_ROWS(m, gemm_kernel_bf16_rows, kc2, a, b, C, ldc, m, n, overwrite, bias);
 }
-#else
-#define gemm_kernel_bf16 gemm_kernel_bf16_plain
 #endif
+
+// The widened kernel: every CPU with float32 FMA, and the AVX512-BF16 CPUs whose vdpbf16ps
+// is slower than two FMAs (Intel's Sapphire and Emerald Rapids: half the FMA's flops). A pair
+// of bf16 in one 32-bit word widens to two float32 with one instruction each: the odd k is
+// the word with its low half cleared, the even k the word shifted up by 16. Then the plain
+// twin's two sums per pair, odd first, each one FMA: the product is exact, so the FMA rounds
+// once, as the plain twin's sum does, and the bits are the plain twin's (tests/bf16_checks.h).
+// Per pair the tile runs two passes, the odd k then the even k, so that one pass's widened
+// vectors of B, a broadcast of A and the accumulators fit the registers (AVX-512: 28 + 2 + 1
+// of 32); A's pairs are widened once per pair into two short arrays, which the passes
+// broadcast from memory (a load, not an instruction beside the FMAs).
+#define BF16_HIGH 0xffff0000u  // the odd k of a pair: the top half of the word
+
+#ifdef __AVX512F__
+__attribute__((always_inline))
+static inline void gemm_kernel_bf16w_rows(const int rows, int kc2, const uint32_t* restrict a,
+                                          const uint32_t* restrict b, float* C, int ldc, int m, int n,
+                                          int overwrite, const float* bias) {
+    __m512 acc[GEMM_MR][GEMM_NV];
+    gemm_tile_start(acc, C, ldc, m, n);
+    const __m512i high = _mm512_set1_epi32((int)BF16_HIGH);
+    _Alignas(64) float a_odd[16], a_even[16];  // this pair's A, widened (GEMM_MR <= 16)
+    for (int p = 0; p < kc2; p++, a += GEMM_MR, b += GEMM_NR) {
+        __m512i aw = _mm512_maskz_loadu_epi32(gemm_lanes(GEMM_MR), a);
+        _mm512_store_si512(a_odd, _mm512_and_si512(aw, high));
+        _mm512_store_si512(a_even, _mm512_slli_epi32(aw, 16));
+#pragma GCC unroll 4
+        for (int j = 0; j < GEMM_NV; j++) {  // one vector of B's columns at a time: odd k, even k
+            __asm__("" : "+m"(a_odd), "+m"(a_even));  // (broadcast again, not kept in registers)
+            __m512 bv = _mm512_castsi512_ps(_mm512_and_si512(_mm512_load_si512(b + 16 * j), high));
+#pragma GCC unroll 16
+            for (int i = 0; i < rows; i++)
+                acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(a_odd[i]), bv, acc[i][j]);
+            bv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_load_si512(b + 16 * j), 16));
+#pragma GCC unroll 16
+            for (int i = 0; i < rows; i++)
+                acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(a_even[i]), bv, acc[i][j]);
+        }
+    }
+    gemm_tile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+#else
+// the same in vectors of GEMM_VW floats (fast/vec.h), as gemm_kernel.h's kernel of these CPUs
+typedef uint32_t gemm_vu __attribute__((vector_size(4 * GEMM_VW)));
+typedef uint32_t gemm_vuu __attribute__((vector_size(4 * GEMM_VW), aligned(4), may_alias));
+
+static inline float bf16_bits_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+__attribute__((always_inline))
+static inline void gemm_kernel_bf16w_rows(const int rows, int kc2, const uint32_t* restrict a,
+                                          const uint32_t* restrict b, float* C, int ldc, int m, int n,
+                                          int overwrite, const float* bias) {
+    gemm_vf acc[GEMM_MR][GEMM_NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < GEMM_MR; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            acc[i][j] = (gemm_vf){0};
+    for (int i = 0; i < m; i++)  // C is needed only at the end: start fetching it now
+        __builtin_prefetch(C + (size_t)i * ldc);
+    float a_odd[GEMM_MR], a_even[GEMM_MR];  // this pair's A, widened
+    for (int p = 0; p < kc2; p++, a += GEMM_MR, b += GEMM_NR) {
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {
+            a_odd[i] = bf16_bits_float(a[i] & BF16_HIGH);
+            a_even[i] = bf16_bits_float(a[i] << 16);
+        }
+        __asm__("" : "+m"(a_odd), "+m"(a_even));  // (broadcast from memory: a load, no shuffle)
+        gemm_vf bv[GEMM_NV];
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            bv[j] = (gemm_vf)(*(const gemm_vuu*)(b + GEMM_VW * j) & BF16_HIGH);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {  // (a constant count: clang unrolls only such loops)
+            if (i >= rows) break;
+#pragma GCC unroll 8
+            for (int j = 0; j < GEMM_NV; j++)
+                acc[i][j] = vec_fma(acc[i][j], a_odd[i], bv[j]);
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < GEMM_NV; j++)
+            bv[j] = (gemm_vf)(*(const gemm_vuu*)(b + GEMM_VW * j) << 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < GEMM_MR; i++) {
+            if (i >= rows) break;
+#pragma GCC unroll 8
+            for (int j = 0; j < GEMM_NV; j++)
+                acc[i][j] = vec_fma(acc[i][j], a_even[i], bv[j]);
+        }
+    }
+    gemm_vtile_store(acc, C, ldc, m, n, overwrite, bias);
+}
+#endif
+
+static void gemm_kernel_bf16_widen(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                                   int ldc, int m, int n, int overwrite, const float* bias) {
+    GEMM_BY_ROWS(m, gemm_kernel_bf16w_rows, kc2, a, b, C, ldc, m, n, overwrite, bias);
+}
+
+// Which kernel runs the products: vdpbf16ps where the CPU has it and it is the faster, else
+// the widened FMAs. How fast vdpbf16ps runs differs between CPUs (Zen 5: 1.9x the FMA's
+// flops; Sapphire and Emerald Rapids: 0.5x), so the first bf16 product measures both on
+// one tile (bf16_kernel_probe, about 3 ms) and keeps the faster. BF16_KERNEL=dpbf16 or
+// BF16_KERNEL=widen in the environment forces one (the tests, the benchmark). Both compute
+// the plain twin's sums; they differ only where vdpbf16ps flushes a denormal float32 (a sum
+// or product below 2^-126) to 0, which the FMA keeps (doc/precision.md).
+enum { BF16_UNCHOSEN = 0, BF16_DPBF16 = 1, BF16_WIDEN = 2 };
+static _Atomic int bf16_kernel = BF16_UNCHOSEN;
+static double bf16_probe_ratio;  // the probe's widen time / vdpbf16ps time; 0: not measured
+static const char* bf16_kernel_how = "";  // "measured", "forced by BF16_KERNEL", "the only one"
+
+#if defined(__AVX512BF16__)
+// seconds per call of the kernel on the probe's tile: the best of 3 rounds of `calls` calls
+static double bf16_probe_time(int dp, const uint32_t* a, const uint32_t* b, float* c, int kc2, int calls) {
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_seconds();
+        for (int k = 0; k < calls; k++) {
+            if (dp) gemm_kernel_bf16_dp(kc2, a, b, c, GEMM_NR, GEMM_MR, GEMM_NR, k == 0, NULL);
+            else    gemm_kernel_bf16_widen(kc2, a, b, c, GEMM_NR, GEMM_MR, GEMM_NR, k == 0, NULL);
+        }
+        double dt = (now_seconds() - t0) / calls;
+        best = dt < best ? dt : best;
+    }
+    return best;
+}
+
+// the faster kernel on a full tile 256 pairs deep (operands in L1, as in the blocked product),
+// alternating the two; vdpbf16ps wins only if 10% faster (the widened kernel is the plain
+// twin's own arithmetic, denormals included)
+static int bf16_kernel_probe(void) {
+    int kc2 = 256;
+    uint32_t* a = compat_aligned_alloc(64, sizeof(uint32_t) * kc2 * (GEMM_MR + GEMM_NR));
+    float* c = compat_aligned_alloc(64, sizeof(float) * GEMM_MR * GEMM_NR);
+    if (!a || !c) die("out of memory for the bf16 kernel's probe");
+    uint32_t* b = a + (size_t)kc2 * GEMM_MR;
+    for (int i = 0; i < kc2 * (GEMM_MR + GEMM_NR); i++)
+        a[i] = bf16_pair(1.0f + (float)(i % 7) / 64, 1.0f - (float)(i % 5) / 64);
+    double dp = 1e30, widen = 1e30;
+    for (int round = 0; round < 3; round++) {
+        double t = bf16_probe_time(1, a, b, c, kc2, 40);
+        dp = t < dp ? t : dp;
+        t = bf16_probe_time(0, a, b, c, kc2, 40);
+        widen = t < widen ? t : widen;
+    }
+    aligned_free(a);
+    aligned_free(c);
+    bf16_probe_ratio = widen / dp;
+    return dp * 1.1 < widen ? BF16_DPBF16 : BF16_WIDEN;
+}
+#endif
+
+// chooses the kernel once (BF16_KERNEL, or the probe); any thread may call it, the first
+// call chooses
+static int bf16_kernel_choose(void) {
+    int k = atomic_load_explicit(&bf16_kernel, memory_order_acquire);
+    if (k) return k;
+    #pragma omp critical(bf16_kernel_choice)
+    {
+        k = atomic_load_explicit(&bf16_kernel, memory_order_relaxed);
+        if (!k) {
+            const char* force = getenv("BF16_KERNEL");
+            if (force && strcmp(force, "widen") == 0) k = BF16_WIDEN, bf16_kernel_how = "forced by BF16_KERNEL";
+            else if (force && strcmp(force, "dpbf16") == 0) {
+#if defined(__AVX512BF16__)
+                k = BF16_DPBF16, bf16_kernel_how = "forced by BF16_KERNEL";
+#else
+                die("BF16_KERNEL=dpbf16: this build has no vdpbf16ps (AVX512-BF16); use widen or unset it");
+#endif
+            } else if (force && force[0])
+                die("BF16_KERNEL=%s: expected dpbf16 or widen (or unset: measured at start)", force);
+            else {
+#if defined(__AVX512BF16__)
+                k = bf16_kernel_probe(), bf16_kernel_how = "measured";
+#else
+                k = BF16_WIDEN, bf16_kernel_how = "the only one in this build";
+#endif
+            }
+            atomic_store_explicit(&bf16_kernel, k, memory_order_release);
+        }
+    }
+    return k;
+}
+
+// the chosen kernel in words, for the run's header and the benchmark
+static inline const char* bf16_kernel_describe(void) {
+    static char text[160];
+    int k = bf16_kernel_choose();
+    if (bf16_probe_ratio > 0)
+        snprintf(text, sizeof text, "%s (%s: vdpbf16ps %.2fx the widened FMAs' speed)",
+                 k == BF16_DPBF16 ? "vdpbf16ps" : "widened to float32 FMA", bf16_kernel_how, bf16_probe_ratio);
+    else
+        snprintf(text, sizeof text, "%s (%s)", k == BF16_DPBF16 ? "vdpbf16ps" : "widened to float32 FMA",
+                 bf16_kernel_how);
+    return text;
+}
+
+// C[m x n] (=, or +=) a-sliver * b-sliver over kc2 pairs of k, with the chosen kernel
+static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                             int ldc, int m, int n, int overwrite, const float* bias) {
+#if defined(__AVX512BF16__)
+    if (atomic_load_explicit(&bf16_kernel, memory_order_relaxed) == BF16_DPBF16) {
+        gemm_kernel_bf16_dp(kc2, a, b, C, ldc, m, n, overwrite, bias);
+        return;
+    }
+#endif
+    gemm_kernel_bf16_widen(kc2, a, b, C, ldc, m, n, overwrite, bias);
+}
 
 #endif

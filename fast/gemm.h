@@ -55,19 +55,21 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 // stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower. An edge
 // panel of m < MR rows runs the same kernel for its m rows only (GEMM_BY_ROWS).
 //
-// Cache sizes (Zen 5: L1D 48 KB, L2 1 MB per core):
+// Cache sizes (tuned on Zen 5: L1D 48 KB, L2 1 MB per core):
 //   B sliver  KC*NR*4 = 256*32*4 = 32 KB  -> fits L1 next to the A stream
 //   A block   MC*KC*4 = 168*256*4 = 168 KB -> comfortably in L2
 //   B block   KC*NC*4 = 256*768*4 = 768 KB -> L2 next to the A block; each
 //             sliver is pulled into L1 once per ic block and reused MC/MR = 12
 //             times. (NC=768 beat 3072 by ~5% on the 50304-wide LM head, where B
 //             streams from DRAM; elsewhere NC made no measurable difference.)
+// MC and NC keep those shares of the L2 cache the CPU reports at run time (gemm_blocking in
+// gemm_kernel.h; an Intel Xeon with 2 MB of L2 per core: MC = 336, NC = 1536); KC stays.
 //
 // Determinism: each element of C belongs to exactly one thread. Its value is
 // C (or 0) + sum over K blocks in increasing order, where each block sum is a
 // sequential FMA chain k = pc, pc+1, ... started from 0. KC is a constant (per precision) and
 // edge tiles run the same kernel on zero-padded data, so the result does not
-// depend on the thread count or on where the thread boundaries fall.
+// depend on the thread count, on where the thread boundaries fall, or on MC and NC.
 // Threads split C by whole MR-row or NR-column panels (whichever of M, N is
 // larger), and every thread packs its own operands: no barriers, no sharing.
 //
@@ -103,6 +105,7 @@ static void gemm_bf16_weights(uint16_t** copy, const float* w, size_t n) {
 // (gemm_block_in): 1M floats, 4 MB (the LM head's 256 x 768 input at 124M is 0.2M).
 static _Thread_local float* gemm_Ap;
 static _Thread_local float* gemm_Bp;
+static _Thread_local int gemm_Bp_cols;  // gemm_Bp's columns: GEMM_KC x gemm_Bp_cols floats
 #define GEMM_AP_FLOATS ((size_t)1 << 20)
 #ifndef GEMM_KEEP_A
 #define GEMM_KEEP_A 1
@@ -130,10 +133,13 @@ __attribute__((always_inline))
 static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, const float* A, int lda,
                                  const float* B, int ldb, float* C, int ldc, int accumulate,
                                  const float* bias) {
-    if (!gemm_Ap) {
+    const GemmBlocking* blocks = gemm_blocking();  // (from the caches, set once: gemm_kernel.h)
+    const int MC = blocks->mc, NC = blocks->nc;
+    if (!gemm_Ap || gemm_Bp_cols < NC) {  // (the first time, or wider blocks: the tests set them)
+        aligned_free(gemm_Ap), aligned_free(gemm_Bp);
+        gemm_Bp_cols = (NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
         gemm_Ap = compat_aligned_alloc(64, sizeof(float) * GEMM_AP_FLOATS);
-        gemm_Bp = compat_aligned_alloc(64, sizeof(float) * GEMM_KC
-                                               * ((GEMM_NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR));
+        gemm_Bp = compat_aligned_alloc(64, sizeof(float) * GEMM_KC * gemm_Bp_cols);
         if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
     }
     float *Ap = gemm_Ap, *Bp = gemm_Bp;
@@ -142,9 +148,9 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
     // once, at jc = 0, each (pc, ic) block in a place of its own, and read again by the
     // other blocks (a thread's share of the 124M LM head spans 33 blocks of columns)
     size_t m_pad = (size_t)(m + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-    int keep_A = GEMM_KEEP_A && n > GEMM_NC && m_pad * KS * ((K + KC - 1) / KC) <= GEMM_AP_FLOATS;
-    for (int jc = 0; jc < n; jc += GEMM_NC) {
-        int nc = gemm_imin(GEMM_NC, n - jc);
+    int keep_A = GEMM_KEEP_A && n > NC && m_pad * KS * ((K + KC - 1) / KC) <= GEMM_AP_FLOATS;
+    for (int jc = 0; jc < n; jc += NC) {
+        int nc = gemm_imin(NC, n - jc);
         for (int pc = 0; pc < K; pc += KC) {
             int kc = gemm_imin(KC, K - pc), ks = bf16 ? (kc + 1) / 2 : kc;
             float* A_pc = keep_A ? Ap + m_pad * KS * (pc / KC) : Ap;  // this K block's op(A)
@@ -155,8 +161,8 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
                 else    gemm_pack(bf16, 0, B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
                                   Bp + (size_t)jr * ks);
             }
-            for (int ic = 0; ic < m; ic += GEMM_MC) {
-                int mc = gemm_imin(GEMM_MC, m - ic);
+            for (int ic = 0; ic < m; ic += MC) {
+                int mc = gemm_imin(MC, m - ic);
                 float* A_ic = keep_A ? A_pc + (size_t)ic * ks : Ap;
                 if (!keep_A || jc == 0)  // (kept: packed at jc = 0 already)
                     for (int ir = 0; ir < mc; ir += GEMM_MR) {
@@ -192,9 +198,10 @@ static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int 
         return;
     }
 #endif
-    if (precision == GEMM_BF16)
+    if (precision == GEMM_BF16) {
+        bf16_kernel_choose();  // (once: vdpbf16ps or the widened FMAs, bf16.h)
         gemm_block_in(1, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-    else
+    } else
         gemm_block_in(0, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 

@@ -8,10 +8,15 @@ every kernel shares (gemm_tile_start, gemm_tile_store) and the float32 micro-ker
 #ifndef FAST_GEMM_KERNEL_H
 #define FAST_GEMM_KERNEL_H
 
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
+#include "../util/io.h"  // die
+#include "caches.h"  // the cache sizes the blocking follows
 #include "vec.h"
 #ifdef USE_BLAS
 #include "blas.h"  // GEMM_BLAS_NAME
@@ -64,12 +69,71 @@ every kernel shares (gemm_tile_start, gemm_tile_store) and the float32 micro-ker
 #ifndef GEMM_KC
 #define GEMM_KC 256
 #endif
-#ifndef GEMM_MC
-#define GEMM_MC ((168 + GEMM_MR - 1) / GEMM_MR * GEMM_MR)  // (AVX-512: 12 x 14; 168 KB of A)
+// The cache blocks (gemm.h): GEMM_MC rows of op(A) and GEMM_NC columns of op(B), both
+// GEMM_KC deep. KC is a constant: it fixes the order of the sums, and so the bits. MC and NC
+// change only when each block is computed, not a bit of C, so they follow the caches the
+// CPU reports (gemm_blocking): op(A)'s block about 1/6 of the L2 cache, op(B)'s 3/4 of it,
+// the proportions of the constants tuned on Zen 5 (1 MiB of L2 per core: MC = 168, NC = 768),
+// which stay where the CPU reports nothing. GEMM_BLOCKING=fixed in the environment keeps
+// them anyway (to compare the two; =caches: the default); -DGEMM_MC=.. -DGEMM_NC=.. fix them
+// at build time.
+#define GEMM_MC_FIXED ((168 + GEMM_MR - 1) / GEMM_MR * GEMM_MR)  // (AVX-512: 12 x 14; 168 KB of A)
+#define GEMM_NC_FIXED 768
+typedef struct {
+    int mc, nc;          // the blocks' rows of op(A), columns of op(B)
+    long l1, l2;         // the caches' bytes, as reported (0: not reported)
+    const char* source;  // "from the caches", or why the constants
+} GemmBlocking;
+static GemmBlocking gemm_blocks;
+static _Atomic int gemm_blocks_set;
+
+static int gemm_round_to(long x, int unit, long lo, long hi) {
+    x = x < lo ? lo : x > hi ? hi : x;
+    return (int)(x / unit * unit);
+}
+
+// the blocks, set once (any thread; the first call reads the caches)
+static const GemmBlocking* gemm_blocking(void) {
+    if (atomic_load_explicit(&gemm_blocks_set, memory_order_acquire)) return &gemm_blocks;
+    #pragma omp critical(gemm_blocking)
+    if (!atomic_load_explicit(&gemm_blocks_set, memory_order_relaxed)) {
+        GemmBlocking g = {GEMM_MC_FIXED, GEMM_NC_FIXED, cache_size(1), cache_size(2), ""};
+        const char* fixed = getenv("GEMM_BLOCKING");
+#if defined(GEMM_MC) || defined(GEMM_NC)
+        g.source = "fixed at build time";
+#else
+        if (fixed && fixed[0] && strcmp(fixed, "fixed") != 0 && strcmp(fixed, "caches") != 0)
+            die("GEMM_BLOCKING=%s: expected fixed or caches (the default)", fixed);
+        if (fixed && strcmp(fixed, "fixed") == 0) g.source = "the constants: GEMM_BLOCKING=fixed";
+        else if (g.l2 <= 0) g.source = "the constants: no L2 size reported";
+        else {
+            long row = (long)GEMM_KC * sizeof(float);  // bytes of one row of a block
+            g.mc = gemm_round_to(g.l2 / 6 / row, GEMM_MR, GEMM_MR, 1024);
+            g.nc = gemm_round_to(g.l2 * 3 / 4 / row, GEMM_NR, 4 * GEMM_NR, 4096);
+            g.source = "from the L2 size";
+        }
 #endif
-#ifndef GEMM_NC
-#define GEMM_NC 768
+        (void)fixed;
+#ifdef GEMM_MC
+        g.mc = GEMM_MC;
 #endif
+#ifdef GEMM_NC
+        g.nc = GEMM_NC;
+#endif
+        gemm_blocks = g;
+        atomic_store_explicit(&gemm_blocks_set, 1, memory_order_release);
+    }
+    return &gemm_blocks;
+}
+
+// the blocking in words, for the benchmark and the tests
+static inline const char* gemm_blocking_describe(void) {
+    static char text[200];
+    const GemmBlocking* g = gemm_blocking();
+    snprintf(text, sizeof text, "MC %d x KC %d x NC %d, %s (L1d %ld KiB, L2 %ld KiB)", g->mc, GEMM_KC, g->nc,
+             g->source, g->l1 >> 10, g->l2 >> 10);
+    return text;
+}
 // -prec bf16: a block of KC pairs of k (2 * GEMM_KC values) is as many bytes as GEMM_KC
 // floats, so the same cache blocking holds twice the k, and each tile of C is loaded and
 // stored half as often per product

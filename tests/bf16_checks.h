@@ -1,8 +1,9 @@
 /*
 tests/bf16_checks.h: the tests of -prec bf16 (fast/bf16.h), included by test_gpt2.c.
 - bf16_round: round to nearest, ties to even, on values whose answer is known;
-- the packing (vectorised where there are 16 columns) against the definition, and the
-  vdpbf16ps kernel against its plain twin, bit for bit;
+- the packing (vectorised where there are 16 columns) against the definition, and both
+  kernels (vdpbf16ps, the widened FMAs) against their plain twin, bit for bit; on denormal
+  products, the one difference between them (vdpbf16ps flushes them to 0);
 - sgemm with bf16 operands against a float64 product of the same rounded operands, for
   every transpose (the only difference left: float32 sums);
 - the gradients of the reference configurations against PyTorch's float64 ones, per
@@ -36,7 +37,15 @@ static void test_bf16_round(void) {
         }
     uint16_t nan = bf16_round(NAN);
     ok &= (nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0;
-    check(ok, "bf16_round: ties to even, overflow to infinity, NaN stays NaN (%zu values)",
+    // the packing's vector rounding (bf16_round_top), lane by lane, on the same values and NaN
+    size_t n = sizeof cases / sizeof cases[0];
+    for (size_t i0 = 0; i0 <= n; i0 += VEC_W) {
+        float x[VEC_W];
+        for (int l = 0; l < VEC_W; l++) x[l] = i0 + l < n ? cases[i0 + l].x : i0 + l == n ? NAN : -1.0f - l;
+        bf16_vw top = bf16_round_top(*(const bf16_vwu*)x);
+        for (int l = 0; l < VEC_W; l++) ok &= (uint16_t)(top[l] >> 16) == bf16_round(x[l]);
+    }
+    check(ok, "bf16_round and its vector form: ties to even, overflow to infinity, NaN stays NaN (%zu values)",
           sizeof cases / sizeof cases[0] + 1);
 }
 
@@ -58,7 +67,7 @@ static int bf16_pack_cols_differs(const float* src, int ld, int cols, int R, int
 // same slivers, against its plain twin, bit for bit
 static void test_bf16_pack_kernel(void) {
     uint64_t rng = 7;
-    int worst_pack = 0, worst_kernel = 0;
+    int worst_pack = 0, worst_kernel = 0, worst_widen = 0;
     for (int kc = 1; kc <= 37; kc += 9) {
         for (int cols = 1; cols <= GEMM_NR; cols += 5) {
             int kc2 = (kc + 1) / 2, ld = 40;
@@ -81,24 +90,57 @@ static void test_bf16_pack_kernel(void) {
             uint32_t* acols = compat_aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
             worst_pack |= bf16_pack_cols_differs(at, GEMM_MR, rows, GEMM_MR, kc, acols);
             aligned_free(acols);
-            float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR];
+            float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR], C3[GEMM_MR * GEMM_NR];
             for (int acc = 0; acc < 2; acc++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++)
-                    C1[i] = C2[i] = (float)i * 0.01f;
-                gemm_kernel_bf16(kc2, a, packed, C1, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                    C1[i] = C2[i] = C3[i] = (float)i * 0.01f;
+                gemm_kernel_bf16_widen(kc2, a, packed, C1, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 gemm_kernel_bf16_plain(kc2, a, packed, C2, GEMM_NR, GEMM_MR, cols, !acc, NULL);
-                worst_kernel |= memcmp(C1, C2, sizeof C1) != 0;
+                worst_widen |= memcmp(C1, C2, sizeof C1) != 0;
+#if defined(__AVX512BF16__)
+                gemm_kernel_bf16_dp(kc2, a, packed, C3, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                worst_kernel |= memcmp(C3, C2, sizeof C1) != 0;
+#endif
             }
             free(src); aligned_free(packed); aligned_free(a); free(at);
         }
     }
     check(!worst_pack, "bf16 packing of rows and of columns (vectorised, GEMM_NR and GEMM_MR wide) equals "
           "its definition: pairs of k, zero-padded");
+    check(!worst_widen, "bf16 kernel widened to float32 FMA (%s) equals its plain twin bit for bit, = and +=, "
+          "kc 1..37", GEMM_ISA);
 #if defined(__AVX512BF16__)
     check(!worst_kernel, "bf16 kernel (vdpbf16ps) equals its plain twin bit for bit, = and +=, kc 1..37");
-#else
-    check(!worst_kernel, "bf16 kernel: no AVX512-BF16 here, the plain twin runs (compared with itself)");
 #endif
+}
+
+// Products below float32's smallest normal, 2^-126: the widened kernel keeps them (the plain
+// twin's bits), vdpbf16ps flushes them to 0: its sums lie between 0 and the widened ones
+// (doc/precision.md). Every a 2^-68 (1 + i/64), every b 2^-68 (1 + j/128): products near 2^-136,
+// exact (bits down to 2^-149), and their sums of 38 stay below 2^-126.
+static void test_bf16_denormals(void) {
+    int kc2 = 19;
+    uint32_t* a = compat_aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
+    uint32_t* b = compat_aligned_alloc(64, (size_t)kc2 * GEMM_NR * 4);
+    for (int i = 0; i < kc2 * GEMM_MR; i++)
+        a[i] = bf16_pair(0x1p-68f * (1 + (i % 17) / 64.0f), 0x1p-68f * (1 + (i % 13) / 64.0f));
+    for (int j = 0; j < kc2 * GEMM_NR; j++)
+        b[j] = bf16_pair(0x1p-68f * (1 + (j % 11) / 128.0f), 0x1p-68f * (1 + (j % 7) / 128.0f));
+    float Cw[GEMM_MR * GEMM_NR], Cp[GEMM_MR * GEMM_NR];
+    gemm_kernel_bf16_widen(kc2, a, b, Cw, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    gemm_kernel_bf16_plain(kc2, a, b, Cp, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    int denormal = Cw[0] > 0 && Cw[0] < 0x1p-126f;  // (the sums stay below 2^-126: all exact)
+    check(denormal && memcmp(Cw, Cp, sizeof Cw) == 0, "bf16 widened kernel keeps denormal products and sums "
+          "(%.3e): its plain twin's bits", (double)Cw[0]);
+#if defined(__AVX512BF16__)
+    float Cd[GEMM_MR * GEMM_NR];
+    gemm_kernel_bf16_dp(kc2, a, b, Cd, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    int within = 1;
+    for (int i = 0; i < GEMM_MR * GEMM_NR; i++) within &= Cd[i] >= 0 && Cd[i] <= Cw[i];
+    check(within, "bf16 kernels on denormal products: vdpbf16ps's sums between 0 and the widened kernel's "
+          "(here %.3e against %.3e): the stated difference", (double)Cd[0], (double)Cw[0]);
+#endif
+    aligned_free(a); aligned_free(b);
 }
 
 // sgemm with bf16 operands against the float64 product of the rounded operands: the error
@@ -107,7 +149,7 @@ static void test_bf16_sgemm(void) {
     uint64_t rng = 11;
     // K over one KC block, edges in every direction; N wide enough that each thread's share
     // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.h)
-    int M = 37, N = 2 * GEMM_NC + 45, K = GEMM_KC_BF16 + 88;
+    int M = 37, N = 2 * gemm_blocking()->nc + 45, K = GEMM_KC_BF16 + 88;
     float worst = 0.0f;
     gemm_precision = GEMM_BF16;
     for (int tA = 0; tA < 2; tA++)
@@ -249,6 +291,7 @@ static void test_bf16(const char* dir) {
     printf("-- bf16 matmuls (-prec bf16, fast/bf16.h)\n");
     test_bf16_round();
     test_bf16_pack_kernel();
+    test_bf16_denormals();
     test_bf16_sgemm();
     test_bf16_weight_copy();
     const char* configs[] = {"a", "b", "c", "d"};

@@ -237,6 +237,26 @@ if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { 
 else
     bad "-prec bf16: losses $first -> $last, repeatable: '$same'"
 fi
+# the two bf16 kernels (vdpbf16ps, widened FMAs: doc/precision.md), forced: the same losses bit
+# for bit as the run above (whichever the probe chose); a bad BF16_KERNEL: one line, exit 1
+klosses() { grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$1"; }
+for k in widen dpbf16; do
+    BF16_KERNEL=$k ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_$k.log" 2>&1; rc=$?
+    if [ $k = dpbf16 ] && [ $rc -ne 0 ] && grep -q 'this build has no vdpbf16ps' "$TMP/bf16_$k.log"; then
+        ok "BF16_KERNEL=dpbf16: refused in a build without AVX512-BF16, in one line"
+    elif [ $rc -eq 0 ] && grep -q "bf16 products: .*(forced by BF16_KERNEL)" "$TMP/bf16_$k.log" \
+          && diff <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_$k.log") > /dev/null; then
+        ok "BF16_KERNEL=$k: named in the header, the same 40 losses bit for bit as the kernel the probe chose"
+    else
+        bad "BF16_KERNEL=$k: exit $rc"; grep -E 'bf16 products|loss' "$TMP/bf16_$k.log" | tail -n 2
+    fi
+done
+BF16_KERNEL=fast ./train_gpt2 "${SMALL[@]}" -x 2 -o "" -prec bf16 > "$TMP/bf16_bad.log" 2>&1; rc=$?
+if [ $rc -ne 0 ] && grep -q 'error: BF16_KERNEL=fast: expected dpbf16 or widen' "$TMP/bf16_bad.log"; then
+    ok "BF16_KERNEL=fast: refused in one line, exit $rc"
+else
+    bad "BF16_KERNEL=fast: exit $rc"; tail -n 2 "$TMP/bf16_bad.log"
+fi
 rm -f "$TMP"/prec/*_00000040.bin
 ./train_gpt2 "${SMALL[@]}" -x 40 -o "$TMP/prec" -n 20 -y 1 -prec fp32 > "$TMP/prec_switch.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q 'resuming from .* at step 20' "$TMP/prec_switch.log" && [ -f "$TMP/prec/model_00000040.bin" ]; then
