@@ -19,6 +19,8 @@ test_gpt2.c: checks train_gpt2.c against an independent implementation.
 
 Usage: ./test_gpt2                       all of the above, with the committed references
        ./test_gpt2 -r DIR                the same with the references in DIR
+       ./test_gpt2 -k WORD               only the groups of checks whose names contain WORD
+                                         (-k finite, -k cache, -k checkpoint; -l lists the names)
        ./test_gpt2 -e MODEL -s STATE     step-0 logits, loss and gradients of any llm.c pair
 Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
@@ -2695,8 +2697,100 @@ static void test_svg_escape(void) {
           out, out + 64);
 }
 
+// ----------------------------------------------------------------------------
+// main: the checks as a table of named groups (tests/check.h), run in this order; -k WORD
+// runs the groups whose names contain WORD, -l lists them. refs_*: a check on the reference
+// files of -r DIR (tests/doc_check.py reads their calls as the groups')
+
+static const char* ref_dir = "data/ref";  // -r DIR
+static const char* const REF_CONFIGS[] = {"a", "b", "c", "d"};  // c and d: the block variants
+
+static const char* ref_path(char* buf, size_t n, const char* config, const char* what) {
+    snprintf(buf, n, "%s/ref_%s_%s", ref_dir, config, what);
+    return buf;
+}
+
+static void refs_states_and_training(void) {  // PyTorch's states and trajectories, a-d and a with dropout
+    char a[4096], b[4096];
+    for (int i = 0; i < 4; i++) {
+        check_state(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"),
+                    ref_path(b, sizeof b, REF_CONFIGS[i], "state.bin"));
+        check_training(a, ref_path(b, sizeof b, REF_CONFIGS[i], "train.bin"));
+    }
+    check_state(ref_path(a, sizeof a, "a", "model.bin"), ref_path(b, sizeof b, "a", "dropout_state.bin"));
+}
+static void refs_kv_cache(void) {  // b, and the variants c and d
+    char a[4096];
+    for (int i = 1; i < 4; i++)
+        test_kv_cache(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"));
+}
+static void refs_determinism(void) {
+    char a[4096];
+    test_determinism(ref_path(a, sizeof a, "a", "model.bin"));
+    test_determinism(ref_path(a, sizeof a, "c", "model.bin"));
+}
+static void refs_one_pass_gradients(void) {
+    char a[4096];
+    test_one_pass_gradients(ref_path(a, sizeof a, "a", "model.bin"));
+}
+static void refs_gradients_written(void) {  // GPT-2 (a, b) and the variants (c, d)
+    char a[4096];
+    for (int i = 0; i < 4; i++)
+        test_gradients_written(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"));
+}
+static void refs_checkpoint_bytes(void) { test_checkpoint_bytes(ref_dir); }
+static void refs_article002(void) {
+    char a[4096];
+    snprintf(a, sizeof a, "%s/ref_article002.txt", ref_dir);
+    test_article_example(a);
+}
+static void refs_bf16(void) { test_bf16(ref_dir); }
+static void refs_gen_bf16(void) { test_gen_bf16(ref_dir); }
+static void refs_hf(void) { test_hf(ref_dir); }
+
+static const CheckGroup CHECK_GROUPS[] = {
+    {"pytorch references: states and training, a-d", refs_states_and_training},
+    {"finite differences: every layer", test_finite_differences},
+    {"fast matmul", test_fast_matmul},
+    {"fast weighted rows", test_weighted_rows},
+    {"fast sgemm", test_sgemm},
+    {"fast kernel edge rows", test_kernel_edge_rows},
+    {"fast kernel plain", test_kernel_plain},
+    {"fast gemm products", test_gemm_products},
+    {"fast sgemm shares", test_sgemm_shares},
+    {"fast exp tanh", test_exp_tanh},
+    {"fast buffers", test_buffers},
+    {"fast matvec", test_matvec},
+    {"fast aligned alloc", test_aligned_alloc},
+    {"fast attention", test_fast_attention},
+    {"attention padding", test_attention_padding},
+    {"attention shape errors", test_attention_shape_errors},
+    {"kv cache: references b-d", refs_kv_cache},
+    {"determinism", refs_determinism},
+    {"gradients in one pass", refs_one_pass_gradients},
+    {"gradients written: references a-d", refs_gradients_written},
+    {"finite differences: block variants", test_variant_gradients},
+    {"kv cache: block variants", test_variant_kv_cache},
+    {"checkpoint bytes", refs_checkpoint_bytes},
+    {"ff bf16", test_ff_bf16},
+    {"ff checkpoint", test_ff_checkpoint},
+    {"article 002 example", refs_article002},
+    {"errata", test_errata},
+    {"errata variants", test_errata_variants},
+    {"errata articles", test_errata_articles},
+    {"errata reread", test_errata_reread},
+    {"bf16", refs_bf16},
+    {"bf16 generation", refs_gen_bf16},
+    {"hugging face", refs_hf},
+    {"bpe", test_bpe},
+    {"svg escape", test_svg_escape},
+    {"compat", test_compat},
+    {"crc32c", test_crc32c},
+};
+#define NUM_CHECK_GROUPS ((int)(sizeof CHECK_GROUPS / sizeof CHECK_GROUPS[0]))
+
 int main(int argc, char** argv) {
-    const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
+    const char *model_path = NULL, *state_path = NULL, *word = NULL;
     error_program = "test_gpt2";  // its errors name it, not the train_gpt2.c it includes
     static char self[4096];
     self_path = compat_exe_path(self, sizeof self) == 0 ? self : argv[0];
@@ -2705,9 +2799,11 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "-e") == 0) model_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) state_path = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "-r") == 0) dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-r") == 0) ref_dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0) word = argv[++i];
+        else if (strcmp(argv[i], "-l") == 0) return list_check_groups(CHECK_GROUPS, NUM_CHECK_GROUPS);
         else {
-            fprintf(stderr, "usage: ./test_gpt2 [-r REFERENCE_DIR] | -e MODEL.bin -s STATE.bin\n");
+            fprintf(stderr, "usage: ./test_gpt2 [-r REFERENCE_DIR] [-k WORD] | -l | -e MODEL.bin -s STATE.bin\n");
             return EXIT_USAGE;
         }
     }
@@ -2717,67 +2813,8 @@ int main(int argc, char** argv) {
     }
     if (model_path) {
         check_state(model_path, state_path);
-    } else {
-        char a[4096], b[4096];
-        const char* configs[] = {"a", "b", "c", "d"};  // c and d: the block variants
-        for (int i = 0; i < 4; i++) {
-            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            snprintf(b, sizeof b, "%s/ref_%s_state.bin", dir, configs[i]);
-            check_state(a, b);
-            snprintf(b, sizeof b, "%s/ref_%s_train.bin", dir, configs[i]);
-            check_training(a, b);
-        }
-        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
-        snprintf(b, sizeof b, "%s/ref_a_dropout_state.bin", dir);
-        check_state(a, b);
-        test_finite_differences();
-        test_fast_matmul();
-        test_weighted_rows();
-        test_sgemm();
-        test_kernel_edge_rows();
-        test_kernel_plain();
-        test_gemm_products();
-        test_sgemm_shares();
-        test_exp_tanh();
-        test_buffers();
-        test_matvec();
-        test_aligned_alloc();
-        test_fast_attention();
-        test_attention_padding();
-        test_attention_shape_errors();
-        for (int i = 1; i < 4; i++) {  // b, and the variants c and d
-            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            test_kv_cache(a);
-        }
-        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
-        test_determinism(a);
-        snprintf(a, sizeof a, "%s/ref_c_model.bin", dir);
-        test_determinism(a);
-        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
-        test_one_pass_gradients(a);
-        for (int i = 0; i < 4; i++) {  // GPT-2 (a, b) and the variants (c, d)
-            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            test_gradients_written(a);
-        }
-        test_variant_gradients();
-        test_variant_kv_cache();
-        test_checkpoint_bytes(dir);
-        test_ff_bf16();
-        test_ff_checkpoint();
-        snprintf(a, sizeof a, "%s/ref_article002.txt", dir);
-        test_article_example(a);
-        test_errata();
-        test_errata_variants();
-        test_errata_articles();
-        test_errata_reread();
-        test_bf16(dir);
-        test_gen_bf16(dir);
-        test_hf(dir);
-        test_bpe();
-        test_svg_escape();
-        test_compat();
-        test_crc32c();
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed ? 1 : 0;
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return run_check_groups("test_gpt2", CHECK_GROUPS, NUM_CHECK_GROUPS, word);
 }

@@ -18,7 +18,8 @@ test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
 8. -fe 1 (the encoder frozen) and -opt sgd (plain SGD).
 Then errata E26-E28 (tests/errata_seq2seq.h), and PyTorch's nn.Transformer as the
 oracle, when tests/seq2seq_reference.h is present (references in data/ref, or -r DIR).
-Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
+Usage: ./test_seq2seq [-r REFERENCE_DIR] [-k WORD]: -k runs only the groups of checks whose
+names contain WORD (-l lists them). The last line is "N passed, M failed".
 */
 #include "train_seq2seq.c"  // the model (its program is train_seq2seq_main.c)
 
@@ -607,33 +608,48 @@ static void test_freeze_and_sgd(void) {
 #define HAVE_SEQ2SEQ_REFERENCE 1
 #endif
 
+// ----------------------------------------------------------------------------
+// main: the checks as a table of named groups (tests/check.h), run in this order; -k WORD
+// runs the groups whose names contain WORD, -l lists them
+
+static const char* ref_dir = "data/ref";  // -r DIR
+
+static void test_references(void) {
+#ifdef HAVE_SEQ2SEQ_REFERENCE
+    check_seq2seq_references(ref_dir);
+#else
+    printf("-- no tests/seq2seq_reference.h: the nn.Transformer references are not checked\n");
+#endif
+}
+
+static const CheckGroup CHECK_GROUPS[] = {
+    {"finite differences: whole model, every variant", test_finite_differences},
+    {"padding invariance", test_padding_invariance},
+    {"kv cache: decoder", test_kv_cache},
+    {"checkpoint bytes", test_checkpoint},
+    {"teacher forcing measured", test_teacher_forcing_measured},
+    {"no special outputs", test_no_special_outputs},
+    {"decoder mask off", test_decoder_mask_off},
+    {"freeze and sgd", test_freeze_and_sgd},
+    {"errata", test_errata_seq2seq},
+    {"pytorch references: nn.Transformer", test_references},
+};
+#define NUM_CHECK_GROUPS ((int)(sizeof CHECK_GROUPS / sizeof CHECK_GROUPS[0]))
+
 int main(int argc, char** argv) {
-    const char* dir = "data/ref";
+    const char* word = NULL;
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "-r") == 0) dir = argv[++i];
+        if (i + 1 < argc && strcmp(argv[i], "-r") == 0) ref_dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0) word = argv[++i];
+        else if (strcmp(argv[i], "-l") == 0) return list_check_groups(CHECK_GROUPS, NUM_CHECK_GROUPS);
         else {
-            fprintf(stderr, "usage: ./test_seq2seq [-r REFERENCE_DIR]\n");
+            fprintf(stderr, "usage: ./test_seq2seq [-r REFERENCE_DIR] [-k WORD] | -l\n");
             return EXIT_USAGE;
         }
     }
     error_program = "test_seq2seq";
     int threads = use_threads(1);  // tiny models: waking threads costs more than the work
-    test_finite_differences();
-    test_padding_invariance();
-    test_kv_cache();
-    test_checkpoint();
-    test_teacher_forcing_measured();
-    test_no_special_outputs();
-    test_decoder_mask_off();
-    test_freeze_and_sgd();
-    test_errata_seq2seq();
-#ifdef HAVE_SEQ2SEQ_REFERENCE
-    check_seq2seq_references(dir);
-#else
-    (void)dir;
-    printf("-- no tests/seq2seq_reference.h: the nn.Transformer references are not checked\n");
-#endif
+    int status = run_check_groups("test_seq2seq", CHECK_GROUPS, NUM_CHECK_GROUPS, word);
     use_threads(threads);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return status;
 }
