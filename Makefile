@@ -44,7 +44,10 @@ PROBE_MAIN = int main(void) { return 0; }\n
 ifeq ($(origin ARCH),undefined)
 ARCH := $(or $(call PROBE,-march=native,-S -o,$(PROBE_MAIN)),$(call PROBE,-mcpu=native,-S -o,$(PROBE_MAIN)))
 endif
-WARN = -Wall -Wextra -std=c11
+# -Wswitch-enum: a switch over a block variant's values (train_gpt2.c) names every one, with no
+# default, so a value added to the enum and missed at a dispatch site is a warning (an error
+# in CI, which fails on any warning; tests/switch_check.sh shows it)
+WARN = -Wall -Wextra -Wswitch-enum -std=c11
 # -fno-trapping-math and -fno-math-errno let the compiler vectorise loops holding floor(),
 # sqrt() and comparisons (GELU's exp, AdamW); -ffp-contract=fast lets it fuse a*b+c into
 # one FMA instruction, which -std=c11 otherwise forbids. None of them makes results

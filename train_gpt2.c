@@ -665,11 +665,59 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
 // ----------------------------------------------------------------------------
 // the model: configuration, parameters, activations
 
-// the block variants of articles 003 and 004; 0 is GPT-2's choice (doc/variants.md)
-enum { POS_LEARNED, POS_ROPE, POS_SIN };  // -pe: wpe table, rotary (004), sinusoids (003)
-enum { LN_PRE, LN_POST };                 // -ln: layernorm before each branch, or after the sum (003)
-enum { ACT_GELU, ACT_RELU };              // -act: the MLP's non-linearity
-enum { MASK_CAUSAL, MASK_NONE };          // -causal 1 / 0 (training only: generation stays causal)
+// the block variants of articles 003 and 004; 0 is GPT-2's choice (doc/variants.md).
+// A switch over one of them names every value, with no default: -Wswitch-enum (the Makefile's
+// WARN) makes a value that a dispatch site does not handle a compile error.
+typedef enum { POS_LEARNED, POS_ROPE, POS_SIN } PosEncoding;  // -pe: wpe table, rotary (004), sinusoids (003)
+typedef enum { LN_PRE, LN_POST } LnPlace;       // -ln: layernorm before each branch, or after the sum (003)
+typedef enum { ACT_GELU, ACT_RELU } Activation; // -act: the MLP's non-linearity
+typedef enum { MASK_CAUSAL, MASK_NONE } Mask;   // -causal 1 / 0 (training only: generation stays causal)
+
+// each value's word, as its flag spells it (util/cli.h's VARIANT_WORDS; test_gpt2 checks that
+// they agree); NULL past the last value, so the values are 0 up to the first without a word
+static const char* pos_encoding_word(int v) {
+    switch ((PosEncoding)v) {
+    case POS_LEARNED: return "learned";
+    case POS_ROPE: return "rope";
+    case POS_SIN: return "sin";
+    }
+    return NULL;
+}
+static const char* ln_place_word(int v) {
+    switch ((LnPlace)v) {
+    case LN_PRE: return "pre";
+    case LN_POST: return "post";
+    }
+    return NULL;
+}
+static const char* activation_word(int v) {
+    switch ((Activation)v) {
+    case ACT_GELU: return "gelu";
+    case ACT_RELU: return "relu";
+    }
+    return NULL;
+}
+static const char* mask_word(int v) {  // -causal's value
+    switch ((Mask)v) {
+    case MASK_CAUSAL: return "1";
+    case MASK_NONE: return "0";
+    }
+    return NULL;
+}
+
+// the MLP's non-linearity, -act: out = act(inp) (in place allowed), and its backward
+static void activation_forward(float* out, const float* inp, size_t N, int act) {
+    switch ((Activation)act) {
+    case ACT_GELU: gelu_forward(out, inp, N); return;
+    case ACT_RELU: relu_forward(out, inp, N); return;
+    }
+}
+static void activation_backward(float* dinp, const float* inp, const float* dout, size_t N, int act) {
+    switch ((Activation)act) {
+    case ACT_GELU: gelu_backward(dinp, inp, dout, N); return;
+    case ACT_RELU: relu_backward(dinp, inp, dout, N); return;
+    }
+}
 
 typedef struct {
     int max_seq_len;        // maxT: the longest sequence, rows of wpe
@@ -920,8 +968,8 @@ static void check_config(GPT2Config c, const char* source) {
     if (c.num_heads % N || c.num_kv_heads % N || ff_channels(c) % N)
         die("%s: %d processes do not divide the heads %d, the key/value heads %d and the MLP width %d",
             source, N, c.num_heads, c.num_kv_heads, ff_channels(c));
-    if ((unsigned)c.pos_encoding > POS_SIN || (unsigned)c.ln_place > LN_POST ||
-        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
+    if (!pos_encoding_word(c.pos_encoding) || !ln_place_word(c.ln_place) || !activation_word(c.activation) ||
+        !mask_word(c.mask))
         die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
             c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
@@ -1193,8 +1241,7 @@ static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     int F = local_ff(c);  // d_ff (or -tpar's share of it): only the shapes depend on it
     matmul_forward(a.fch, in, w.fcw, w.fcb, BT, C, F);
-    if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * F);
-    else gelu_forward(a.fch_act, a.fch, (size_t)BT * F);
+    activation_forward(a.fch_act, a.fch, (size_t)BT * F, c.activation);
     matmul_forward(a.fcproj, a.fch_act, w.fcprojw, tp_bias(w.fcprojb), BT, F, C);
     dist_tp_sum(a.fcproj, (size_t)BT * C);  // -tpar: the sum over all the hidden units
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
@@ -1229,7 +1276,12 @@ static void block_forward(GPT2* model, int l, int B, int T) {
 // the table added to the token embeddings: GPT-2's learned wpe, article 003's fixed
 // sinusoids, or none (RoPE rotates q and k inside the attention instead)
 static const float* position_table(const GPT2* model) {
-    return model->config.pos_encoding == POS_LEARNED ? model->params.wpe : model->sinusoids;
+    switch ((PosEncoding)model->config.pos_encoding) {
+    case POS_LEARNED: return model->params.wpe;
+    case POS_SIN: return model->sinusoids;
+    case POS_ROPE: return NULL;
+    }
+    return NULL;
 }
 
 // inputs, targets are (B,T) token ids; targets may be NULL (then no loss).
@@ -1297,8 +1349,7 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     const float* dfcproj = dropout_grad(s->dbranch, dout, BTC, &mlp_out_drop);
     int F = local_ff(c);  // d_ff (or -tpar's share): the same steps as with 4C, other shapes
     matmul_backward(s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C, gw);
-    if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
-    else gelu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
+    activation_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F, c.activation);
     matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
     dist_tp_sum(s->dln, BTC);  // -tpar: in reaches every hidden unit; its gradient sums their shares
 }
@@ -1729,8 +1780,7 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
         matvec_token(&kv->bf16, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
-        if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, F);
-        else gelu_forward(kv->fch, kv->fch, F);
+        activation_forward(kv->fch, kv->fch, F, c.activation);
         matvec_token(&kv->bf16, kv->proj, kv->fch, w.fcprojw, tp_bias(w.fcprojb), F, C);
         dist_tp_sum(kv->proj, C);  // -tpar: all the hidden units' sum
         residual_forward(kv->x, kv->x, kv->proj, C);
