@@ -279,6 +279,7 @@ static void fwd_attention(FDCase* k) {  // self-attention on qkv rows x, or cros
 }
 static void fwd_gelu(FDCase* k) { gelu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
 static void fwd_relu(FDCase* k) { relu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
+static void fwd_relu2(FDCase* k) { relu2_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
 static void fwd_rope(FDCase* k) {  // k->w holds the angles; rows of 3C, Q and K rotated (hs 4)
     memcpy(k->out, k->x, (size_t)k->B * k->T * 3 * k->C * sizeof(float));
     rope_forward(k->out, k->w, k->B, k->T, 3 * k->C, 2 * k->NH, 4, 0);
@@ -417,6 +418,12 @@ static void test_finite_differences(void) {
         k.x[i] += fabsf(k.x[i]) < 0.05f ? (k.x[i] < 0 ? -0.05f : 0.05f) : 0.0f;
     relu_backward(dx, k.x, k.R, BTC);
     fd_check("relu dinp", &k, fwd_relu, BTC, k.x, BTC, dx);
+    free(k.x); free(dx);
+
+    // squared ReLU: its gradient 2x is continuous at 0, so no input is kept from the kink
+    k.x = random_floats(&rng, BTC, 0, 2.0f); dx = garbage(&rng, BTC);
+    relu2_backward(dx, k.x, k.R, BTC);
+    fd_check("relu2 dinp", &k, fwd_relu2, BTC, k.x, BTC, dx);
     free(k.x); free(dx);
 
     // residual: its backward is the identity (block_backward passes the gradient on),
@@ -1420,6 +1427,7 @@ static const Variant VARIANTS[] = {
     {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL, 0},
     {"-ff 32 (2C, article 003's d_ff)", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 32},
     {"-ff 24 + post-LN + GQA + RoPE", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_CAUSAL, 24},
+    {"squared ReLU (-act relu2)", 4, 4, POS_LEARNED, LN_PRE, ACT_RELU2, MASK_CAUSAL, 0},
 };
 #define FF_VARIANT 6  // -ff 32: the -prec bf16 check
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
@@ -1528,6 +1536,74 @@ static void test_variant_kv_cache(void) {
         gpt2_free(&m);
     }
     use_threads(threads);
+}
+
+// Every value of every block-variant option has a row of VARIANTS, so that its finite
+// differences, KV cache and checkpoint round trip run: the values are those with a word
+// (pos_encoding_word and the others name every value of their enum, by -Wswitch-enum), and
+// util/cli.h's VARIANT_WORDS must spell the same words. A value without a row fails by name.
+static int variant_row_with(int option, int value) {
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        const Variant* v = &VARIANTS[k];
+        int settings[4] = {v->pe, v->ln, v->act, v->mask};
+        if (settings[option] == value) return 1;
+    }
+    return 0;
+}
+
+static void test_variant_rows(void) {
+    printf("-- block variants: a test row for every option value\n");
+    const char* (*words[4])(int) = {pos_encoding_word, ln_place_word, activation_word, mask_word};
+    const char* flags[4] = {"-pe", "-ln", "-act", "-causal"};
+    for (int o = 0; o < 4; o++) {
+        int n = 0, agree = 1;
+        for (int v = 0; words[o](v); v++, n++) {
+            if (o < 3) agree &= v < MAX_VARIANT_WORDS && VARIANT_WORDS[o][v] &&
+                               strcmp(VARIANT_WORDS[o][v], words[o](v)) == 0;
+            if (!variant_row_with(o, v)) check(0, "no test row for %s %s: add one to VARIANTS", flags[o], words[o](v));
+        }
+        if (o < 3) agree &= n >= MAX_VARIANT_WORDS || VARIANT_WORDS[o][n] == NULL;
+        check(agree, "%s: %d values, each with a test row; util/cli.h's VARIANT_WORDS spells them alike",
+              flags[o], n);
+    }
+    int kv_kinds = 0, ff_kinds = 0;  // -kv: NH, a group (1 < NKV < NH), 1; -ff: 4C and another width
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        const Variant* v = &VARIANTS[k];
+        kv_kinds |= v->NKV == v->NH ? 1 : v->NKV == 1 ? 4 : 2;
+        ff_kinds |= v->ff == 0 ? 1 : 2;
+    }
+    check(kv_kinds == 7, "-kv: rows with multi-head, grouped-query and multi-query attention");
+    check(ff_kinds == 3, "-ff: rows with the width 4C and with another");
+}
+
+// each row's model written as a checkpoint and read back: the same settings and the same
+// bits of every parameter; GPT-2 as llm.c's version 3, any variant as version 104
+static void test_variant_checkpoints(void) {
+    printf("-- block variants: checkpoints written and read back\n");
+    const char* tmp = compat_temp_dir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test_gpt2_variant_%d.bin", tmp, (int)getpid());
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        GPT2 m, back;
+        variant_model(&m, &VARIANTS[k], 8, 900 + k);
+        gpt2_write_checkpoint(&m, path);
+        int32_t h[256];
+        FILE* f = fopenCheck(path, "rb");
+        fread_check(h, sizeof(int32_t), 256, f, path, "header");
+        fclose(f);
+        gpt2_build_from_checkpoint(&back, path);
+        GPT2Config a = m.config, b = back.config;
+        int same = a.num_kv_heads == b.num_kv_heads && a.pos_encoding == b.pos_encoding &&
+                   a.ln_place == b.ln_place && a.activation == b.activation && a.mask == b.mask &&
+                   ff_channels(a) == ff_channels(b) && back.num_parameters == m.num_parameters &&
+                   memcmp(back.params_memory, m.params_memory, m.num_parameters * sizeof(float)) == 0;
+        int version = is_gpt2(a) ? 3 : CHECKPOINT_VARIANTS;
+        check(same && h[1] == version, "checkpoint, %-30s version %d, read back with the same settings and "
+              "%zu parameters", VARIANTS[k].name, h[1], m.num_parameters);
+        remove(path);
+        gpt2_free(&m);
+        gpt2_free(&back);
+    }
 }
 
 // -ff with -prec bf16: the loss from bf16 operands near float32's (and not equal: they are
@@ -2772,6 +2848,8 @@ static const CheckGroup CHECK_GROUPS[] = {
     {"finite differences: block variants", test_variant_gradients},
     {"kv cache: block variants", test_variant_kv_cache},
     {"checkpoint bytes", refs_checkpoint_bytes},
+    {"block variants: a test row for every option value", test_variant_rows},
+    {"checkpoint round trip: block variants", test_variant_checkpoints},
     {"ff bf16", test_ff_bf16},
     {"ff checkpoint", test_ff_checkpoint},
     {"article 002 example", refs_article002},

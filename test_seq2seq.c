@@ -46,14 +46,18 @@ static const Variant VARIANTS[] = {  // ff 0: 4C
     {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE, 0, 0},  // -causal 0
     {"post-LN, ReLU, sinusoids, -ff 2C", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 2 * C},  // 003's
     {"pre-LN, GELU, -ff 12", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 12},
+    {"pre-LN, squared ReLU (-act relu2)", POS_LEARNED, LN_PRE, ACT_RELU2, 0.0f, MASK_CAUSAL, 0, 0},
 };
 #define SCALED 5    // the -es 1 variant
 #define UNMASKED 6  // the -causal 0 variant: no KV-cache check (decoding differs)
 #define FF_2C 7     // article 003's toy layer: d_ff = 2d
 #define FF_12 8
-static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12};  // padding and checkpoints
-static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12};        // the KV-cache checks
+#define RELU2 9
+static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12, RELU2};  // padding, checkpoints
+static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12, RELU2};        // the KV-cache checks
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
+#define NUM_PADDED ((int)(sizeof PADDED_VARIANTS / sizeof PADDED_VARIANTS[0]))
+#define NUM_CACHED ((int)(sizeof CACHED_VARIANTS / sizeof CACHED_VARIANTS[0]))
 
 // 2 + 2 layers (so the memory's gradient sums over two decoder layers); weights drawn
 // larger than GPT-2's 0.02 so that activations are of order 1 (a finite difference then
@@ -193,7 +197,7 @@ static void test_padding_invariance(void) {
     PairBatch tight, loose;
     make_batch(&tight, &PAIRS, 5, 7);
     make_batch(&loose, &PAIRS, 8, 8);
-    for (int i = 0, k; i < 6 && (k = PADDED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < NUM_PADDED && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 200 + k);
         gradients(&m, &tight, -1);
@@ -251,7 +255,7 @@ static void test_kv_cache(void) {
     printf("-- the decoder one token at a time (KV cache) against the training forward\n");
     PairBatch pb;
     make_batch(&pb, &PAIRS, 5, 7);
-    for (int i = 0, k; i < 7 && (k = CACHED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < NUM_CACHED && (k = CACHED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 300 + k);
         DecodeCache dc;
@@ -324,7 +328,7 @@ static int same_file(const char* a, const char* b) {
 static void test_checkpoint(void) {
     printf("-- checkpoints\n");
     compat_mkdir("tests/tmp");
-    for (int i = 0, k; i < 6 && (k = PADDED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < NUM_PADDED && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m, back;
         small_model(&m, &VARIANTS[k], 400 + k);
         seq2seq_write_checkpoint(&m, "tests/tmp/s2s_a.bin");

@@ -576,6 +576,20 @@ void relu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
         dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+// squared ReLU (-act relu2; Primer, So et al. 2021): max(0, x)^2, whose gradient 2x is
+// continuous at 0 (unlike ReLU's step), so finite differences check it anywhere
+void relu2_forward(float* out, const float* inp, size_t N) {
+    #pragma omp parallel for schedule(static) if (N >= PARALLEL_MIN)
+    for (size_t i = 0; i < N; i++)
+        out[i] = inp[i] > 0.0f ? inp[i] * inp[i] : 0.0f;
+}
+
+void relu2_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++)
+        dinp[i] = inp[i] > 0.0f ? 2.0f * inp[i] * dout[i] : 0.0f;
+}
+
 // ----------------------------------------------------------------------------
 // residual: out = inp1 + inp2. Its backward is the identity on both inputs: the
 // gradient flows unchanged into the branch and into the stream. block_backward does it
@@ -670,7 +684,7 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
 // WARN) makes a value that a dispatch site does not handle a compile error.
 typedef enum { POS_LEARNED, POS_ROPE, POS_SIN } PosEncoding;  // -pe: wpe table, rotary (004), sinusoids (003)
 typedef enum { LN_PRE, LN_POST } LnPlace;       // -ln: layernorm before each branch, or after the sum (003)
-typedef enum { ACT_GELU, ACT_RELU } Activation; // -act: the MLP's non-linearity
+typedef enum { ACT_GELU, ACT_RELU, ACT_RELU2 } Activation;  // -act: the MLP's non-linearity
 typedef enum { MASK_CAUSAL, MASK_NONE } Mask;   // -causal 1 / 0 (training only: generation stays causal)
 
 // each value's word, as its flag spells it (util/cli.h's VARIANT_WORDS; test_gpt2 checks that
@@ -694,6 +708,7 @@ static const char* activation_word(int v) {
     switch ((Activation)v) {
     case ACT_GELU: return "gelu";
     case ACT_RELU: return "relu";
+    case ACT_RELU2: return "relu2";
     }
     return NULL;
 }
@@ -710,12 +725,14 @@ static void activation_forward(float* out, const float* inp, size_t N, int act) 
     switch ((Activation)act) {
     case ACT_GELU: gelu_forward(out, inp, N); return;
     case ACT_RELU: relu_forward(out, inp, N); return;
+    case ACT_RELU2: relu2_forward(out, inp, N); return;
     }
 }
 static void activation_backward(float* dinp, const float* inp, const float* dout, size_t N, int act) {
     switch ((Activation)act) {
     case ACT_GELU: gelu_backward(dinp, inp, dout, N); return;
     case ACT_RELU: relu_backward(dinp, inp, dout, N); return;
+    case ACT_RELU2: relu2_backward(dinp, inp, dout, N); return;
     }
 }
 
