@@ -42,6 +42,7 @@ hidden units (local_heads, local_channels, local_ff below; all of them without -
 #define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
 #include <math.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1081,6 +1082,33 @@ void read_checkpoint_parameters(FILE* f, const char* path, const int32_t h[256],
     check_finite_weights(params, n, what);
 }
 
+// The block variants' header slots (version 104, doc/formats.md), the one table that the
+// writer and the reader share: a new setting of GPT2Config gets a row here (and a term of
+// is_gpt2), or check_header_holds refuses to save a model that has it.
+static const struct { int slot; const char* flag; size_t field; } VARIANT_SLOTS[] = {
+    {8, "-kv", offsetof(GPT2Config, num_kv_heads)}, {9, "-pe", offsetof(GPT2Config, pos_encoding)},
+    {10, "-ln", offsetof(GPT2Config, ln_place)}, {11, "-act", offsetof(GPT2Config, activation)},
+    {12, "-causal", offsetof(GPT2Config, mask)}, {13, "-ff", offsetof(GPT2Config, ff)}};
+#define NUM_VARIANT_SLOTS ((int)(sizeof VARIANT_SLOTS / sizeof VARIANT_SLOTS[0]))
+static int* config_setting(GPT2Config* c, int i) { return (int*)((char*)c + VARIANT_SLOTS[i].field); }
+
+// before a checkpoint is written: its header, read back as gpt2_build_from_checkpoint reads
+// it, must give the model's settings (c, -ff's 4C as 0); a setting the format would lose is
+// refused with its flag (a variant that is_gpt2 calls GPT-2), or as a field with no slot
+static void check_header_holds(const int32_t h[256], GPT2Config c, const char* path) {
+    GPT2Config back = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
+                       .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
+    for (int i = 0; h[1] != 3 && i < NUM_VARIANT_SLOTS; i++)
+        *config_setting(&back, i) = h[VARIANT_SLOTS[i].slot];
+    for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
+        if (*config_setting(&back, i) != *config_setting(&c, i))
+            die("'%s': checkpoint version %d cannot hold %s %d (is_gpt2 calls this model GPT-2)", path, h[1],
+                VARIANT_SLOTS[i].flag, *config_setting(&c, i));
+    c.tp = back.tp = 0;  // -tpar: how a run splits the model, not the model
+    if (memcmp(&back, &c, sizeof c) != 0)
+        die("'%s': a setting of this model has no slot in the checkpoint's header (VARIANT_SLOTS)", path);
+}
+
 void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
@@ -1093,10 +1121,10 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
             path, h[1], CHECKPOINT_VARIANTS, h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
     GPT2Config c = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
                     .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
-    if (variants) {
-        c.num_kv_heads = h[8]; c.pos_encoding = h[9]; c.ln_place = h[10];
-        c.activation = h[11]; c.mask = h[12]; c.ff = h[13];  // 0: 4C (version 103 and older 104 files)
-        check_unused_slots(path, h, 14, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
+    if (variants) {  // -ff's slot 0: 4C (version 103 and older 104 files)
+        for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
+            *config_setting(&c, i) = h[VARIANT_SLOTS[i].slot];
+        check_unused_slots(path, h, 8 + NUM_VARIANT_SLOTS, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
     }
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
@@ -1108,19 +1136,21 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
 }
 
 void gpt2_write_checkpoint(const GPT2* model, const char* path) {
-    char tmp[4096];
-    FILE* f = atomic_open(path, tmp, sizeof tmp);
     int32_t h[256] = {0};
     GPT2Config c = model->config;
+    if (ff_channels(c) == 4 * c.channels) c.ff = 0;  // GPT-2's width, one spelling
     h[0] = 20240326; h[1] = 3; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.num_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     if (!is_gpt2(c)) {  // GPT-2 itself stays llm.c's version 3, byte for byte
         h[1] = CHECKPOINT_VARIANTS;
-        h[8] = c.num_kv_heads; h[9] = c.pos_encoding; h[10] = c.ln_place;
-        h[11] = c.activation; h[12] = c.mask; h[13] = ff_channels(c) == 4 * c.channels ? 0 : c.ff;
+        for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
+            h[VARIANT_SLOTS[i].slot] = *config_setting(&c, i);
         h[255] = (int32_t)crc32c_update(header_checksum(h), model->params_memory,
                                         model->num_parameters * sizeof(float));
     }
+    check_header_holds(h, c, path);  // before the file is opened: nothing is left behind
+    char tmp[4096];
+    FILE* f = atomic_open(path, tmp, sizeof tmp);
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, tmp);
     atomic_commit(f, tmp, path);
