@@ -7,7 +7,9 @@
 # the build to fail naming the new value; the unchanged sources must compile cleanly.
 # Both programs that include train_gpt2.c are compiled (train_gpt2, train_seq2seq), and
 # both compilers when present (CC, and clang). Only the syntax is checked (-fsyntax-only:
-# the warning comes from the front end), a few seconds. Last line: "N passed, M failed".
+# the warning comes from the front end), a few seconds. Then a checkpoint that would lose
+# a setting (is_gpt2 without -act's term) must be refused when saved, naming the flag.
+# Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -59,5 +61,25 @@ for enum in PosEncoding LnPlace Activation Mask; do
         bad "$enum: the mutant's build failed without naming the new value"; head -n 5 "$work/log"
     fi
 done
+# a setting that the checkpoint would lose is refused at save time, naming its flag: a mutant
+# whose is_gpt2 forgets -act writes a ReLU model as GPT-2's version 3 (llm.c's, with no slot
+# for it), and gpt2_write_checkpoint's check must refuse to, leaving no file
+rm -rf "$work/lost"; cp -r "$work/src" "$work/lost"; mkdir -p "$work/lost/out"
+sed 's/c\.activation == ACT_GELU && //' train_gpt2.c > "$work/lost/train_gpt2.c"
+root=$(pwd)
+if cmp -s train_gpt2.c "$work/lost/train_gpt2.c"; then
+    bad "is_gpt2 has no 'c.activation == ACT_GELU && ' term to remove"
+elif ! (cd "$work/lost" && ${CC:-cc} -std=c11 -O1 -fopenmp -o train_gpt2 train_gpt2_main.c -lm) > "$work/log" 2>&1; then
+    bad "the mutant without -act in is_gpt2 did not build"; head -n 5 "$work/log"
+elif (cd "$work/lost" && ./train_gpt2 -nl 1 -nh 2 -nc 16 -b 2 -t 16 -x 1 -v 0 -g 0 -act relu -o out \
+        -i "$root/data/tiny_shakespeare_train.bin" -j "$root/data/tiny_shakespeare_val.bin" \
+        -tok "$root/data/tiny_shakespeare_tokenizer.bin") > "$work/log" 2>&1; then
+    bad "a ReLU model that is_gpt2 calls GPT-2 was saved"
+elif grep -q "cannot hold -act 1" "$work/log" && [ ! -e "$work/lost/out/model_00000001.bin" ]; then
+    ok "a setting the checkpoint would lose is refused at save time: $(grep -m1 'cannot hold' "$work/log" |
+        sed "s|$work/lost/||")"
+else
+    bad "a setting the checkpoint would lose: no line naming -act, or a file left"; tail -n 3 "$work/log"
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
