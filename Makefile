@@ -44,7 +44,10 @@ PROBE_MAIN = int main(void) { return 0; }\n
 ifeq ($(origin ARCH),undefined)
 ARCH := $(or $(call PROBE,-march=native,-S -o,$(PROBE_MAIN)),$(call PROBE,-mcpu=native,-S -o,$(PROBE_MAIN)))
 endif
-WARN = -Wall -Wextra -std=c11
+# -Wswitch-enum: a switch over a block variant's values (train_gpt2.c) names every one, with no
+# default, so a value added to the enum and missed at a dispatch site is a warning (an error
+# in CI, which fails on any warning; tests/switch_check.sh shows it)
+WARN = -Wall -Wextra -Wswitch-enum -std=c11
 # -fno-trapping-math and -fno-math-errno let the compiler vectorise loops holding floor(),
 # sqrt() and comparisons (GELU's exp, AdamW); -ffp-contract=fast lets it fuse a*b+c into
 # one FMA instruction, which -std=c11 otherwise forbids. None of them makes results
@@ -141,7 +144,7 @@ gpt2: train_gpt2$(EXE) $(DATA)
 # article 003's encoder-decoder and its demonstration task
 seq2seq: train_seq2seq$(EXE) $(REVERSE)
 
-all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) $(REVERSE)
+all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) compare_runs$(EXE) $(REVERSE)
 
 # the model in train_gpt2.c, its program (setup, training loop, main) in train_gpt2_main.c
 train_gpt2$(EXE): train_gpt2_main.c $(SRC)
@@ -149,6 +152,11 @@ train_gpt2$(EXE): train_gpt2_main.c $(SRC)
 
 test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
+# several runs' loss curves in one picture, each final loss against the seeds' noise
+# (doc/experiments.md)
+compare_runs$(EXE): compare_runs.c .build-flags util/io.h util/compat.h util/state.h util/svg.h util/tokenizer.h
+	$(CC) $(CFLAGS) $(ARCH) $(WARN) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
 # the encoder-decoder (article 003), a second program built on train_gpt2.c's layers: the model
 # in train_seq2seq.c, its program (flags, setup, training loop, report) in train_seq2seq_main.c
@@ -249,7 +257,7 @@ tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicod
 	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq compare_runs tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
 	rm -f *.exe data/*.exe
 
 clean: clean-bin

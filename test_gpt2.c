@@ -19,6 +19,8 @@ test_gpt2.c: checks train_gpt2.c against an independent implementation.
 
 Usage: ./test_gpt2                       all of the above, with the committed references
        ./test_gpt2 -r DIR                the same with the references in DIR
+       ./test_gpt2 -k WORD               only the groups of checks whose names contain WORD
+                                         (-k finite, -k cache, -k checkpoint; -l lists the names)
        ./test_gpt2 -e MODEL -s STATE     step-0 logits, loss and gradients of any llm.c pair
 Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
@@ -277,6 +279,7 @@ static void fwd_attention(FDCase* k) {  // self-attention on qkv rows x, or cros
 }
 static void fwd_gelu(FDCase* k) { gelu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
 static void fwd_relu(FDCase* k) { relu_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
+static void fwd_relu2(FDCase* k) { relu2_forward(k->out, k->x, (size_t)k->B * k->T * k->C); }
 static void fwd_rope(FDCase* k) {  // k->w holds the angles; rows of 3C, Q and K rotated (hs 4)
     memcpy(k->out, k->x, (size_t)k->B * k->T * 3 * k->C * sizeof(float));
     rope_forward(k->out, k->w, k->B, k->T, 3 * k->C, 2 * k->NH, 4, 0);
@@ -415,6 +418,12 @@ static void test_finite_differences(void) {
         k.x[i] += fabsf(k.x[i]) < 0.05f ? (k.x[i] < 0 ? -0.05f : 0.05f) : 0.0f;
     relu_backward(dx, k.x, k.R, BTC);
     fd_check("relu dinp", &k, fwd_relu, BTC, k.x, BTC, dx);
+    free(k.x); free(dx);
+
+    // squared ReLU: its gradient 2x is continuous at 0, so no input is kept from the kink
+    k.x = random_floats(&rng, BTC, 0, 2.0f); dx = garbage(&rng, BTC);
+    relu2_backward(dx, k.x, k.R, BTC);
+    fd_check("relu2 dinp", &k, fwd_relu2, BTC, k.x, BTC, dx);
     free(k.x); free(dx);
 
     // residual: its backward is the identity (block_backward passes the gradient on),
@@ -1461,6 +1470,7 @@ static const Variant VARIANTS[] = {
     {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL, 0},
     {"-ff 32 (2C, article 003's d_ff)", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 32},
     {"-ff 24 + post-LN + GQA + RoPE", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_CAUSAL, 24},
+    {"squared ReLU (-act relu2)", 4, 4, POS_LEARNED, LN_PRE, ACT_RELU2, MASK_CAUSAL, 0},
 };
 #define FF_VARIANT 6  // -ff 32: the -prec bf16 check
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
@@ -1569,6 +1579,74 @@ static void test_variant_kv_cache(void) {
         gpt2_free(&m);
     }
     use_threads(threads);
+}
+
+// Every value of every block-variant option has a row of VARIANTS, so that its finite
+// differences, KV cache and checkpoint round trip run: the values are those with a word
+// (pos_encoding_word and the others name every value of their enum, by -Wswitch-enum), and
+// util/cli.h's VARIANT_WORDS must spell the same words. A value without a row fails by name.
+static int variant_row_with(int option, int value) {
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        const Variant* v = &VARIANTS[k];
+        int settings[4] = {v->pe, v->ln, v->act, v->mask};
+        if (settings[option] == value) return 1;
+    }
+    return 0;
+}
+
+static void test_variant_rows(void) {
+    printf("-- block variants: a test row for every option value\n");
+    const char* (*words[4])(int) = {pos_encoding_word, ln_place_word, activation_word, mask_word};
+    const char* flags[4] = {"-pe", "-ln", "-act", "-causal"};
+    for (int o = 0; o < 4; o++) {
+        int n = 0, agree = 1;
+        for (int v = 0; words[o](v); v++, n++) {
+            if (o < 3) agree &= v < MAX_VARIANT_WORDS && VARIANT_WORDS[o][v] &&
+                               strcmp(VARIANT_WORDS[o][v], words[o](v)) == 0;
+            if (!variant_row_with(o, v)) check(0, "no test row for %s %s: add one to VARIANTS", flags[o], words[o](v));
+        }
+        if (o < 3) agree &= n >= MAX_VARIANT_WORDS || VARIANT_WORDS[o][n] == NULL;
+        check(agree, "%s: %d values, each with a test row; util/cli.h's VARIANT_WORDS spells them alike",
+              flags[o], n);
+    }
+    int kv_kinds = 0, ff_kinds = 0;  // -kv: NH, a group (1 < NKV < NH), 1; -ff: 4C and another width
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        const Variant* v = &VARIANTS[k];
+        kv_kinds |= v->NKV == v->NH ? 1 : v->NKV == 1 ? 4 : 2;
+        ff_kinds |= v->ff == 0 ? 1 : 2;
+    }
+    check(kv_kinds == 7, "-kv: rows with multi-head, grouped-query and multi-query attention");
+    check(ff_kinds == 3, "-ff: rows with the width 4C and with another");
+}
+
+// each row's model written as a checkpoint and read back: the same settings and the same
+// bits of every parameter; GPT-2 as llm.c's version 3, any variant as version 104
+static void test_variant_checkpoints(void) {
+    printf("-- block variants: checkpoints written and read back\n");
+    const char* tmp = compat_temp_dir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test_gpt2_variant_%d.bin", tmp, (int)getpid());
+    for (int k = 0; k < NUM_VARIANTS; k++) {
+        GPT2 m, back;
+        variant_model(&m, &VARIANTS[k], 8, 900 + k);
+        gpt2_write_checkpoint(&m, path);
+        int32_t h[256];
+        FILE* f = fopenCheck(path, "rb");
+        fread_check(h, sizeof(int32_t), 256, f, path, "header");
+        fclose(f);
+        gpt2_build_from_checkpoint(&back, path);
+        GPT2Config a = m.config, b = back.config;
+        int same = a.num_kv_heads == b.num_kv_heads && a.pos_encoding == b.pos_encoding &&
+                   a.ln_place == b.ln_place && a.activation == b.activation && a.mask == b.mask &&
+                   ff_channels(a) == ff_channels(b) && back.num_parameters == m.num_parameters &&
+                   memcmp(back.params_memory, m.params_memory, m.num_parameters * sizeof(float)) == 0;
+        int version = is_gpt2(a) ? 3 : CHECKPOINT_VARIANTS;
+        check(same && h[1] == version, "checkpoint, %-30s version %d, read back with the same settings and "
+              "%zu parameters", VARIANTS[k].name, h[1], m.num_parameters);
+        remove(path);
+        gpt2_free(&m);
+        gpt2_free(&back);
+    }
 }
 
 // -ff with -prec bf16: the loss from bf16 operands near float32's (and not equal: they are
@@ -2780,8 +2858,110 @@ static void test_svg_escape(void) {
           out, out + 64);
 }
 
+// ----------------------------------------------------------------------------
+// main: the checks as a table of named groups (tests/check.h), run in this order; -k WORD
+// runs the groups whose names contain WORD, -l lists them. refs_*: a check on the reference
+// files of -r DIR (tests/doc_check.py reads their calls as the groups')
+
+static const char* ref_dir = "data/ref";  // -r DIR
+static const char* const REF_CONFIGS[] = {"a", "b", "c", "d"};  // c and d: the block variants
+
+static const char* ref_path(char* buf, size_t n, const char* config, const char* what) {
+    snprintf(buf, n, "%s/ref_%s_%s", ref_dir, config, what);
+    return buf;
+}
+
+static void refs_states_and_training(void) {  // PyTorch's states and trajectories, a-d and a with dropout
+    char a[4096], b[4096];
+    for (int i = 0; i < 4; i++) {
+        check_state(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"),
+                    ref_path(b, sizeof b, REF_CONFIGS[i], "state.bin"));
+        check_training(a, ref_path(b, sizeof b, REF_CONFIGS[i], "train.bin"));
+    }
+    check_state(ref_path(a, sizeof a, "a", "model.bin"), ref_path(b, sizeof b, "a", "dropout_state.bin"));
+}
+static void refs_kv_cache(void) {  // b, and the variants c and d
+    char a[4096];
+    for (int i = 1; i < 4; i++)
+        test_kv_cache(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"));
+}
+static void refs_determinism(void) {
+    char a[4096];
+    test_determinism(ref_path(a, sizeof a, "a", "model.bin"));
+    test_determinism(ref_path(a, sizeof a, "c", "model.bin"));
+}
+static void refs_one_pass_gradients(void) {
+    char a[4096];
+    test_one_pass_gradients(ref_path(a, sizeof a, "a", "model.bin"));
+}
+static void refs_gradients_written(void) {  // GPT-2 (a, b) and the variants (c, d), fast and plain
+    char a[4096];
+    for (int i = 0; i < 4; i++)
+        for (int plain = 0; plain <= 1; plain++)
+            test_gradients_written(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"), plain);
+}
+static void refs_plain_kernels(void) {  // -kernels plain against fast, a-d
+    char a[4096];
+    for (int i = 0; i < 4; i++)
+        test_plain_kernels(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"));
+}
+static void refs_checkpoint_bytes(void) { test_checkpoint_bytes(ref_dir); }
+static void refs_article002(void) {
+    char a[4096];
+    snprintf(a, sizeof a, "%s/ref_article002.txt", ref_dir);
+    test_article_example(a);
+}
+static void refs_bf16(void) { test_bf16(ref_dir); }
+static void refs_gen_bf16(void) { test_gen_bf16(ref_dir); }
+static void refs_hf(void) { test_hf(ref_dir); }
+
+static const CheckGroup CHECK_GROUPS[] = {
+    {"pytorch references: states and training, a-d", refs_states_and_training},
+    {"finite differences: every layer", test_finite_differences},
+    {"fast matmul", test_fast_matmul},
+    {"fast weighted rows", test_weighted_rows},
+    {"fast sgemm", test_sgemm},
+    {"fast blocking bits", test_blocking_bits},
+    {"fast kernel edge rows", test_kernel_edge_rows},
+    {"fast kernel plain", test_kernel_plain},
+    {"fast gemm products", test_gemm_products},
+    {"fast sgemm shares", test_sgemm_shares},
+    {"fast exp tanh", test_exp_tanh},
+    {"fast buffers", test_buffers},
+    {"fast matvec", test_matvec},
+    {"fast aligned alloc", test_aligned_alloc},
+    {"fast attention", test_fast_attention},
+    {"attention padding", test_attention_padding},
+    {"attention shape errors", test_attention_shape_errors},
+    {"kv cache: references b-d", refs_kv_cache},
+    {"determinism", refs_determinism},
+    {"gradients in one pass", refs_one_pass_gradients},
+    {"gradients written: references a-d", refs_gradients_written},
+    {"plain kernels: references a-d", refs_plain_kernels},
+    {"finite differences: block variants", test_variant_gradients},
+    {"kv cache: block variants", test_variant_kv_cache},
+    {"checkpoint bytes", refs_checkpoint_bytes},
+    {"block variants: a test row for every option value", test_variant_rows},
+    {"checkpoint round trip: block variants", test_variant_checkpoints},
+    {"ff bf16", test_ff_bf16},
+    {"ff checkpoint", test_ff_checkpoint},
+    {"article 002 example", refs_article002},
+    {"errata", test_errata},
+    {"errata variants", test_errata_variants},
+    {"errata articles", test_errata_articles},
+    {"errata reread", test_errata_reread},
+    {"bf16", refs_bf16},
+    {"bf16 generation", refs_gen_bf16},
+    {"hugging face", refs_hf},
+    {"bpe", test_bpe},
+    {"svg escape", test_svg_escape},
+    {"compat", test_compat},
+    {"crc32c", test_crc32c},
+};
+#define NUM_CHECK_GROUPS ((int)(sizeof CHECK_GROUPS / sizeof CHECK_GROUPS[0]))
+
 int main(int argc, char** argv) {
-    const char *model_path = NULL, *state_path = NULL, *dir = "data/ref";
+    const char *model_path = NULL, *state_path = NULL, *word = NULL;
     error_program = "test_gpt2";  // its errors name it, not the train_gpt2.c it includes
     static char self[4096];
     self_path = compat_exe_path(self, sizeof self) == 0 ? self : argv[0];
@@ -2790,9 +2970,11 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "-e") == 0) model_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) state_path = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "-r") == 0) dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-r") == 0) ref_dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0) word = argv[++i];
+        else if (strcmp(argv[i], "-l") == 0) return list_check_groups(CHECK_GROUPS, NUM_CHECK_GROUPS);
         else {
-            fprintf(stderr, "usage: ./test_gpt2 [-r REFERENCE_DIR] | -e MODEL.bin -s STATE.bin\n");
+            fprintf(stderr, "usage: ./test_gpt2 [-r REFERENCE_DIR] [-k WORD] | -l | -e MODEL.bin -s STATE.bin\n");
             return EXIT_USAGE;
         }
     }
@@ -2802,70 +2984,8 @@ int main(int argc, char** argv) {
     }
     if (model_path) {
         check_state(model_path, state_path);
-    } else {
-        char a[4096], b[4096];
-        const char* configs[] = {"a", "b", "c", "d"};  // c and d: the block variants
-        for (int i = 0; i < 4; i++) {
-            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            snprintf(b, sizeof b, "%s/ref_%s_state.bin", dir, configs[i]);
-            check_state(a, b);
-            snprintf(b, sizeof b, "%s/ref_%s_train.bin", dir, configs[i]);
-            check_training(a, b);
-        }
-        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
-        snprintf(b, sizeof b, "%s/ref_a_dropout_state.bin", dir);
-        check_state(a, b);
-        test_finite_differences();
-        test_fast_matmul();
-        test_weighted_rows();
-        test_sgemm();
-        test_blocking_bits();
-        test_kernel_edge_rows();
-        test_kernel_plain();
-        test_gemm_products();
-        test_sgemm_shares();
-        test_exp_tanh();
-        test_buffers();
-        test_matvec();
-        test_aligned_alloc();
-        test_fast_attention();
-        test_attention_padding();
-        test_attention_shape_errors();
-        for (int i = 1; i < 4; i++) {  // b, and the variants c and d
-            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            test_kv_cache(a);
-        }
-        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
-        test_determinism(a);
-        snprintf(a, sizeof a, "%s/ref_c_model.bin", dir);
-        test_determinism(a);
-        snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
-        test_one_pass_gradients(a);
-        for (int i = 0; i < 4; i++) {  // GPT-2 (a, b) and the variants (c, d)
-            snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
-            test_gradients_written(a, 0);
-            test_gradients_written(a, 1);
-            test_plain_kernels(a);
-        }
-        test_variant_gradients();
-        test_variant_kv_cache();
-        test_checkpoint_bytes(dir);
-        test_ff_bf16();
-        test_ff_checkpoint();
-        snprintf(a, sizeof a, "%s/ref_article002.txt", dir);
-        test_article_example(a);
-        test_errata();
-        test_errata_variants();
-        test_errata_articles();
-        test_errata_reread();
-        test_bf16(dir);
-        test_gen_bf16(dir);
-        test_hf(dir);
-        test_bpe();
-        test_svg_escape();
-        test_compat();
-        test_crc32c();
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed ? 1 : 0;
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return run_check_groups("test_gpt2", CHECK_GROUPS, NUM_CHECK_GROUPS, word);
 }

@@ -18,7 +18,8 @@ test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
 8. -fe 1 (the encoder frozen) and -opt sgd (plain SGD).
 Then errata E26-E28 (tests/errata_seq2seq.h), and PyTorch's nn.Transformer as the
 oracle, when tests/seq2seq_reference.h is present (references in data/ref, or -r DIR).
-Usage: ./test_seq2seq [-r REFERENCE_DIR]. The last line is "N passed, M failed".
+Usage: ./test_seq2seq [-r REFERENCE_DIR] [-k WORD]: -k runs only the groups of checks whose
+names contain WORD (-l lists them). The last line is "N passed, M failed".
 */
 #include "train_seq2seq.c"  // the model (its program is train_seq2seq_main.c)
 
@@ -45,14 +46,18 @@ static const Variant VARIANTS[] = {  // ff 0: 4C
     {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE, 0, 0},  // -causal 0
     {"post-LN, ReLU, sinusoids, -ff 2C", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 2 * C},  // 003's
     {"pre-LN, GELU, -ff 12", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 12},
+    {"pre-LN, squared ReLU (-act relu2)", POS_LEARNED, LN_PRE, ACT_RELU2, 0.0f, MASK_CAUSAL, 0, 0},
 };
 #define SCALED 5    // the -es 1 variant
 #define UNMASKED 6  // the -causal 0 variant: no KV-cache check (decoding differs)
 #define FF_2C 7     // article 003's toy layer: d_ff = 2d
 #define FF_12 8
-static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12};  // padding and checkpoints
-static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12};        // the KV-cache checks
+#define RELU2 9
+static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12, RELU2};  // padding, checkpoints
+static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12, RELU2};        // the KV-cache checks
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
+#define NUM_PADDED ((int)(sizeof PADDED_VARIANTS / sizeof PADDED_VARIANTS[0]))
+#define NUM_CACHED ((int)(sizeof CACHED_VARIANTS / sizeof CACHED_VARIANTS[0]))
 
 // 2 + 2 layers (so the memory's gradient sums over two decoder layers); weights drawn
 // larger than GPT-2's 0.02 so that activations are of order 1 (a finite difference then
@@ -192,7 +197,7 @@ static void test_padding_invariance(void) {
     PairBatch tight, loose;
     make_batch(&tight, &PAIRS, 5, 7);
     make_batch(&loose, &PAIRS, 8, 8);
-    for (int i = 0, k; i < 6 && (k = PADDED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < NUM_PADDED && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 200 + k);
         gradients(&m, &tight, -1);
@@ -250,7 +255,7 @@ static void test_kv_cache(void) {
     printf("-- the decoder one token at a time (KV cache) against the training forward\n");
     PairBatch pb;
     make_batch(&pb, &PAIRS, 5, 7);
-    for (int i = 0, k; i < 7 && (k = CACHED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < NUM_CACHED && (k = CACHED_VARIANTS[i], 1); i++) {
         Seq2Seq m;
         small_model(&m, &VARIANTS[k], 300 + k);
         DecodeCache dc;
@@ -323,7 +328,7 @@ static int same_file(const char* a, const char* b) {
 static void test_checkpoint(void) {
     printf("-- checkpoints\n");
     compat_mkdir("tests/tmp");
-    for (int i = 0, k; i < 6 && (k = PADDED_VARIANTS[i], 1); i++) {
+    for (int i = 0, k; i < NUM_PADDED && (k = PADDED_VARIANTS[i], 1); i++) {
         Seq2Seq m, back;
         small_model(&m, &VARIANTS[k], 400 + k);
         seq2seq_write_checkpoint(&m, "tests/tmp/s2s_a.bin");
@@ -607,33 +612,48 @@ static void test_freeze_and_sgd(void) {
 #define HAVE_SEQ2SEQ_REFERENCE 1
 #endif
 
+// ----------------------------------------------------------------------------
+// main: the checks as a table of named groups (tests/check.h), run in this order; -k WORD
+// runs the groups whose names contain WORD, -l lists them
+
+static const char* ref_dir = "data/ref";  // -r DIR
+
+static void test_references(void) {
+#ifdef HAVE_SEQ2SEQ_REFERENCE
+    check_seq2seq_references(ref_dir);
+#else
+    printf("-- no tests/seq2seq_reference.h: the nn.Transformer references are not checked\n");
+#endif
+}
+
+static const CheckGroup CHECK_GROUPS[] = {
+    {"finite differences: whole model, every variant", test_finite_differences},
+    {"padding invariance", test_padding_invariance},
+    {"kv cache: decoder", test_kv_cache},
+    {"checkpoint bytes", test_checkpoint},
+    {"teacher forcing measured", test_teacher_forcing_measured},
+    {"no special outputs", test_no_special_outputs},
+    {"decoder mask off", test_decoder_mask_off},
+    {"freeze and sgd", test_freeze_and_sgd},
+    {"errata", test_errata_seq2seq},
+    {"pytorch references: nn.Transformer", test_references},
+};
+#define NUM_CHECK_GROUPS ((int)(sizeof CHECK_GROUPS / sizeof CHECK_GROUPS[0]))
+
 int main(int argc, char** argv) {
-    const char* dir = "data/ref";
+    const char* word = NULL;
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "-r") == 0) dir = argv[++i];
+        if (i + 1 < argc && strcmp(argv[i], "-r") == 0) ref_dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0) word = argv[++i];
+        else if (strcmp(argv[i], "-l") == 0) return list_check_groups(CHECK_GROUPS, NUM_CHECK_GROUPS);
         else {
-            fprintf(stderr, "usage: ./test_seq2seq [-r REFERENCE_DIR]\n");
+            fprintf(stderr, "usage: ./test_seq2seq [-r REFERENCE_DIR] [-k WORD] | -l\n");
             return EXIT_USAGE;
         }
     }
     error_program = "test_seq2seq";
     int threads = use_threads(1);  // tiny models: waking threads costs more than the work
-    test_finite_differences();
-    test_padding_invariance();
-    test_kv_cache();
-    test_checkpoint();
-    test_teacher_forcing_measured();
-    test_no_special_outputs();
-    test_decoder_mask_off();
-    test_freeze_and_sgd();
-    test_errata_seq2seq();
-#ifdef HAVE_SEQ2SEQ_REFERENCE
-    check_seq2seq_references(dir);
-#else
-    (void)dir;
-    printf("-- no tests/seq2seq_reference.h: the nn.Transformer references are not checked\n");
-#endif
+    int status = run_check_groups("test_seq2seq", CHECK_GROUPS, NUM_CHECK_GROUPS, word);
     use_threads(threads);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return status;
 }

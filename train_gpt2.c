@@ -40,6 +40,7 @@ F the MLP's hidden width (4C), NKV key/value heads (NH; fewer with GQA).
 #define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
 #include <math.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,6 +621,20 @@ void relu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
         dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+// squared ReLU (-act relu2; Primer, So et al. 2021): max(0, x)^2, whose gradient 2x is
+// continuous at 0 (unlike ReLU's step), so finite differences check it anywhere
+void relu2_forward(float* out, const float* inp, size_t N) {
+    #pragma omp parallel for schedule(static) if (N >= PARALLEL_MIN)
+    for (size_t i = 0; i < N; i++)
+        out[i] = inp[i] > 0.0f ? inp[i] * inp[i] : 0.0f;
+}
+
+void relu2_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++)
+        dinp[i] = inp[i] > 0.0f ? 2.0f * inp[i] * dout[i] : 0.0f;
+}
+
 // ----------------------------------------------------------------------------
 // residual: out = inp1 + inp2. Its backward is the identity on both inputs: the
 // gradient flows unchanged into the branch and into the stream. block_backward does it
@@ -709,11 +724,62 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
 // ----------------------------------------------------------------------------
 // the model: configuration, parameters, activations
 
-// the block variants of articles 003 and 004; 0 is GPT-2's choice (doc/variants.md)
-enum { POS_LEARNED, POS_ROPE, POS_SIN };  // -pe: wpe table, rotary (004), sinusoids (003)
-enum { LN_PRE, LN_POST };                 // -ln: layernorm before each branch, or after the sum (003)
-enum { ACT_GELU, ACT_RELU };              // -act: the MLP's non-linearity
-enum { MASK_CAUSAL, MASK_NONE };          // -causal 1 / 0 (training only: generation stays causal)
+// the block variants of articles 003 and 004; 0 is GPT-2's choice (doc/variants.md).
+// A switch over one of them names every value, with no default: -Wswitch-enum (the Makefile's
+// WARN) makes a value that a dispatch site does not handle a compile error.
+typedef enum { POS_LEARNED, POS_ROPE, POS_SIN } PosEncoding;  // -pe: wpe table, rotary (004), sinusoids (003)
+typedef enum { LN_PRE, LN_POST } LnPlace;       // -ln: layernorm before each branch, or after the sum (003)
+typedef enum { ACT_GELU, ACT_RELU, ACT_RELU2 } Activation;  // -act: the MLP's non-linearity
+typedef enum { MASK_CAUSAL, MASK_NONE } Mask;   // -causal 1 / 0 (training only: generation stays causal)
+
+// each value's word, as its flag spells it (util/cli.h's VARIANT_WORDS; test_gpt2 checks that
+// they agree); NULL past the last value, so the values are 0 up to the first without a word
+static const char* pos_encoding_word(int v) {
+    switch ((PosEncoding)v) {
+    case POS_LEARNED: return "learned";
+    case POS_ROPE: return "rope";
+    case POS_SIN: return "sin";
+    }
+    return NULL;
+}
+static const char* ln_place_word(int v) {
+    switch ((LnPlace)v) {
+    case LN_PRE: return "pre";
+    case LN_POST: return "post";
+    }
+    return NULL;
+}
+static const char* activation_word(int v) {
+    switch ((Activation)v) {
+    case ACT_GELU: return "gelu";
+    case ACT_RELU: return "relu";
+    case ACT_RELU2: return "relu2";
+    }
+    return NULL;
+}
+static const char* mask_word(int v) {  // -causal's value
+    switch ((Mask)v) {
+    case MASK_CAUSAL: return "1";
+    case MASK_NONE: return "0";
+    }
+    return NULL;
+}
+
+// the MLP's non-linearity, -act: out = act(inp) (in place allowed), and its backward
+static void activation_forward(float* out, const float* inp, size_t N, int act) {
+    switch ((Activation)act) {
+    case ACT_GELU: gelu_forward(out, inp, N); return;
+    case ACT_RELU: relu_forward(out, inp, N); return;
+    case ACT_RELU2: relu2_forward(out, inp, N); return;
+    }
+}
+static void activation_backward(float* dinp, const float* inp, const float* dout, size_t N, int act) {
+    switch ((Activation)act) {
+    case ACT_GELU: gelu_backward(dinp, inp, dout, N); return;
+    case ACT_RELU: relu_backward(dinp, inp, dout, N); return;
+    case ACT_RELU2: relu2_backward(dinp, inp, dout, N); return;
+    }
+}
 
 typedef struct {
     int max_seq_len;        // maxT: the longest sequence, rows of wpe
@@ -967,8 +1033,8 @@ static void check_config(GPT2Config c, const char* source) {
         die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, head_size(c));
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
-    if ((unsigned)c.pos_encoding > POS_SIN || (unsigned)c.ln_place > LN_POST ||
-        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE)
+    if (!pos_encoding_word(c.pos_encoding) || !ln_place_word(c.ln_place) || !activation_word(c.activation) ||
+        !mask_word(c.mask))
         die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
             c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
@@ -1063,6 +1129,32 @@ void read_checkpoint_parameters(FILE* f, const char* path, const int32_t h[256],
     check_finite_weights(params, n, what);
 }
 
+// The block variants' header slots (version 104, doc/formats.md), the one table that the
+// writer and the reader share: a new setting of GPT2Config gets a row here (and a term of
+// is_gpt2), or check_header_holds refuses to save a model that has it.
+static const struct { int slot; const char* flag; size_t field; } VARIANT_SLOTS[] = {
+    {8, "-kv", offsetof(GPT2Config, num_kv_heads)}, {9, "-pe", offsetof(GPT2Config, pos_encoding)},
+    {10, "-ln", offsetof(GPT2Config, ln_place)}, {11, "-act", offsetof(GPT2Config, activation)},
+    {12, "-causal", offsetof(GPT2Config, mask)}, {13, "-ff", offsetof(GPT2Config, ff)}};
+#define NUM_VARIANT_SLOTS ((int)(sizeof VARIANT_SLOTS / sizeof VARIANT_SLOTS[0]))
+static int* config_setting(GPT2Config* c, int i) { return (int*)((char*)c + VARIANT_SLOTS[i].field); }
+
+// before a checkpoint is written: its header, read back as gpt2_build_from_checkpoint reads
+// it, must give the model's settings (c, -ff's 4C as 0); a setting the format would lose is
+// refused with its flag (a variant that is_gpt2 calls GPT-2), or as a field with no slot
+static void check_header_holds(const int32_t h[256], GPT2Config c, const char* path) {
+    GPT2Config back = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
+                       .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
+    for (int i = 0; h[1] != 3 && i < NUM_VARIANT_SLOTS; i++)
+        *config_setting(&back, i) = h[VARIANT_SLOTS[i].slot];
+    for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
+        if (*config_setting(&back, i) != *config_setting(&c, i))
+            die("'%s': checkpoint version %d cannot hold %s %d (is_gpt2 calls this model GPT-2)", path, h[1],
+                VARIANT_SLOTS[i].flag, *config_setting(&c, i));
+    if (memcmp(&back, &c, sizeof c) != 0)
+        die("'%s': a setting of this model has no slot in the checkpoint's header (VARIANT_SLOTS)", path);
+}
+
 void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
@@ -1075,10 +1167,10 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
             path, h[1], CHECKPOINT_VARIANTS, h[1] == 5 ? "; version 5 is llm.c's bfloat16 format" : "");
     GPT2Config c = {.max_seq_len = h[2], .vocab_size = h[3], .num_layers = h[4], .num_heads = h[5],
                     .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
-    if (variants) {
-        c.num_kv_heads = h[8]; c.pos_encoding = h[9]; c.ln_place = h[10];
-        c.activation = h[11]; c.mask = h[12]; c.ff = h[13];  // 0: 4C (version 103 and older 104 files)
-        check_unused_slots(path, h, 14, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
+    if (variants) {  // -ff's slot 0: 4C (version 103 and older 104 files)
+        for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
+            *config_setting(&c, i) = h[VARIANT_SLOTS[i].slot];
+        check_unused_slots(path, h, 8 + NUM_VARIANT_SLOTS, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
     }
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
@@ -1090,19 +1182,21 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
 }
 
 void gpt2_write_checkpoint(const GPT2* model, const char* path) {
-    char tmp[4096];
-    FILE* f = atomic_open(path, tmp, sizeof tmp);
     int32_t h[256] = {0};
     GPT2Config c = model->config;
+    if (ff_channels(c) == 4 * c.channels) c.ff = 0;  // GPT-2's width, one spelling
     h[0] = 20240326; h[1] = 3; h[2] = c.max_seq_len; h[3] = c.vocab_size;
     h[4] = c.num_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     if (!is_gpt2(c)) {  // GPT-2 itself stays llm.c's version 3, byte for byte
         h[1] = CHECKPOINT_VARIANTS;
-        h[8] = c.num_kv_heads; h[9] = c.pos_encoding; h[10] = c.ln_place;
-        h[11] = c.activation; h[12] = c.mask; h[13] = ff_channels(c) == 4 * c.channels ? 0 : c.ff;
+        for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
+            h[VARIANT_SLOTS[i].slot] = *config_setting(&c, i);
         h[255] = (int32_t)crc32c_update(header_checksum(h), model->params_memory,
                                         model->num_parameters * sizeof(float));
     }
+    check_header_holds(h, c, path);  // before the file is opened: nothing is left behind
+    char tmp[4096];
+    FILE* f = atomic_open(path, tmp, sizeof tmp);
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, tmp);
     atomic_commit(f, tmp, path);
@@ -1257,8 +1351,7 @@ static void mlp_branch_forward(GPT2* model, int l, const float* in, int B, int T
     DropoutMask mlp_out_drop = model_dropout(model, l, DROP_MLP_OUT);
     int F = ff_channels(c);  // d_ff: only the shapes depend on it
     model_matmul_forward(model, a.fch, in, w.fcw, w.fcb, BT, C, F);
-    if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)BT * F);
-    else gelu_forward(a.fch_act, a.fch, (size_t)BT * F);
+    activation_forward(a.fch_act, a.fch, (size_t)BT * F, c.activation);
     model_matmul_forward(model, a.fcproj, a.fch_act, w.fcprojw, branch_bias(model, w.fcprojb), BT, F, C);
     branch_sum(model, a.fcproj, (size_t)BT * C);
     dropout_forward(a.fcproj, (size_t)BT * C, &mlp_out_drop);
@@ -1293,7 +1386,12 @@ static void block_forward(GPT2* model, int l, int B, int T) {
 // the table added to the token embeddings: GPT-2's learned wpe, article 003's fixed
 // sinusoids, or none (RoPE rotates q and k inside the attention instead)
 static const float* position_table(const GPT2* model) {
-    return model->config.pos_encoding == POS_LEARNED ? model->params.wpe : model->sinusoids;
+    switch ((PosEncoding)model->config.pos_encoding) {
+    case POS_LEARNED: return model->params.wpe;
+    case POS_SIN: return model->sinusoids;
+    case POS_ROPE: return NULL;
+    }
+    return NULL;
 }
 
 // inputs, targets are (B,T) token ids; targets may be NULL (then no loss).
@@ -1361,8 +1459,7 @@ static void mlp_branch_backward(GPT2* model, int l, const float* in, const float
     int F = ff_channels(c);  // d_ff: the same steps as with 4C, other shapes
     model_matmul_backward(model, s->dfch_act, dw.fcprojw, dw.fcprojb, dfcproj, a.fch_act, w.fcprojw, BT, F, C,
                           gw);
-    if (c.activation == ACT_RELU) relu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
-    else gelu_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F);
+    activation_backward(s->dfch, a.fch, s->dfch_act, (size_t)BT * F, c.activation);
     model_matmul_backward(model, s->dln, dw.fcw, dw.fcb, s->dfch, in, w.fcw, BT, C, F, gw);
     branch_sum(model, s->dln, BTC);
 }
@@ -1738,8 +1835,7 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
         if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
         else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
         token_matmul(model, kv, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
-        if (c.activation == ACT_RELU) relu_forward(kv->fch, kv->fch, F);
-        else gelu_forward(kv->fch, kv->fch, F);
+        activation_forward(kv->fch, kv->fch, F, c.activation);
         token_matmul(model, kv, kv->proj, kv->fch, w.fcprojw, branch_bias(model, w.fcprojb), F, C);
         branch_sum(model, kv->proj, C);
         residual_forward(kv->x, kv->x, kv->proj, C);

@@ -248,8 +248,8 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
             c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
-    if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || (unsigned)c.ln_place > LN_POST ||
-        (unsigned)c.activation > ACT_RELU || (unsigned)c.mask > MASK_NONE || (unsigned)c.embed_scale > 1)
+    if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || !ln_place_word(c.ln_place) ||
+        !activation_word(c.activation) || !mask_word(c.mask) || (unsigned)c.embed_scale > 1)
         die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
             "mask %d, embedding scale %d)", source, c.pos_encoding, c.ln_place, c.activation, c.mask,
             c.embed_scale);
@@ -459,8 +459,7 @@ static void branch_forward(Seq2Seq* m, int s, const float* in) {
     if (w.kind == SUB_MLP) {  // fcproj(act(fc(in))), hidden width F
         int F = s2s_ff(c);
         matmul_forward(a.fch, in, w.w1, w.b1, rows, C, F);
-        if (c.activation == ACT_RELU) relu_forward(a.fch_act, a.fch, (size_t)rows * F);
-        else gelu_forward(a.fch_act, a.fch, (size_t)rows * F);
+        activation_forward(a.fch_act, a.fch, (size_t)rows * F, c.activation);
         matmul_forward(a.branch, a.fch_act, w.w2, w.b2, rows, F, C);
     } else {
         const float* kv = a.qkv + C;  // self-attention: K,V follow Q in each fused row
@@ -637,8 +636,7 @@ static void branch_backward(Seq2Seq* m, int s, const float* in, const float* dou
     if (w.kind == SUB_MLP) {  // the same steps for any width F
         int F = s2s_ff(c);
         matmul_backward(g->dfch_act, dw.w2, dw.b2, dbranch, a.fch_act, w.w2, rows, F, C, GRAD_ADD);
-        if (c.activation == ACT_RELU) relu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * F);
-        else gelu_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * F);
+        activation_backward(g->dfch, a.fch, g->dfch_act, (size_t)rows * F, c.activation);
         matmul_backward(g->dln, dw.w1, dw.b1, g->dfch, in, w.w1, rows, C, F, GRAD_ADD);
         return;
     }
@@ -887,8 +885,7 @@ static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float*
     if (w.kind == SUB_MLP) {
         int F = s2s_ff(c);
         matmul_forward(dc->fch, in, w.w1, w.b1, B, C, F);
-        if (c.activation == ACT_RELU) relu_forward(dc->fch_act, dc->fch, (size_t)B * F);
-        else gelu_forward(dc->fch_act, dc->fch, (size_t)B * F);
+        activation_forward(dc->fch_act, dc->fch, (size_t)B * F, c.activation);
         matmul_forward(dc->proj, dc->fch_act, w.w2, w.b2, B, F, C);
         return;
     }

@@ -31,7 +31,7 @@ A quote is an inline `code span`, a line of a fenced block, or one of the forms 
 - tests: "`test_errata` E14" means test_errata (or a function it calls) prints E14; a check
   quoted by name ("finite differences layernorm dinp") is one the tests print (format
   strings read with any value for %d, %s); the table of tests "in the order in which
-  test_gpt2 runs them" lists every test main runs, in its order;
+  test_gpt2 runs them" lists every test of CHECK_GROUPS, in its order;
 - files, flags, commands: a quoted path exists (or is built, or named by the sources); a
   flag (`-pe rope`) is one the sources spell as a string ("-pe"); `./PROGRAM -x` or
   `data/PROGRAM` names a program the Makefile builds and flags it knows, `make T` a target;
@@ -610,7 +610,7 @@ class Checker:
 
     def check_test_table(self, path):
         """a table of tests "in the order in which test_gpt2 runs them" lists every test that
-        test_gpt2.c's main calls, in that order"""
+        test_gpt2.c's table of groups runs"""
         text = open(path, encoding="utf-8").read()
         m = re.search(r"^\| test \(in `test_gpt2.c`\).*?(?=^[^|]|\Z)", text, re.M | re.S)
         if not m:
@@ -618,15 +618,21 @@ class Checker:
         line = text[:m.start()].count("\n") + 1
         listed = [n for row in m.group(0).split("\n") if row.startswith("| `")
                   for n in re.findall(r"`((?:test|check)_\w+)`", row.split("|")[1])]
-        main = next((b for f, b in self.bodies.get("main", []) if f == "test_gpt2.c"), "")
-        called = list(dict.fromkeys(re.findall(r"^\s*((?:test|check)_\w+)\(", main, re.M)))
+        # test_gpt2.c's CHECK_GROUPS, in order; a group refs_X (a check on the files of -r DIR)
+        # stands for the tests its body calls
+        groups = re.search(r"\bCHECK_GROUPS\[\]\s*=\s*\{(.*?)\};", self.texts.get("test_gpt2.c", ""), re.S)
+        called = []
+        for fn in re.findall(r"\{\"[^\"]*\",\s*(\w+)\}", groups.group(1) if groups else ""):
+            body = next((b for f, b in self.bodies.get(fn, []) if f == "test_gpt2.c"), "")
+            called += re.findall(r"\b((?:test|check)_\w+)\(", body) if fn.startswith("refs_") else [fn]
+        called = list(dict.fromkeys(called))
         self.quotes += 1
         for n in called:
             if n not in listed:
-                self.bad(path, line, f"the table of tests does not list `{n}`, which test_gpt2's main runs")
+                self.bad(path, line, f"the table of tests does not list `{n}`, which test_gpt2's CHECK_GROUPS runs")
         for n in listed:
             if n not in called:
-                self.bad(path, line, f"the table of tests lists `{n}`, which test_gpt2's main does not run")
+                self.bad(path, line, f"the table of tests lists `{n}`, which test_gpt2's CHECK_GROUPS does not run")
         order = [n for n in listed if n in called]
         if order != [n for n in called if n in listed]:
             self.bad(path, line, "the table of tests is not in the order of test_gpt2's main: "

@@ -57,6 +57,28 @@ else
     bad "./test_gpt2 -e MODEL -s STATE rejects the uncorrupted pair"
 fi
 
+# ---- 1c. -k WORD runs only the named groups of checks: the finite differences alone (each
+# group's heading names them), fewer checks than the whole program's, all passing; a word
+# that selects nothing is an error
+./test_gpt2 -k finite > "$TMP/k.log" 2>&1; rc=$?
+k_counts=$(tail -n 1 "$TMP/k.log"); all_counts=$(tail -n 1 "$TMP/test_gpt2.log")
+if [ $rc -eq 0 ] && [[ "$k_counts" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]] && k_n=${BASH_REMATCH[1]} \
+   && [[ "$all_counts" =~ ^([0-9]+)\ passed ]] && [ "$k_n" -lt "${BASH_REMATCH[1]}" ] \
+   && ! grep '^-- ' "$TMP/k.log" | grep -vq 'finite differences'; then
+    ok "./test_gpt2 -k finite runs only finite differences: $k_counts"
+else
+    bad "./test_gpt2 -k finite (exit status $rc): $k_counts"
+fi
+for prog in test_gpt2 test_seq2seq; do
+    if ./$prog -k no_such_group > "$TMP/k.log" 2>&1; then
+        bad "./$prog -k no_such_group exited 0"
+    elif grep -q 'selects no group of checks' "$TMP/k.log"; then
+        ok "./$prog -k no_such_group: $(head -n 1 "$TMP/k.log")"
+    else
+        bad "./$prog -k no_such_group: no line saying so"; head -n 3 "$TMP/k.log"
+    fi
+done
+
 echo "-- command line"
 # a small, fast model for the command-line checks
 SMALL=(-nl 2 -nh 2 -nc 32 -b 4 -t 32 -v 0 -g 0)

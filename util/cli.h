@@ -84,8 +84,9 @@ typedef struct {
 // the words of -k, in the order of train_gpt2.c's LR_*
 static const char* const LR_SCHEDULES[4] = {"cosine", "linear", "constant", "wsd"};
 static const char* const VARIANT_FLAGS[3] = {"-pe", "-ln", "-act"};
-static const char* const VARIANT_WORDS[3][3] = {{"learned", "rope", "sin"}, {"pre", "post", NULL},
-                                                {"gelu", "relu", NULL}};
+#define MAX_VARIANT_WORDS 8  // each row ends at its first NULL
+static const char* const VARIANT_WORDS[3][MAX_VARIANT_WORDS] = {{"learned", "rope", "sin"}, {"pre", "post"},
+                                                                {"gelu", "relu", "relu2"}};
 
 // -ff's largest value: 4C for the largest C (1 << 16), so that no size overflows
 #define FF_MAX (1 << 18)
@@ -192,7 +193,7 @@ static const Flag FLAGS[] = {
      "sinusoids, article 003)"},
     {"-ln", 's', OPT(ln), "fresh model: layernorm pre (GPT-2) | post (Transformer)", "pre",
      "fresh model: layernorm `pre` (GPT-2) or `post` (the original Transformer)"},
-    {"-act", 's', OPT(act), "fresh model: the MLP's non-linearity gelu | relu", "gelu", NULL},
+    {"-act", 's', OPT(act), "fresh model: the MLP's non-linearity gelu | relu | relu2", "gelu", NULL},
     {"-causal", 'i', OPT(causal), "1 = causal; 0 = no mask (an experiment)",
      "the model's (1 when fresh)",
      "1 = causal attention; 0 = no mask (an experiment, with a warning; generation stays causal); with "
@@ -398,12 +399,14 @@ static inline void parse_flag_table(const Flag* flags, int n, Options* o, int ar
 // the words of -pe, -ln and -act ("" = not given) into their indices in VARIANT_WORDS (-1)
 static void parse_variant_words(const char* const words[3], int variant[3]) {
     for (int k = 0; k < 3; k++) {
-        for (int w = 0; w < 3 && words[k][0] && VARIANT_WORDS[k][w]; w++)
-            if (strcmp(words[k], VARIANT_WORDS[k][w]) == 0) variant[k] = w;
+        char known[128] = "";
+        for (int w = 0; w < MAX_VARIANT_WORDS && VARIANT_WORDS[k][w]; w++) {
+            if (words[k][0] && strcmp(words[k], VARIANT_WORDS[k][w]) == 0) variant[k] = w;
+            size_t len = strlen(known);
+            snprintf(known + len, sizeof known - len, "%s%s", w ? ", " : "", VARIANT_WORDS[k][w]);
+        }
         if (words[k][0] && variant[k] < 0)
-            usage_error("flag %s: unknown value '%s' (%s, %s%s%s)", VARIANT_FLAGS[k], words[k],
-                        VARIANT_WORDS[k][0], VARIANT_WORDS[k][1], VARIANT_WORDS[k][2] ? ", " : "",
-                        VARIANT_WORDS[k][2] ? VARIANT_WORDS[k][2] : "");
+            usage_error("flag %s: unknown value '%s' (%s)", VARIANT_FLAGS[k], words[k], known);
     }
 }
 
