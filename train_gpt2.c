@@ -305,13 +305,18 @@ typedef struct {
     int Tk;       // keys per sequence; 0 = T. Cross-attention: the source length Ts
     int q_stride, kv_stride;  // floats from one row of q (of kv) to the next; 0 = the fused row C3
     const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
+    float scale;  // step 2's factor on the scores (-as); 0 = 1/sqrt(hs), the article's
 } AttentionShape;
+
+// the scores' factor: a model's -as, or 0 for the articles' 1/sqrt(hs) (the one place it is written)
+static float attention_scale(float scale, int hs) { return scale != 0.0f ? scale : 1.0f / sqrtf((float)hs); }
 
 // the zero fields filled in (Tk = T, rows of C3 = C + 2 NKV hs); an impossible shape dies here
 static AttentionShape attention_shape_filled(AttentionShape s) {
     int C3 = s.C + 2 * s.NKV * (s.C / s.NH);
     s.Tk = s.Tk ? s.Tk : s.T;
     s.q_stride = s.q_stride ? s.q_stride : C3, s.kv_stride = s.kv_stride ? s.kv_stride : C3;
+    s.scale = attention_scale(s.scale, s.C / s.NH);
     if (s.causal && s.Tk != s.T) die("attention: the causal mask needs Tk == T (Tk %d, T %d)", s.Tk, s.T);
     for (int b = 0; s.key_len && b < s.B; b++)
         if (s.key_len[b] < 1 || s.key_len[b] > s.Tk)
@@ -330,7 +335,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                        const float* q, const float* kv, AttentionShape s, const DropoutMask* drop) {
     s = attention_shape_filled(s);
     int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
-    float scale = 1.0f / sqrtf((float)hs);
+    float scale = s.scale;
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
@@ -346,8 +351,8 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                 float* scores_row = att_scores + head + (size_t)t * Tk;
                 float* probs_row = att_probs + head + (size_t)t * Tk;
                 int last = last_key(s, b, t);  // the last key query t may see
-                // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
-                //   grow with the head size and the softmax does not saturate
+                // step 2 (注意力分数缩放): times 1/sqrt(hs) (or -as), so the scores' spread does
+                //   not grow with the head size and the softmax does not saturate
                 // step 3 (因果掩码): keys after t are the future, keys from key_len[b] on are
                 //   padding: -inf, so softmax gives 0
                 for (int t2 = 0; t2 < Tk; t2++)
@@ -407,7 +412,7 @@ static void attention_rows_backward(float* grad_att, const float* att_probs, Att
             dot += probs_row[t2] * datt_row[t2];
         // step 5 (因果掩码反向传播): masked scores (the future, the padding) were constants
         //   (-inf), so their gradient is zero (P is 0 there)
-        // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
+        // step 6 (缩放因子): the forward multiplied by the scale (1/sqrt(hs)), so does the backward
         for (int t2 = 0; t2 < Tk; t2++)
             datt_row[t2] = t2 <= last ? probs_row[t2] * (datt_row[t2] - dot) * scale : 0.0f;
     }
@@ -430,7 +435,7 @@ void attention_backward(float* dq, float* dkv, const float* dout, const float* q
                         AttentionShape s, const DropoutMask* drop) {
     s = attention_shape_filled(s);
     int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
-    float scale = 1.0f / sqrtf((float)hs);
+    float scale = s.scale;
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
@@ -681,6 +686,7 @@ typedef struct {
     int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
     int pos_encoding, ln_place, activation, mask;  // the variants above
     int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
+    float att_scale;        // -as: the attention scores' factor; 0 is read as 1/sqrt(hs)
     int tp;                 // -tpar: the processes the heads and hidden units are split over
                             //   (article 004's model_parallel_size); 0 is read as 1. Not in a file
 } GPT2Config;
@@ -707,7 +713,7 @@ static int qkv_channels(GPT2Config c) {
 // the attention of this process's heads (all of them without -tpar)
 static AttentionShape attention_shape(GPT2Config c, int B, int T) {
     return (AttentionShape){.B = B, .T = T, .C = local_channels(c), .NH = local_heads(c),
-                            .NKV = local_kv_heads(c), .causal = c.mask == MASK_CAUSAL};
+                            .NKV = local_kv_heads(c), .causal = c.mask == MASK_CAUSAL, .scale = c.att_scale};
 }
 
 // The parameters, the activations and the backward's scratch each live in one
@@ -916,6 +922,8 @@ static void check_config(GPT2Config c, const char* source) {
         die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, c.channels / c.num_heads);
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
+    if (!(c.att_scale >= 0.0f && c.att_scale < 1e6f))
+        die("%s: attention scale %g out of range (0 < scale < 1e6; 0 = 1/sqrt(hs))", source, c.att_scale);
     int N = tp_size(c);  // -tpar: each process holds whole heads and an equal share of the units
     if (c.num_heads % N || c.num_kv_heads % N || ff_channels(c) % N)
         die("%s: %d processes do not divide the heads %d, the key/value heads %d and the MLP width %d",
@@ -984,7 +992,8 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 
 static int is_gpt2(GPT2Config c) {
     return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
-           c.activation == ACT_GELU && c.mask == MASK_CAUSAL && ff_channels(c) == 4 * c.channels;
+           c.activation == ACT_GELU && c.mask == MASK_CAUSAL && ff_channels(c) == 4 * c.channels &&
+           c.att_scale == 0.0f;
 }
 
 // weights that are nan or inf are refused on load and before every export: they would
@@ -1031,7 +1040,8 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     if (variants) {
         c.num_kv_heads = h[8]; c.pos_encoding = h[9]; c.ln_place = h[10];
         c.activation = h[11]; c.mask = h[12]; c.ff = h[13];  // 0: 4C (version 103 and older 104 files)
-        check_unused_slots(path, h, 14, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
+        memcpy(&c.att_scale, &h[14], sizeof c.att_scale);      // float bits; 0: 1/sqrt(hs) (older files)
+        check_unused_slots(path, h, 15, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
     }
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
@@ -1053,6 +1063,7 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
         h[1] = CHECKPOINT_VARIANTS;
         h[8] = c.num_kv_heads; h[9] = c.pos_encoding; h[10] = c.ln_place;
         h[11] = c.activation; h[12] = c.mask; h[13] = ff_channels(c) == 4 * c.channels ? 0 : c.ff;
+        memcpy(&h[14], &c.att_scale, sizeof c.att_scale);
         h[255] = (int32_t)crc32c_update(header_checksum(h), model->params_memory,
                                         model->num_parameters * sizeof(float));
     }
@@ -1660,16 +1671,16 @@ void kvcache_free(KVCache* kv) {
 // attention of the newest position (pos) against the cached keys/values of layer l
 // q is (C): the new position's query, all heads; keys and values are (NKV,maxT,hs)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
-                                     const float* values, int pos, int C, int NH, int NKV, int maxT) {
+                                     const float* values, int pos, int C, int NH, int NKV, int maxT,
+                                     float scale) {
     int hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for
     for (int h = 0; h < NH; h++) {
         float* scores = att + (size_t)h * maxT;
         const float* qh = q + h * hs;
         size_t kvh = h / (NH / NKV);         // the K/V head this query head shares (GQA)
         float maxval = -INFINITY;
-        for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 / sqrt(hs); nothing to mask
+        for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 times the scale; nothing to mask
             const float* k = keys + (kvh * maxT + t2) * hs;
             float dot = 0.0f;
             #pragma omp simd reduction(+ : dot)
@@ -1722,7 +1733,8 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
             memcpy(keys + slot, kv->qkv + C_local + h * hs, hs * sizeof(float));
             memcpy(values + slot, kv->qkv + C_local + (NKV + h) * hs, hs * sizeof(float));
         }
-        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C_local, NH, NKV, maxT);
+        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, C_local, NH, NKV, maxT,
+                                 attention_scale(c.att_scale, hs));
         matvec_token(&kv->bf16, kv->proj, kv->atty, w.attprojw, tp_bias(w.attprojb), C_local, C);
         dist_tp_sum(kv->proj, C);  // -tpar: all the heads' sum
         residual_forward(kv->x, kv->x, kv->proj, C);
