@@ -2,8 +2,9 @@
 test_gpt2.c: checks train_gpt2.c against an independent implementation.
 
 1. Reference states written by PyTorch autograd in float64 (data/make_reference.py):
-   logits, loss and all parameter gradients of four deliberately awkward models (a, b:
-   GPT-2; c, d: every block variant between them), one with dropout at all four sites;
+   logits, loss and all parameter gradients of five deliberately awkward models (a, b:
+   GPT-2; c, d: every block variant between them; e: the attention scale -as 0.7), one
+   with dropout at all four sites;
    then 12 AdamW steps of training.
 2. Finite differences: every layer's backward against central differences of its own
    forward, on small random inputs, and the whole model's loss for each block variant,
@@ -2759,8 +2760,8 @@ int main(int argc, char** argv) {
         check_state(model_path, state_path);
     } else {
         char a[4096], b[4096];
-        const char* configs[] = {"a", "b", "c", "d"};  // c and d: the block variants
-        for (int i = 0; i < 4; i++) {
+        const char* configs[] = {"a", "b", "c", "d", "e"};  // c, d, e: the block variants (e: -as 0.7)
+        for (int i = 0; i < 5; i++) {
             snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
             snprintf(b, sizeof b, "%s/ref_%s_state.bin", dir, configs[i]);
             check_state(a, b);
@@ -2785,7 +2786,7 @@ int main(int argc, char** argv) {
         test_fast_attention();
         test_attention_padding();
         test_attention_shape_errors();
-        for (int i = 1; i < 4; i++) {  // b, and the variants c and d
+        for (int i = 1; i < 5; i++) {  // b, and the variants c, d and e
             snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
             test_kv_cache(a);
         }
@@ -2795,7 +2796,7 @@ int main(int argc, char** argv) {
         test_determinism(a);
         snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
         test_one_pass_gradients(a);
-        for (int i = 0; i < 4; i++) {  // GPT-2 (a, b) and the variants (c, d)
+        for (int i = 0; i < 5; i++) {  // GPT-2 (a, b) and the variants (c, d, e)
             snprintf(a, sizeof a, "%s/ref_%s_model.bin", dir, configs[i]);
             test_gradients_written(a);
         }
