@@ -996,6 +996,20 @@ else
     bad "doc check on a planted page: exit $stale_rc, $stale_lines of 8 stale lines:"; echo "$stale_out"
 fi
 
+# ---- 10b. run outputs quoted in README.md and doc/*.md (tests/quoted_runs.py): the quick ones re-run
+# here (the long ones in CI, tests/quoted_runs.sh); and the checker can fail: a short run quoted
+# as printed passes, the same quote with one digit changed does not
+if quoted_out=$(python3 tests/quoted_runs.py --quick 2>&1); then
+    ok "quoted run outputs, the quick ones: $(tail -n 1 <<< "$quoted_out")"
+else
+    bad "a quoted run output is stale (python3 tests/quoted_runs.py --quick):"; grep STALE <<< "$quoted_out"
+fi
+if self_out=$(python3 tests/quoted_runs.py --self-test 2>&1); then
+    ok "quoted runs' checker: $(grep -c '^PASS' <<< "$self_out") self-checks (one digit changed fails)"
+else
+    bad "quoted runs' checker, its self-test:"; echo "$self_out"
+fi
+
 # ---- 10c. the scripts stay portable to macOS (BSD tools, bash 3.2) and MSYS2: tests/posix_check.sh
 # names each GNU-only or bash-4 spelling in the Makefile, tests/*.sh and bench/run_bench.sh as file:line
 if posix_out=$(bash tests/posix_check.sh 2>&1); then
