@@ -4,8 +4,8 @@ train_gpt2.c: GPT-2 trained on the CPU, written to be read top to bottom.
 Every layer is here with its forward pass and, right beside it, its hand-derived
 backward pass; then the model, AdamW, one training step and generation with a KV cache.
 It reads and writes llm.c's file formats (doc/formats.md). Reading order:
-  1. the layers: encoder, layernorm, matmul, attention, gelu, residual, dropout,
-     softmax + cross-entropy, each _forward next to its _backward;
+  1. the layers: encoder (llm.c's name for the embedding), layernorm, matmul, attention, gelu,
+     residual, dropout, softmax + cross-entropy, each _forward next to its _backward;
   2. the model: GPT2Config, parameters, activations, initialisation, checkpoints;
   3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
   4. AdamW, one name per level: adamw_update (the formula), gpt2_update (on the model),
@@ -97,7 +97,8 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // and the two gradients add up). The gradient of an activation that has one user is
 // WRITTEN (=): no buffer has to be zeroed before a layer's backward.
 
-// encoder: token embedding plus position embedding
+// encoder: token embedding plus position embedding (llm.c's name; not the encoder stack of
+// articles 002 and 003, which is train_seq2seq.c's seq2seq_encode)
 // out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C): learned (GPT-2),
 // fixed sinusoids (-pe sin), or NULL (-pe rope: positions enter the attention instead)
 void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
