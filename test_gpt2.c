@@ -1233,6 +1233,49 @@ static int attention_vs_plain(AttentionShape sh, int fused, const DropoutMask* d
     return wrong;
 }
 
+// -as at initialisation: GPT-2's weights N(0, 0.02) on a layernormed input give q and k
+// entries of variance C 0.02^2, so a score q.k has standard deviation sqrt(hs) C 0.02^2
+// unscaled and C 0.02^2 with 1/sqrt(hs). Measured with attention_forward on T = 64 keys:
+// the mean largest weight and entropy (uniform: 1/64 and ln 64 = 4.16 nats) for the default
+// model's heads (C 128, hs 32) and GPT-2 124M's (C 768, hs 64), with the scale and with
+// -as none. doc/variants.md quotes the line.
+static void test_attention_scale_init(void) {
+    printf("-- -as at initialisation: how peaked the attention is, with and without 1/sqrt(hs)\n");
+    int shapes[2][2] = {{128, 4}, {768, 12}}, B = 1, T = 64;
+    uint64_t rng = 2718;
+    float largest[2][2], entropy[2][2];
+    for (int si = 0; si < 2; si++) {
+        int C = shapes[si][0], NH = shapes[si][1];
+        size_t n = (size_t)B * T * 3 * C, att = (size_t)B * NH * T * T;
+        float* qkv = random_floats(&rng, n, 0.0f, sqrtf((float)C) * 0.02f);
+        float *out = zeros((size_t)B * T * C), *sc = zeros(att), *pr = zeros(att);
+        for (int none = 0; none <= 1; none++) {
+            AttentionShape sh = self_attention(B, T, C, NH, NH, 0);
+            sh.scale = none ? 1.0f : 0.0f;
+            attention_forward(out, sc, pr, NULL, qkv, qkv + C, sh, NULL);
+            double sum_max = 0.0, sum_h = 0.0;
+            for (size_t r = 0; r < att / T; r++) {
+                float m = 0.0f;
+                for (int j = 0; j < T; j++) {
+                    float p = pr[r * T + j];
+                    m = p > m ? p : m;
+                    sum_h -= p > 0.0f ? p * log(p) : 0.0;
+                }
+                sum_max += m;
+            }
+            largest[si][none] = (float)(sum_max / (att / T));
+            entropy[si][none] = (float)(sum_h / (att / T));
+        }
+        free(qkv); free(out); free(sc); free(pr);
+    }
+    check(largest[0][0] < 0.03f && largest[1][0] < 0.05f && largest[1][1] > 4.0f * largest[1][0] &&
+          largest[0][1] < largest[1][1],
+          "at GPT-2's initialisation, T = 64 keys, mean largest weight / entropy: C 128 hs 32 %.3f / %.2f "
+          "with 1/sqrt(hs), %.3f / %.2f without; C 768 hs 64 %.3f / %.2f with, %.3f / %.2f without",
+          largest[0][0], entropy[0][0], largest[0][1], entropy[0][1], largest[1][0], entropy[1][0],
+          largest[1][1], entropy[1][1]);
+}
+
 static void test_fast_attention(void) {
     printf("-- attention_forward / attention_backward against the plain loops\n");
     int heads[][4] = {{24, 3, 3, 1}, {48, 2, 2, 1}, {64, 4, 4, 1},   // C, NH, NKV, causal: hs = 8, 24, 16
@@ -2784,6 +2827,7 @@ int main(int argc, char** argv) {
         test_matvec();
         test_aligned_alloc();
         test_fast_attention();
+        test_attention_scale_init();
         test_attention_padding();
         test_attention_shape_errors();
         for (int i = 1; i < 5; i++) {  // b, and the variants c, d and e
