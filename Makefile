@@ -41,8 +41,13 @@ PROBE_MAIN = int main(void) { return 0; }\n
 # compiler takes it (gcc, clang), else -mcpu=native (clang for ARM64), else nothing (Apple
 # clang 14 for arm64 and cross compilers refuse both: then the compiler's default, which
 # on ARM64 has NEON). make ARCH= builds for any CPU of the architecture.
+# -mtune=generic: -march=native also tunes for the host, and gcc's tuning decides where it fuses
+# a*b+c (-ffp-contract=fast) and how wide its vectors are: tuned for AMD Zen, the same source
+# trained another model than on an Intel Xeon (doc/platforms.md, "The same bits on another
+# machine"). The instructions stay the host's.
 ifeq ($(origin ARCH),undefined)
-ARCH := $(or $(call PROBE,-march=native,-S -o,$(PROBE_MAIN)),$(call PROBE,-mcpu=native,-S -o,$(PROBE_MAIN)))
+NATIVE := $(or $(call PROBE,-march=native -mtune=generic,-S -o,$(PROBE_MAIN)),$(call PROBE,-march=native,-S -o,$(PROBE_MAIN)))
+ARCH := $(or $(NATIVE),$(call PROBE,-mcpu=native,-S -o,$(PROBE_MAIN)))
 endif
 # -Wswitch-enum: a switch over a block variant's values (train_gpt2.c) names every one, with no
 # default, so a value added to the enum and missed at a dispatch site is a warning (an error

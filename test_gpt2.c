@@ -2,8 +2,9 @@
 test_gpt2.c: checks train_gpt2.c against an independent implementation.
 
 1. Reference states written by PyTorch autograd in float64 (data/make_reference.py):
-   logits, loss and all parameter gradients of four deliberately awkward models (a, b:
-   GPT-2; c, d: every block variant between them), one with dropout at all four sites;
+   logits, loss and all parameter gradients of five deliberately awkward models (a, b:
+   GPT-2; c, d: every block variant between them; e: the attention scale -as 0.7), one
+   with dropout at all four sites;
    then 12 AdamW steps of training.
 2. Finite differences: every layer's backward against central differences of its own
    forward, on small random inputs, and the whole model's loss for each block variant,
@@ -204,6 +205,7 @@ static void check_training(const char* model_path, const char* train_path) {
 
 typedef struct {
     int B, T, C, NH, OC, V, Vp, NKV, causal;
+    float scale;  // attention: the scores' factor (-as); 0 = 1/sqrt(hs)
     int Tk; const int* key_len;  // cross-attention (Tk > 0): queries x (B,T,C), keys and values x2
     int* tokens;
     float *x, *x2, *w, *b, *out, *R, *mean, *rstd, *scores, *probs, *dropped;
@@ -267,6 +269,7 @@ static void fwd_matmul(FDCase* k) {
 }
 static AttentionShape fd_attention_shape(const FDCase* k) {
     AttentionShape sh = self_attention(k->B, k->T, k->C, k->NH, k->NKV, k->causal);
+    sh.scale = k->scale;
     if (k->Tk) {
         sh.Tk = k->Tk, sh.q_stride = k->C, sh.kv_stride = 2 * k->NKV * (k->C / k->NH);
         sh.key_len = k->key_len;
@@ -367,6 +370,23 @@ static void test_finite_differences(void) {
         free(k.x); free(dx);
     }
     k.NH = 3; k.NKV = 3; k.causal = 1;
+    // -as: scores times 1 (none) and 2.5 instead of 1/sqrt(hs) = 0.5, the backward following
+    float scales[2] = {1.0f, 2.5f};
+    for (int si = 0; si < 2; si++) {
+        size_t n = BT * 3 * k.C;
+        k.scale = scales[si];
+        k.drop = dropout_mask(0.0f, 7, 3, 1, DROP_ATT_PROBS);
+        k.x = random_floats(&rng, n, 0, 1);
+        dx = garbage(&rng, n);
+        fwd_attention(&k);
+        attention_backward(dx, dx + k.C, k.R, k.x, k.x + k.C, k.probs, k.dropped, fd_attention_shape(&k),
+                           &k.drop);
+        char name[64];
+        snprintf(name, sizeof name, "attention dqkv NH 3 NKV 3 scale %g", k.scale);
+        fd_check(name, &k, fwd_attention, BTC, k.x, n, dx);
+        free(k.x); free(dx);
+    }
+    k.scale = 0.0f;
 
     // cross-attention: the T = 5 queries x (B,T,C) against Tk = 7 keys and values x2 (B,Tk,2 NKV hs),
     // sequence 1 padded after key 4 (its padded keys get exactly zero gradient, and so does the
@@ -1068,7 +1088,7 @@ void attention_forward_plain(float* out, float* att_scores, float* att_probs, fl
                              const float* q, const float* kv, AttentionShape sh, const DropoutMask* drop) {
     PlainSizes z = plain_sizes(sh);
     int B = sh.B, T = sh.T, Tk = z.Tk, C = sh.C, NH = sh.NH, NKV = sh.NKV, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
+    float scale = sh.scale != 0.0f ? sh.scale : 1.0f / sqrtf((float)hs);  // -as, or the article's
     int dropping = drop && drop->p > 0.0f;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -1129,7 +1149,7 @@ void attention_backward_plain(float* dq, float* dkv, const float* dout, const fl
                               AttentionShape sh, const DropoutMask* drop) {
     PlainSizes z = plain_sizes(sh);
     int B = sh.B, T = sh.T, Tk = z.Tk, C = sh.C, NH = sh.NH, NKV = sh.NKV, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
+    float scale = sh.scale != 0.0f ? sh.scale : 1.0f / sqrtf((float)hs);  // -as, or the article's
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     float* grad_att = mallocCheck((size_t)T * Tk * sizeof(float));  // one head's (T,Tk) gradient
@@ -1265,6 +1285,49 @@ static int attention_vs_plain(AttentionShape sh, int fused, const DropoutMask* d
     return wrong;
 }
 
+// -as at initialisation: GPT-2's weights N(0, 0.02) on a layernormed input give q and k
+// entries of variance C 0.02^2, so a score q.k has standard deviation sqrt(hs) C 0.02^2
+// unscaled and C 0.02^2 with 1/sqrt(hs). Measured with attention_forward on T = 64 keys:
+// the mean largest weight and entropy (uniform: 1/64 and ln 64 = 4.16 nats) for the default
+// model's heads (C 128, hs 32) and GPT-2 124M's (C 768, hs 64), with the scale and with
+// -as none. doc/variants.md quotes the line.
+static void test_attention_scale_init(void) {
+    printf("-- -as at initialisation: how peaked the attention is, with and without 1/sqrt(hs)\n");
+    int shapes[2][2] = {{128, 4}, {768, 12}}, B = 1, T = 64;
+    uint64_t rng = 2718;
+    float largest[2][2], entropy[2][2];
+    for (int si = 0; si < 2; si++) {
+        int C = shapes[si][0], NH = shapes[si][1];
+        size_t n = (size_t)B * T * 3 * C, att = (size_t)B * NH * T * T;
+        float* qkv = random_floats(&rng, n, 0.0f, sqrtf((float)C) * 0.02f);
+        float *out = zeros((size_t)B * T * C), *sc = zeros(att), *pr = zeros(att);
+        for (int none = 0; none <= 1; none++) {
+            AttentionShape sh = self_attention(B, T, C, NH, NH, 0);
+            sh.scale = none ? 1.0f : 0.0f;
+            attention_forward(out, sc, pr, NULL, qkv, qkv + C, sh, NULL);
+            double sum_max = 0.0, sum_h = 0.0;
+            for (size_t r = 0; r < att / T; r++) {
+                float m = 0.0f;
+                for (int j = 0; j < T; j++) {
+                    float p = pr[r * T + j];
+                    m = p > m ? p : m;
+                    sum_h -= p > 0.0f ? p * log(p) : 0.0;
+                }
+                sum_max += m;
+            }
+            largest[si][none] = (float)(sum_max / (att / T));
+            entropy[si][none] = (float)(sum_h / (att / T));
+        }
+        free(qkv); free(out); free(sc); free(pr);
+    }
+    check(largest[0][0] < 0.03f && largest[1][0] < 0.05f && largest[1][1] > 4.0f * largest[1][0] &&
+          largest[0][1] < largest[1][1],
+          "at GPT-2's initialisation, T = 64 keys, mean largest weight / entropy: C 128 hs 32 %.3f / %.2f "
+          "with 1/sqrt(hs), %.3f / %.2f without; C 768 hs 64 %.3f / %.2f with, %.3f / %.2f without",
+          largest[0][0], entropy[0][0], largest[0][1], entropy[0][1], largest[1][0], entropy[1][0],
+          largest[1][1], entropy[1][1]);
+}
+
 static void test_fast_attention(void) {
     printf("-- attention_forward / attention_backward against the plain loops\n");
     int heads[][4] = {{24, 3, 3, 1}, {48, 2, 2, 1}, {64, 4, 4, 1},   // C, NH, NKV, causal: hs = 8, 24, 16
@@ -1283,6 +1346,7 @@ static void test_fast_attention(void) {
                 const DropoutMask* dm = !dropping && ti % 2 ? NULL : &drops[dropping];
                 float e[6];
                 AttentionShape sh = self_attention(B, Ts[ti], C, NH, NKV, heads[hi][3]);
+                sh.scale = hi == 2 ? 0.125f : 0.0f;  // -as 0.125 on one shape (hs 16: 1/sqrt(hs) = 0.25)
                 wrong += attention_vs_plain(sh, 1, dm, &rng, e);
                 for (int j = 0; j < 6; j++)
                     if (!(e[j] <= worst[j])) worst[j] = e[j];
@@ -1290,9 +1354,10 @@ static void test_fast_attention(void) {
             float w = fmaxf(fmaxf(worst[0], worst[1]), fmaxf(fmaxf(worst[2], worst[3]), worst[4]));
             float tol = heads[hi][3] ? TOL_ATT_REL : TOL_ATT_NOMASK_REL;
             check(w <= tol && wrong == 0,
-                  "attention C=%d NH=%d NKV=%d (hs %d)%s%s, T = 1..64: out %.1e scores %.1e probs %.1e "
+                  "attention C=%d NH=%d NKV=%d (hs %d)%s%s%s, T = 1..64: out %.1e scores %.1e probs %.1e "
                   "dropped %.1e dinp %.1e (tolerance %.0e); %d -inf mismatches or att_dropped written", C,
-                  NH, NKV, C / NH, heads[hi][3] ? "" : ", no mask", dropping ? ", dropout 0.3" : "", worst[0],
+                  NH, NKV, C / NH, heads[hi][3] ? "" : ", no mask", dropping ? ", dropout 0.3" : "",
+                  hi == 2 ? ", scale 0.125 (-as)" : "", worst[0],
                   worst[1], worst[2], worst[3], worst[4], tol, wrong);
         }
     // cross-attention: T queries against Tk keys (more and fewer), q and kv in separate buffers
@@ -1460,19 +1525,21 @@ static void test_kv_cache(const char* model_path) {
 // KV cache against the training forward (and after generate() slides its window), and
 // checkpoints written back byte for byte
 
-typedef struct { const char* name; int NH, NKV, pe, ln, act, mask, ff; } Variant;  // ff 0: 4C
+typedef struct { const char* name; int NH, NKV, pe, ln, act, mask, ff; float as; } Variant;  // ff 0: 4C
 static const Variant VARIANTS[] = {
-    {"GPT-2", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 0},
-    {"GQA 4 over 2 + RoPE", 4, 2, POS_ROPE, LN_PRE, ACT_GELU, MASK_CAUSAL, 0},
-    {"multi-query + sinusoids", 4, 1, POS_SIN, LN_PRE, ACT_GELU, MASK_CAUSAL, 0},
-    {"post-LN", 4, 4, POS_LEARNED, LN_POST, ACT_GELU, MASK_CAUSAL, 0},
-    {"post-LN + GQA + RoPE, no mask", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_NONE, 0},
-    {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL, 0},
-    {"-ff 32 (2C, article 003's d_ff)", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 32},
-    {"-ff 24 + post-LN + GQA + RoPE", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_CAUSAL, 24},
-    {"squared ReLU (-act relu2)", 4, 4, POS_LEARNED, LN_PRE, ACT_RELU2, MASK_CAUSAL, 0},
+    {"GPT-2", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 0, 0.0f},
+    {"GQA 4 over 2 + RoPE", 4, 2, POS_ROPE, LN_PRE, ACT_GELU, MASK_CAUSAL, 0, 0.0f},
+    {"multi-query + sinusoids", 4, 1, POS_SIN, LN_PRE, ACT_GELU, MASK_CAUSAL, 0, 0.0f},
+    {"post-LN", 4, 4, POS_LEARNED, LN_POST, ACT_GELU, MASK_CAUSAL, 0, 0.0f},
+    {"post-LN + GQA + RoPE, no mask", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_NONE, 0, 0.0f},
+    {"ReLU + post-LN + sinusoids", 2, 1, POS_SIN, LN_POST, ACT_RELU, MASK_CAUSAL, 0, 0.0f},
+    {"-ff 32 (2C, article 003's d_ff)", 4, 4, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 32, 0.0f},
+    {"-ff 24 + post-LN + GQA + RoPE", 4, 2, POS_ROPE, LN_POST, ACT_GELU, MASK_CAUSAL, 24, 0.0f},
+    {"squared ReLU (-act relu2)", 4, 4, POS_LEARNED, LN_PRE, ACT_RELU2, MASK_CAUSAL, 0, 0.0f},
+    {"-as 1.7 (not 1/sqrt(hs) = 0.5) + GQA", 4, 2, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 0, 1.7f},
 };
 #define FF_VARIANT 6  // -ff 32: the -prec bf16 check
+#define AS_VARIANT 8  // -as 1.7: the checkpoint's slot 14
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
 // L=2, C=16, V=11 (padded 16); weights spread wider than GPT-2's 0.02 (as the references'),
@@ -1480,7 +1547,8 @@ static const Variant VARIANTS[] = {
 static void variant_model(GPT2* m, const Variant* v, int maxT, uint64_t seed) {
     GPT2Config c = {.max_seq_len = maxT, .vocab_size = 11, .padded_vocab_size = 16, .num_layers = 2,
                     .num_heads = v->NH, .channels = 16, .num_kv_heads = v->NKV, .pos_encoding = v->pe,
-                    .ln_place = v->ln, .activation = v->act, .mask = v->mask, .ff = v->ff};
+                    .ln_place = v->ln, .activation = v->act, .mask = v->mask, .ff = v->ff,
+                    .att_scale = v->as};
     gpt2_init_random(m, c, seed);
     uint64_t rng = seed;
     for (size_t i = 0; i < m->num_parameters; i++)
@@ -1709,6 +1777,21 @@ static void test_ff_checkpoint(void) {
     check(same && h[1] == CHECKPOINT_VARIANTS && h[13] == 32 && !is_gpt2(m.config) && is_gpt2(wide),
           "-ff 32: version %d, slot 13 = %d, read back with d_ff %d and the same %zu parameters; -ff 4C "
           "is GPT-2", h[1], h[13], ff_channels(back.config), m.num_parameters);
+    remove(path);
+    gpt2_free(&m);
+    gpt2_free(&back);
+    // -as: its float's bits in slot 14 (0, the default 1/sqrt(hs), in every older file)
+    variant_model(&m, &VARIANTS[AS_VARIANT], 8, 801);
+    gpt2_write_checkpoint(&m, path);
+    f = fopenCheck(path, "rb");
+    fread_check(h, sizeof(int32_t), 256, f, path, "header");
+    fclose(f);
+    gpt2_build_from_checkpoint(&back, path);
+    float slot14;
+    memcpy(&slot14, &h[14], sizeof slot14);
+    check(h[1] == CHECKPOINT_VARIANTS && slot14 == 1.7f && back.config.att_scale == 1.7f &&
+          !is_gpt2(m.config), "-as 1.7: version %d, slot 14 holds %g, read back with scale %g", h[1], slot14,
+          back.config.att_scale);
     remove(path);
     gpt2_free(&m);
     gpt2_free(&back);
@@ -2190,7 +2273,8 @@ static WorkedExample article002_worked_example(void) {
     float e3[3];
     for (int i = 0; i < 3; i++) {
         // e3 = exp(score - max)
-        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3, 0);
+        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3,
+                                 attention_scale(0.0f, 2), 0);
         for (int j = 0; j < 3; j++)
             w.Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
     }
@@ -2864,25 +2948,26 @@ static void test_svg_escape(void) {
 // files of -r DIR (tests/doc_check.py reads their calls as the groups')
 
 static const char* ref_dir = "data/ref";  // -r DIR
-static const char* const REF_CONFIGS[] = {"a", "b", "c", "d"};  // c and d: the block variants
+static const char* const REF_CONFIGS[] = {"a", "b", "c", "d", "e"};  // c, d, e: the block variants (e: -as 0.7)
+#define NUM_REF_CONFIGS 5
 
 static const char* ref_path(char* buf, size_t n, const char* config, const char* what) {
     snprintf(buf, n, "%s/ref_%s_%s", ref_dir, config, what);
     return buf;
 }
 
-static void refs_states_and_training(void) {  // PyTorch's states and trajectories, a-d and a with dropout
+static void refs_states_and_training(void) {  // PyTorch's states and trajectories, a-e and a with dropout
     char a[4096], b[4096];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NUM_REF_CONFIGS; i++) {
         check_state(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"),
                     ref_path(b, sizeof b, REF_CONFIGS[i], "state.bin"));
         check_training(a, ref_path(b, sizeof b, REF_CONFIGS[i], "train.bin"));
     }
     check_state(ref_path(a, sizeof a, "a", "model.bin"), ref_path(b, sizeof b, "a", "dropout_state.bin"));
 }
-static void refs_kv_cache(void) {  // b, and the variants c and d
+static void refs_kv_cache(void) {  // b, and the variants c, d and e
     char a[4096];
-    for (int i = 1; i < 4; i++)
+    for (int i = 1; i < NUM_REF_CONFIGS; i++)
         test_kv_cache(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"));
 }
 static void refs_determinism(void) {
@@ -2894,15 +2979,15 @@ static void refs_one_pass_gradients(void) {
     char a[4096];
     test_one_pass_gradients(ref_path(a, sizeof a, "a", "model.bin"));
 }
-static void refs_gradients_written(void) {  // GPT-2 (a, b) and the variants (c, d), fast and plain
+static void refs_gradients_written(void) {  // GPT-2 (a, b) and the variants (c-e), fast and plain
     char a[4096];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NUM_REF_CONFIGS; i++)
         for (int plain = 0; plain <= 1; plain++)
             test_gradients_written(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"), plain);
 }
-static void refs_plain_kernels(void) {  // -kernels plain against fast, a-d
+static void refs_plain_kernels(void) {  // -kernels plain against fast, a-e
     char a[4096];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NUM_REF_CONFIGS; i++)
         test_plain_kernels(ref_path(a, sizeof a, REF_CONFIGS[i], "model.bin"));
 }
 static void refs_checkpoint_bytes(void) { test_checkpoint_bytes(ref_dir); }
@@ -2916,7 +3001,7 @@ static void refs_gen_bf16(void) { test_gen_bf16(ref_dir); }
 static void refs_hf(void) { test_hf(ref_dir); }
 
 static const CheckGroup CHECK_GROUPS[] = {
-    {"pytorch references: states and training, a-d", refs_states_and_training},
+    {"pytorch references: states and training, a-e", refs_states_and_training},
     {"finite differences: every layer", test_finite_differences},
     {"fast matmul", test_fast_matmul},
     {"fast weighted rows", test_weighted_rows},
@@ -2931,13 +3016,14 @@ static const CheckGroup CHECK_GROUPS[] = {
     {"fast matvec", test_matvec},
     {"fast aligned alloc", test_aligned_alloc},
     {"fast attention", test_fast_attention},
+    {"attention scale at initialisation", test_attention_scale_init},
     {"attention padding", test_attention_padding},
     {"attention shape errors", test_attention_shape_errors},
-    {"kv cache: references b-d", refs_kv_cache},
+    {"kv cache: references b-e", refs_kv_cache},
     {"determinism", refs_determinism},
     {"gradients in one pass", refs_one_pass_gradients},
-    {"gradients written: references a-d", refs_gradients_written},
-    {"plain kernels: references a-d", refs_plain_kernels},
+    {"gradients written: references a-e", refs_gradients_written},
+    {"plain kernels: references a-e", refs_plain_kernels},
     {"finite differences: block variants", test_variant_gradients},
     {"kv cache: block variants", test_variant_kv_cache},
     {"checkpoint bytes", refs_checkpoint_bytes},

@@ -11,7 +11,8 @@ test_seq2seq.c: checks train_seq2seq.c, the encoder-decoder.
    at every position; greedy decoding against the argmax of the teacher-forced forward.
 4. Checkpoints written, read and written again byte for byte.
 5. Article 002 measured: on a half-trained checkpoint, exact match = teacher-forced
-   sequence accuracy, and the free-running counts are the decoded tokens'.
+   sequence accuracy, and the free-running counts are the decoded tokens'; the edit
+   distance to the target against its definition, a shifted output one edit.
 6. The decoder's mask off: later inputs reach earlier positions, and a model trained so
    is right under teacher forcing and wrong when decoding.
 7. Decoding never emits PAD or BOS, even where they are the most likely tokens.
@@ -35,26 +36,35 @@ names contain WORD (-l lists them). The last line is "N passed, M failed".
 // a small model and a padded batch
 
 enum { V = 9, MAXT = 8, C = 8, NH = 2 };
-typedef struct { const char* name; int pe, ln, act; float dropout; int mask, embed_scale, ff; } Variant;
+typedef struct {
+    const char* name; int pe, ln, act; float dropout; int mask, embed_scale, ff; float as;  // as: -as
+} Variant;
 static const Variant VARIANTS[] = {  // ff 0: 4C
-    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0},
-    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 0},
-    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 0},
-    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0},
-    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f, MASK_CAUSAL, 0, 0},
-    {"pre-LN, GELU, learned, embeddings x sqrt(C)", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 1, 0},
-    {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_NONE, 0, 0},  // -causal 0
-    {"post-LN, ReLU, sinusoids, -ff 2C", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 2 * C},  // 003's
-    {"pre-LN, GELU, -ff 12", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 12},
-    {"pre-LN, squared ReLU (-act relu2)", POS_LEARNED, LN_PRE, ACT_RELU2, 0.0f, MASK_CAUSAL, 0, 0},
+    {"pre-LN, GELU, learned positions", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0, 0.0f},
+    {"post-LN, ReLU, sinusoids", POS_SIN, LN_POST, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 0, 0.0f},
+    {"pre-LN, ReLU, sinusoids", POS_SIN, LN_PRE, ACT_RELU, 0.0f, MASK_CAUSAL, 0, 0, 0.0f},
+    {"post-LN, GELU, learned positions", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0, 0.0f},
+    {"pre-LN, GELU, dropout 0.2", POS_LEARNED, LN_PRE, ACT_GELU, 0.2f, MASK_CAUSAL, 0, 0, 0.0f},
+    {"pre-LN, GELU, learned, embeddings x sqrt(C)", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f,
+     MASK_CAUSAL, 1, 0, 0.0f},
+    {"pre-LN, GELU, decoder unmasked", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f,
+     MASK_NONE, 0, 0, 0.0f},  // -causal 0
+    {"post-LN, ReLU, sinusoids, -ff 2C", POS_SIN, LN_POST, ACT_RELU, 0.0f,
+     MASK_CAUSAL, 0, 2 * C, 0.0f},  // 003's
+    {"pre-LN, GELU, -ff 12", POS_LEARNED, LN_PRE, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 12, 0.0f},
+    {"pre-LN, squared ReLU (-act relu2)", POS_LEARNED, LN_PRE, ACT_RELU2, 0.0f, MASK_CAUSAL, 0, 0, 0.0f},
+    {"post-LN, GELU, scores times 1.3 (-as)", POS_LEARNED, LN_POST, ACT_GELU, 0.0f, MASK_CAUSAL, 0, 0, 1.3f},
 };
 #define SCALED 5    // the -es 1 variant
 #define UNMASKED 6  // the -causal 0 variant: no KV-cache check (decoding differs)
 #define FF_2C 7     // article 003's toy layer: d_ff = 2d
 #define FF_12 8
 #define RELU2 9
-static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12, RELU2};  // padding, checkpoints
-static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12, RELU2};        // the KV-cache checks
+#define AS_13 10    // -as 1.3
+// padding, checkpoints
+static const int PADDED_VARIANTS[] = {0, 1, SCALED, UNMASKED, FF_2C, FF_12, RELU2, AS_13};
+// the KV-cache checks
+static const int CACHED_VARIANTS[] = {0, 1, 2, 3, SCALED, FF_2C, FF_12, RELU2, AS_13};
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 #define NUM_PADDED ((int)(sizeof PADDED_VARIANTS / sizeof PADDED_VARIANTS[0]))
 #define NUM_CACHED ((int)(sizeof CACHED_VARIANTS / sizeof CACHED_VARIANTS[0]))
@@ -66,7 +76,7 @@ static void small_model(Seq2Seq* m, const Variant* v, uint64_t seed) {
     Seq2SeqConfig c = {.max_seq_len = MAXT, .vocab_size = V, .padded_vocab_size = 16, .enc_layers = 2,
                        .dec_layers = 2, .num_heads = NH, .channels = C, .pos_encoding = v->pe,
                        .ln_place = v->ln, .activation = v->act, .mask = v->mask,
-                       .embed_scale = v->embed_scale, .ff = v->ff};
+                       .embed_scale = v->embed_scale, .ff = v->ff, .att_scale = v->as};
     seq2seq_init_random(m, c, seed);
     uint64_t rng = seed * 7 + 1;
     for (size_t i = 0; i < m->num_parameters; i++)
@@ -463,6 +473,50 @@ static void test_teacher_forcing_measured(void) {
 }
 
 
+// edit distance by its definition: the last characters kept (if equal) or replaced, a's
+// last dropped, or b's last inserted, whichever is cheapest (exponential; strings of <= 6)
+static int edit_distance_recursive(const int* a, int na, const int* b, int nb) {
+    if (na == 0 || nb == 0) return na + nb;
+    int best = edit_distance_recursive(a, na - 1, b, nb - 1) + (a[na - 1] != b[nb - 1]);
+    int drop = edit_distance_recursive(a, na - 1, b, nb) + 1;
+    int insert = edit_distance_recursive(a, na, b, nb - 1) + 1;
+    best = drop < best ? drop : best;
+    return insert < best ? insert : best;
+}
+
+// the alignment-aware score: edit_distance against its definition, and a shifted output
+// (one character extra) scored as one edit where position by position it is all wrong
+static void test_edit_distance(void) {
+    printf("-- edit distance to the target: a shifted output is one edit\n");
+    uint64_t rng = 5;
+    int row[8], worst = 0, max_d = 0;
+    for (int k = 0; k < 500; k++) {
+        int a[6], b[6], na = (int)(random_u64(&rng) % 7), nb = (int)(random_u64(&rng) % 7);
+        for (int i = 0; i < 6; i++)
+            a[i] = 3 + (int)(random_u64(&rng) % 3), b[i] = 3 + (int)(random_u64(&rng) % 3);
+        int d = edit_distance(a, na, b, nb, row), want = edit_distance_recursive(a, na, b, nb);
+        worst += d != want;
+        max_d = d > max_d ? d : max_d;
+    }
+    check(worst == 0 && max_d >= 5, "edit_distance = the recursive definition on 500 random pairs of strings "
+          "of 0-6 characters (%d differ; distances up to %d)", worst, max_d);
+    int tgt[6] = {3, 4, 5, 6, 7, PAIR_EOS}, tf[6] = {3, 4, 5, 6, 7, PAIR_EOS};  // "abcde", EOS
+    int extra[6] = {3, 3, 4, 5, 6, 7}, dropped[4] = {3, 5, 6, 7}, replaced[5] = {3, 4, 8, 6, 7};
+    EvalStats e;
+    eval_stats_init(&e, 8);
+    score_pair(&e, tgt, tf, 5, extra, 6, NULL, 0, 8);
+    check(e.after == 4 && e.after_greedy == 0 && e.edits == 1 && e.one_extra == 1 && e.chars == 5,
+          "\"abcde\" decoded as \"aabcde\": after the first wrong token %d of %d positions right, %lld edit "
+          "(one character extra: %d)", e.after_greedy, e.after, e.edits, e.one_extra);
+    score_pair(&e, tgt, tf, 5, dropped, 4, NULL, 0, 8);
+    score_pair(&e, tgt, tf, 5, replaced, 5, NULL, 0, 8);
+    score_pair(&e, tgt, tf, 5, tgt, 5, NULL, 0, 8);
+    check(e.edits == 3 && e.one_extra == 1 && e.one_dropped == 1 && e.one_replaced == 1 && e.chars == 20,
+          "\"acde\" one missing, \"abfde\" one replaced, \"abcde\" none: %lld edits in all, %d/%d/%d of "
+          "each kind", e.edits, e.one_extra, e.one_dropped, e.one_replaced);
+    eval_stats_free(&e);
+}
+
 // ----------------------------------------------------------------------------
 // 6. the decoder's mask off (-causal 0, E34): a position's logits change with a later input
 // token, and a model trained so reads the answer: right under teacher forcing, wrong when
@@ -632,6 +686,7 @@ static const CheckGroup CHECK_GROUPS[] = {
     {"kv cache: decoder", test_kv_cache},
     {"checkpoint bytes", test_checkpoint},
     {"teacher forcing measured", test_teacher_forcing_measured},
+    {"edit distance", test_edit_distance},
     {"no special outputs", test_no_special_outputs},
     {"decoder mask off", test_decoder_mask_off},
     {"freeze and sgd", test_freeze_and_sgd},

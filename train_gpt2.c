@@ -4,8 +4,8 @@ train_gpt2.c: GPT-2 trained on the CPU, written to be read top to bottom.
 Every layer is here with its forward pass and, right beside it, its hand-derived
 backward pass; then the model, AdamW, one training step and generation with a KV cache.
 It reads and writes llm.c's file formats (doc/formats.md). Reading order:
-  1. the layers: encoder, layernorm, matmul, attention, gelu, residual, dropout,
-     softmax + cross-entropy, each _forward next to its _backward;
+  1. the layers: encoder (llm.c's name for the embedding), layernorm, matmul, attention, gelu,
+     residual, dropout, softmax + cross-entropy, each _forward next to its _backward;
   2. the model: GPT2Config, parameters, activations, initialisation, checkpoints;
   3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
   4. AdamW, one name per level: adamw_update (the formula), gpt2_update (on the model),
@@ -102,7 +102,8 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // accumulate flag, which fast/matmul.h takes.)
 typedef enum { GRAD_STORE = 0, GRAD_ADD = 1 } GradWrite;
 
-// encoder: token embedding plus position embedding
+// encoder: token embedding plus position embedding (llm.c's name; not the encoder stack of
+// articles 002 and 003, which is train_seq2seq.c's seq2seq_encode)
 // out is (B,T,C); inp is (B,T) token ids; wte is (Vp,C); wpe is (maxT,C): learned (GPT-2),
 // fixed sinusoids (-pe sin), or NULL (-pe rope: positions enter the attention instead)
 void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
@@ -334,7 +335,11 @@ typedef struct {
     int q_stride, kv_stride;  // floats from one row of q (of kv) to the next; 0 = the fused row C3
     const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
     int plain;    // 1: the products by matmul_plain (-kernels plain); 0: by fast/gemm.h's kernels
+    float scale;  // step 2's factor on the scores (-as); 0 = 1/sqrt(hs), the article's
 } AttentionShape;
+
+// the scores' factor: a model's -as, or 0 for the articles' 1/sqrt(hs) (the one place it is written)
+static float attention_scale(float scale, int hs) { return scale != 0.0f ? scale : 1.0f / sqrtf((float)hs); }
 
 // the products of one head's slices, named by their formulas, computed as s.plain says
 static void head_ABt(AttentionShape s, float* Cm, int ldc, const float* A, int lda, const float* Bm, int ldb,
@@ -359,6 +364,7 @@ static AttentionShape attention_shape_filled(AttentionShape s) {
     int C3 = s.C + 2 * s.NKV * (s.C / s.NH);
     s.Tk = s.Tk ? s.Tk : s.T;
     s.q_stride = s.q_stride ? s.q_stride : C3, s.kv_stride = s.kv_stride ? s.kv_stride : C3;
+    s.scale = attention_scale(s.scale, s.C / s.NH);
     if (s.causal && s.Tk != s.T) die("attention: the causal mask needs Tk == T (Tk %d, T %d)", s.Tk, s.T);
     for (int b = 0; s.key_len && b < s.B; b++)
         if (s.key_len[b] < 1 || s.key_len[b] > s.Tk)
@@ -377,7 +383,7 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                        const float* q, const float* kv, AttentionShape s, const DropoutMask* drop) {
     s = attention_shape_filled(s);
     int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
-    float scale = 1.0f / sqrtf((float)hs);
+    float scale = s.scale;
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
@@ -393,8 +399,8 @@ void attention_forward(float* out, float* att_scores, float* att_probs, float* a
                 float* scores_row = att_scores + head + (size_t)t * Tk;
                 float* probs_row = att_probs + head + (size_t)t * Tk;
                 int last = last_key(s, b, t);  // the last key query t may see
-                // step 2 (注意力分数缩放): times 1/sqrt(hs), so the scores' spread does not
-                //   grow with the head size and the softmax does not saturate
+                // step 2 (注意力分数缩放): times 1/sqrt(hs) (or -as), so the scores' spread does
+                //   not grow with the head size and the softmax does not saturate
                 // step 3 (因果掩码): keys after t are the future, keys from key_len[b] on are
                 //   padding: -inf, so softmax gives 0
                 for (int t2 = 0; t2 < Tk; t2++)
@@ -454,7 +460,7 @@ static void attention_rows_backward(float* grad_att, const float* att_probs, Att
             dot += probs_row[t2] * datt_row[t2];
         // step 5 (因果掩码反向传播): masked scores (the future, the padding) were constants
         //   (-inf), so their gradient is zero (P is 0 there)
-        // step 6 (缩放因子): the forward multiplied by 1/sqrt(hs), so does the backward
+        // step 6 (缩放因子): the forward multiplied by the scale (1/sqrt(hs)), so does the backward
         for (int t2 = 0; t2 < Tk; t2++)
             datt_row[t2] = t2 <= last ? probs_row[t2] * (datt_row[t2] - dot) * scale : 0.0f;
     }
@@ -477,7 +483,7 @@ void attention_backward(float* dq, float* dkv, const float* dout, const float* q
                         AttentionShape s, const DropoutMask* drop) {
     s = attention_shape_filled(s);
     int B = s.B, T = s.T, Tk = s.Tk, C = s.C, NH = s.NH, hs = C / NH, group = NH / s.NKV;
-    float scale = 1.0f / sqrtf((float)hs);
+    float scale = s.scale;
     int dropping = drop && drop->p > 0.0f;
     if (!dropping) att_dropped = att_probs;
     #pragma omp parallel for collapse(2)
@@ -792,6 +798,7 @@ typedef struct {
     int pos_encoding, ln_place, activation, mask;  // the variants above
     int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
     int head_size;          // hs; 0 is C/NH. Not in a file: set by train_gpt2_parallel.c's -tpar
+    float att_scale;        // -as: the attention scores' factor; 0 is read as 1/sqrt(hs)
 } GPT2Config;
 
 // the MLP's hidden width: -ff, or 4C (article 003's toy layer has 2d; the paper 4d)
@@ -807,7 +814,7 @@ static int qkv_channels(GPT2Config c) { return (c.num_heads + 2 * c.num_kv_heads
 
 static AttentionShape attention_shape(GPT2Config c, int B, int T) {
     return (AttentionShape){.B = B, .T = T, .C = attention_channels(c), .NH = c.num_heads,
-                            .NKV = c.num_kv_heads, .causal = c.mask == MASK_CAUSAL};
+                            .NKV = c.num_kv_heads, .causal = c.mask == MASK_CAUSAL, .scale = c.att_scale};
 }
 
 // The parameters, the activations and the backward's scratch each live in one
@@ -1033,6 +1040,8 @@ static void check_config(GPT2Config c, const char* source) {
         die("%s: RoPE rotates pairs of channels; the head size %d is odd", source, head_size(c));
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
+    if (!(c.att_scale >= 0.0f && c.att_scale < 1e6f))
+        die("%s: attention scale %g out of range (0 < scale < 1e6; 0 = 1/sqrt(hs))", source, c.att_scale);
     if (!pos_encoding_word(c.pos_encoding) || !ln_place_word(c.ln_place) || !activation_word(c.activation) ||
         !mask_word(c.mask))
         die("%s: unknown variant setting (positions %d, layernorm %d, activation %d, mask %d)", source,
@@ -1097,7 +1106,8 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 
 static int is_gpt2(GPT2Config c) {
     return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
-           c.activation == ACT_GELU && c.mask == MASK_CAUSAL && ff_channels(c) == 4 * c.channels;
+           c.activation == ACT_GELU && c.mask == MASK_CAUSAL && ff_channels(c) == 4 * c.channels &&
+           c.att_scale == 0.0f;
 }
 
 // weights that are nan or inf are refused on load and before every export: they would
@@ -1147,6 +1157,7 @@ static void check_header_holds(const int32_t h[256], GPT2Config c, const char* p
                        .channels = h[6], .padded_vocab_size = h[7], .num_kv_heads = h[5]};
     for (int i = 0; h[1] != 3 && i < NUM_VARIANT_SLOTS; i++)
         *config_setting(&back, i) = h[VARIANT_SLOTS[i].slot];
+    if (h[1] != 3) memcpy(&back.att_scale, &h[14], sizeof back.att_scale);  // -as: slot 14, a float
     for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
         if (*config_setting(&back, i) != *config_setting(&c, i))
             die("'%s': checkpoint version %d cannot hold %s %d (is_gpt2 calls this model GPT-2)", path, h[1],
@@ -1170,7 +1181,8 @@ void gpt2_build_from_checkpoint(GPT2* model, const char* path) {
     if (variants) {  // -ff's slot 0: 4C (version 103 and older 104 files)
         for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
             *config_setting(&c, i) = h[VARIANT_SLOTS[i].slot];
-        check_unused_slots(path, h, 8 + NUM_VARIANT_SLOTS, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
+        memcpy(&c.att_scale, &h[14], sizeof c.att_scale);  // -as, a float; 0: 1/sqrt(hs) (older files)
+        check_unused_slots(path, h, 15, h[1] == CHECKPOINT_VARIANTS ? 254 : 255);
     }
     check_config(c, path);
     size_t sizes[NUM_PARAMETER_TENSORS];  // the file must hold them all before they are allocated
@@ -1191,6 +1203,7 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
         h[1] = CHECKPOINT_VARIANTS;
         for (int i = 0; i < NUM_VARIANT_SLOTS; i++)
             h[VARIANT_SLOTS[i].slot] = *config_setting(&c, i);
+        memcpy(&h[14], &c.att_scale, sizeof c.att_scale);  // -as: a float, outside VARIANT_SLOTS
         h[255] = (int32_t)crc32c_update(header_checksum(h), model->params_memory,
                                         model->num_parameters * sizeof(float));
     }
@@ -1763,16 +1776,15 @@ static void token_matmul(const GPT2* model, KVCache* kv, float* out, const float
 // plain: step 8's weighted sum of the values by the plain loop (-kernels plain)
 static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
                                      const float* values, int pos, int C, int NH, int NKV, int maxT,
-                                     int plain) {
+                                     float scale, int plain) {
     int hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for
     for (int h = 0; h < NH; h++) {
         float* scores = att + (size_t)h * maxT;
         const float* qh = q + h * hs;
         size_t kvh = h / (NH / NKV);         // the K/V head this query head shares (GQA)
         float maxval = -INFINITY;
-        for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 / sqrt(hs); nothing to mask
+        for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 times the scale; nothing to mask
             const float* k = keys + (kvh * maxT + t2) * hs;
             float dot = 0.0f;
             #pragma omp simd reduction(+ : dot)
@@ -1828,7 +1840,7 @@ const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
             memcpy(values + slot, kv->qkv + CA + (NKV + h) * hs, hs * sizeof(float));
         }
         attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, CA, NH, NKV, maxT,
-                                 model->plain);
+                                 attention_scale(c.att_scale, hs), model->plain);
         token_matmul(model, kv, kv->proj, kv->atty, w.attprojw, branch_bias(model, w.attprojb), CA, C);
         branch_sum(model, kv->proj, C);
         residual_forward(kv->x, kv->x, kv->proj, C);

@@ -145,12 +145,14 @@ void setup_model(const Options* o, Run* r) {
                             &fresh.mask};
         apply_variant_flags(o, settings, 1, "", fresh.num_heads, fresh.channels);
         fresh.ff = o->ff;  // 0: 4C
+        fresh.att_scale = att_scale_for(o, 0.0f, 1, "");  // 0: 1/sqrt(hs)
         gpt2_init_random(&r->model, fresh, (uint64_t)o->seed);
     }
     GPT2Config* mc = &r->model.config;  // a loaded model: the flags must agree with it (-causal may switch)
     int* settings[5] = {&mc->pos_encoding, &mc->ln_place, &mc->activation, &mc->num_kv_heads, &mc->mask};
     const char* source = r->ckpt.last[0] ? r->ckpt.last : o->init;
     if (!is_fresh) apply_variant_flags(o, settings, 0, source, 0, 0);
+    if (!is_fresh) att_scale_for(o, mc->att_scale, 0, source);
     if (!is_fresh || o->init[0])  // a loaded model, or llm.c's descriptor (d12...): its shape, not -nl ...
         check_shape_given(o, source, mc->num_layers, mc->num_heads, mc->channels, mc->max_seq_len,
                           ff_channels(*mc));
@@ -213,6 +215,9 @@ void setup_model(const Options* o, Run* r) {
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)
         printf("MLP: hidden width d_ff = %d (-ff), not GPT-2's 4C = %d\n", ff_channels(c), 4 * c.channels);
+    if (c.att_scale != 0.0f)
+        printf("attention: scores times %g (-as), not 1/sqrt(hs) = %g\n", c.att_scale,
+               attention_scale(0.0f, c.channels / c.num_heads));
     print_tensor_parallel(&r->model);
 }
 

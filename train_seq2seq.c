@@ -14,7 +14,7 @@ Reading order:
      shifted target (teacher forcing); the loss is the mean over real target positions;
   4. seq2seq_backward: the same steps reversed; the encoder output's gradient is the sum
      over every decoder layer that reads it (branch_backward, SUB_CROSS);
-  5. checkpoints (version 200 of llm.c's header, doc/formats.md);
+  5. checkpoints (version 201 of llm.c's header, doc/formats.md);
   6. inference: the decoder one token at a time with a KV cache, the cross-attention's
      K and V computed once per source (decoder_forward_token, seq2seq_decode);
   7. evaluation: decoding (greedy, sampled) against teacher forcing at the same positions,
@@ -54,6 +54,7 @@ typedef struct {
     int embed_scale;        // 1 (-es 1): token embeddings times sqrt(C) on the way in, not in the
                             //   tied head (the original Transformer's; doc/errata.md E15)
     int ff;                 // d_ff: the MLPs' hidden width (-ff); 0 = 4C (article 003's toy layer: 2d)
+    float att_scale;        // -as: every attention's factor on its scores; 0 = 1/sqrt(hs)
 } Seq2SeqConfig;
 
 // the MLPs' hidden width F: -ff, or 4C
@@ -248,6 +249,8 @@ static void s2s_check_config(Seq2SeqConfig c, const char* source) {
             c.padded_vocab_size, c.channels, c.enc_layers, c.dec_layers, c.max_seq_len);
     if (c.ff < 0 || c.ff > 1 << 18)
         die("%s: MLP width d_ff %d out of range (1..262144, or 0 for 4C)", source, c.ff);
+    if (!(c.att_scale >= 0.0f && c.att_scale < 1e6f))
+        die("%s: attention scale %g out of range (0 < scale < 1e6; 0 = 1/sqrt(hs))", source, c.att_scale);
     if ((c.pos_encoding != POS_LEARNED && c.pos_encoding != POS_SIN) || !ln_place_word(c.ln_place) ||
         !activation_word(c.activation) || !mask_word(c.mask) || (unsigned)c.embed_scale > 1)
         die("%s: unknown variant setting (positions %d: learned or sin; layernorm %d, activation %d, "
@@ -429,13 +432,13 @@ static AttentionShape sublayer_attention(const Seq2Seq* m, Sublayer u) {
     int NH = c.num_heads, C = c.channels;
     if (!u.decoder)
         return (AttentionShape){.B = m->B, .T = m->Ts, .C = C, .NH = NH, .NKV = NH, .causal = 0,
-                                .key_len = m->src_len};
+                                .key_len = m->src_len, .scale = c.att_scale};
     if (u.kind == SUB_SELF)  // -causal 0: every real position of the target, padding masked
         return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH,
                                 .causal = c.mask == MASK_CAUSAL,
-                                .key_len = c.mask == MASK_NONE ? m->dec_len : NULL};
+                                .key_len = c.mask == MASK_NONE ? m->dec_len : NULL, .scale = c.att_scale};
     return (AttentionShape){.B = m->B, .T = m->Tt, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = m->Ts,
-                            .q_stride = C, .kv_stride = 2 * C, .key_len = m->src_len};
+                            .q_stride = C, .kv_stride = 2 * C, .key_len = m->src_len, .scale = c.att_scale};
 }
 
 // the dropout mask of a site of sublayer s (site DROP_EMBED: s = 0 the source's, s = 1 the
@@ -771,11 +774,12 @@ StepStats seq2seq_train_step(Seq2Seq* m, const PairBatch* pb, int step, const Ad
 }
 
 // ----------------------------------------------------------------------------
-// checkpoints: llm.c's 256-int header, version 200, then the parameters in file order.
+// checkpoints: llm.c's 256-int header, version 201, then the parameters in file order.
 // Slots (doc/formats.md): 2 maxT, 3 V, 4 Le, 5 NH, 6 C, 7 Vp, 8 key/value heads (= NH),
 // 9 positions, 10 layernorm, 11 activation (train_gpt2.c's numbering of the variants),
 // 12 mask (0: the decoder's self-attention is causal; 1: none, -causal 0), 13 Ld, 14 embedding
-// scale (0: none; 1: token embeddings times sqrt(C), -es 1), 15 d_ff (0: 4C; -ff).
+// scale (0: none; 1: token embeddings times sqrt(C), -es 1), 15 d_ff (0: 4C; -ff), 16 the
+// attention scale's float bits (0: 1/sqrt(hs); -as). 255 the checksum (200: none).
 
 void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     char tmp[4096];
@@ -786,6 +790,7 @@ void seq2seq_write_checkpoint(const Seq2Seq* m, const char* path) {
     h[4] = c.enc_layers; h[5] = c.num_heads; h[6] = c.channels; h[7] = c.padded_vocab_size;
     h[8] = c.num_heads; h[9] = c.pos_encoding; h[10] = c.ln_place; h[11] = c.activation; h[12] = c.mask;
     h[13] = c.dec_layers; h[14] = c.embed_scale; h[15] = s2s_ff(c) == 4 * c.channels ? 0 : c.ff;
+    memcpy(&h[16], &c.att_scale, sizeof c.att_scale);
     h[255] = (int32_t)crc32c_update(header_checksum(h), m->params_memory, m->num_parameters * sizeof(float));
     fwrite_check(h, sizeof(int32_t), 256, f, tmp);
     fwrite_check(m->params_memory, sizeof(float), m->num_parameters, f, tmp);
@@ -806,10 +811,11 @@ void seq2seq_build_from_checkpoint(Seq2Seq* m, const char* path) {
                        .channels = h[6], .padded_vocab_size = h[7], .pos_encoding = h[9], .ln_place = h[10],
                        .activation = h[11], .mask = h[12], .dec_layers = h[13],
                        .embed_scale = h[14], .ff = h[15]};
+    memcpy(&c.att_scale, &h[16], sizeof c.att_scale);  // 0 in files from before -as
     s2s_check_config(c, path);
     if (h[8] != h[5])
         die("'%s': key/value heads %d (must equal the heads %d) not supported", path, h[8], h[5]);
-    check_unused_slots(path, h, 16, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
+    check_unused_slots(path, h, 17, h[1] == CHECKPOINT_SEQ2SEQ ? 254 : 255);
     size_t sizes[NUM_S2S_PARAMETERS];
     s2s_parameter_sizes(sizes, c);
     check_checkpoint_size(f, path, sum_sizes(sizes, NUM_S2S_PARAMETERS));
@@ -895,14 +901,15 @@ static void cached_branch(const Seq2Seq* m, DecodeCache* dc, int s, const float*
             float* kv = dc->self_kv + slot + (size_t)b * maxT * 2 * C;
             memcpy(kv + (size_t)pos * 2 * C, dc->qkv + (size_t)b * 3 * C + C, 2 * C * sizeof(float));
             AttentionShape one = {.B = 1, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = pos + 1,
-                                  .q_stride = 3 * C, .kv_stride = 2 * C};
+                                  .q_stride = 3 * C, .kv_stride = 2 * C, .scale = c.att_scale};
             attention_forward(dc->atty + (size_t)b * C, dc->scores, dc->probs, NULL,
                               dc->qkv + (size_t)b * 3 * C, kv, one, NULL);
         }
     } else {                   // B queries against their sources' cached K,V, padding masked
         matmul_forward(dc->qkv, in, w.w1, w.b1, B, C, C);
         AttentionShape cross = {.B = B, .T = 1, .C = C, .NH = NH, .NKV = NH, .causal = 0, .Tk = dc->Ts,
-                                .q_stride = C, .kv_stride = 2 * C, .key_len = dc->src_len};
+                                .q_stride = C, .kv_stride = 2 * C, .key_len = dc->src_len,
+                                .scale = c.att_scale};
         attention_forward(dc->atty, dc->scores, dc->probs, NULL, dc->qkv, dc->cross_kv + slot, cross, NULL);
     }
     matmul_forward(dc->proj, dc->atty, w.w2, w.b2, B, C, C);
@@ -983,6 +990,10 @@ typedef struct {
     int after, after_greedy, after_tf;  // positions after the first wrong greedy token; right in each
     int *pos_n, *pos_tf, *pos_greedy, *pos_sampled;  // (maxT) per target position: pairs, right
     int *gap_n, *gap_greedy, *gap_tf;  // (maxT) k positions after the first wrong greedy token
+    long long edits;       // the greedy outputs' edit distances to their targets, summed
+    int chars;             // the targets' characters (EOS not counted)
+    int one_extra, one_dropped, one_replaced;  // greedy outputs one edit from the target, by kind
+    int* edit_row;         // (maxT + 2) edit_distance's scratch
 } EvalStats;
 
 static void eval_stats_init(EvalStats* e, int maxT) {
@@ -991,11 +1002,44 @@ static void eval_stats_init(EvalStats* e, int maxT) {
                       &e->gap_tf};
     for (int k = 0; k < 7; k++)
         *counts[k] = callocCheck((size_t)maxT + 1, sizeof(int));
+    e->edit_row = callocCheck((size_t)maxT + 2, sizeof(int));
 }
 
 static void eval_stats_free(EvalStats* e) {
     free(e->pos_n); free(e->pos_tf); free(e->pos_greedy); free(e->pos_sampled);
-    free(e->gap_n); free(e->gap_greedy); free(e->gap_tf);
+    free(e->gap_n); free(e->gap_greedy); free(e->gap_tf); free(e->edit_row);
+}
+
+// Levenshtein's edit distance: the fewest characters inserted, dropped or replaced that
+// turn a (na) into b (nb); row holds nb + 1 ints. Scoring position by position counts
+// every position after a character too many or too few as wrong; this counts the one edit.
+int edit_distance(const int* a, int na, const int* b, int nb, int* row) {
+    for (int j = 0; j <= nb; j++)
+        row[j] = j;                            // the empty prefix of a: j insertions
+    for (int i = 1; i <= na; i++) {
+        int diag = row[0];                     // distance(a[..i-1], b[..j-1])
+        row[0] = i;
+        for (int j = 1; j <= nb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);  // keep or replace a[i-1]
+            best = up + 1 < best ? up + 1 : best;                   // drop a[i-1]
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;   // insert b[j-1]
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[nb];
+}
+
+// the greedy output out (its characters, EOS not included) against the target tgt (n)
+static void score_edits(EvalStats* e, const int* tgt, int n, const int* out, int out_len) {
+    int d = edit_distance(out, out_len, tgt, n, e->edit_row);
+    e->edits += d;
+    e->chars += n;
+    if (d == 1) {
+        e->one_extra += out_len == n + 1;
+        e->one_dropped += out_len == n - 1;
+        e->one_replaced += out_len == n;
+    }
 }
 
 // the most likely token that decoding may emit (EOS or a character; seq2seq_decode's rule)
@@ -1031,6 +1075,7 @@ static int score_pair(EvalStats* e, const int* tgt, const int* tf_best, int n, c
             first_wrong = t;
         }
     }
+    score_edits(e, tgt, n, greedy, greedy_len);
     e->positions += n + 1;
     e->tf_sequences += tf_all; e->greedy_exact += greedy_all; e->sampled_exact += sampled && sampled_all;
     e->erring += first_wrong >= 0;

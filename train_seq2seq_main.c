@@ -62,7 +62,8 @@ static Seq2SeqConfig s2s_fresh_config(const Options* o, const S2SRun* r) {
                        .padded_vocab_size = (ps->vocab_size + 127) / 128 * 128,
                        .enc_layers = o->enc_layers ? o->enc_layers : o->layers,
                        .dec_layers = o->dec_layers ? o->dec_layers : o->layers, .num_heads = o->heads,
-                       .channels = o->channels, .embed_scale = o->embed_scale == 1, .ff = o->ff};
+                       .channels = o->channels, .embed_scale = o->embed_scale == 1, .ff = o->ff,
+                       .att_scale = att_scale_for(o, 0.0f, 1, "")};
     int kv_heads = c.num_heads;  // (no -kv here)
     int* settings[5] = {&c.pos_encoding, &c.ln_place, &c.activation, &kv_heads, &c.mask};
     apply_variant_flags(o, settings, 1, "", c.num_heads, c.channels);  // util/cli.h, as train_gpt2's
@@ -76,6 +77,7 @@ static void check_loaded_model(const Options* o, Seq2SeqConfig* c, const char* s
     int* settings[5] = {&c->pos_encoding, &c->ln_place, &c->activation, &kv_heads, &c->mask};
     apply_variant_flags(o, settings, 0, source, 0, 0);
     check_shape_given(o, source, -1, c->num_heads, c->channels, c->max_seq_len, s2s_ff(*c));
+    att_scale_for(o, c->att_scale, 0, source);
     if (o->embed_scale >= 0 && o->embed_scale != c->embed_scale)
         usage_error("-es: the model in '%s' was built %s the embedding scale; it is chosen when a model is "
                     "created (leave -es out, or start a fresh model)", source,
@@ -92,6 +94,9 @@ static void print_model(Seq2SeqConfig c, size_t num_parameters) {
         printf("MLP: hidden width d_ff = %d (-ff), not 4C = %d\n", s2s_ff(c), 4 * c.channels);
     if (c.embed_scale) printf("token embeddings times sqrt(C) = %.2f on the way in (-es 1)\n",
                               sqrtf(c.channels));
+    if (c.att_scale != 0.0f)
+        printf("attention: scores times %g (-as), not 1/sqrt(hs) = %g\n", c.att_scale,
+               attention_scale(0.0f, c.channels / c.num_heads));
     if (c.mask == MASK_NONE)
         printf("-causal 0: the decoder's self-attention has no mask, so in training each position reads the "
                "token it predicts; decoding cannot (an experiment: article 003's \"optional\" mask, "
@@ -203,6 +208,16 @@ static void s2s_save_checkpoint(const Options* o, S2SRun* r, int step) {
 
 static double percent(int right, int of) { return of > 0 ? 100.0 * right / of : 0.0; }
 
+// the alignment-aware score: the greedy outputs' edit distance to their targets, summed and
+// as a share of the targets' characters, and the outputs one insertion, deletion or
+// replacement away (a shifted output is one edit, not every position after the shift)
+static void print_edits(const EvalStats* e, const char* indent) {
+    printf("%sedit distance to the target (greedy): %lld edits, %.2f%% of %d characters; one edit away: "
+           "%d pairs (%d a character extra, %d one missing, %d one replaced)\n", indent, e->edits,
+           e->chars > 0 ? 100.0 * (double)e->edits / e->chars : 0.0, e->chars,
+           e->one_extra + e->one_dropped + e->one_replaced, e->one_extra, e->one_dropped, e->one_replaced);
+}
+
 // the held-out loss, teacher-forced token accuracy and greedy exact match (1,000 pairs of
 // reversal: about half a second, most of it the decoding), and where the two regimes differ:
 // the positions after the first wrong greedy token
@@ -214,6 +229,7 @@ static void s2s_validate(const Options* o, S2SRun* r, int step) {
     printf("           after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher "
            "forced %.2f%% of the same positions right\n", e.erring, e.after,
            percent(e.after_greedy, e.after), percent(e.after_tf, e.after));
+    print_edits(&e, "           ");
     history_val(&r->ckpt.history, step, (float)e.loss);
     eval_stats_free(&e);
 }
@@ -302,6 +318,7 @@ static void s2s_report(const Options* o, S2SRun* r) {
     printf("  after the first wrong greedy token (%d pairs, %d positions): greedy %.2f%%, teacher forced "
            "%.2f%% of the same positions right\n", e.erring, e.after, percent(e.after_greedy, e.after),
            percent(e.after_tf, e.after));
+    print_edits(&e, "  ");
     print_positions(&e, r->model.config.max_seq_len);
     sampler_free(&sampled);
     eval_stats_free(&e);

@@ -27,12 +27,15 @@ Configurations
      NKV=2, pe=rope, ln=post, act=relu, causal=1
   d: V=70,  Vp=128, maxT=20, L=2, NH=3, C=36 (hs 12), B=2, T=17
      NKV=1, pe=sin, ln=pre, act=gelu, causal=0
-Seeds 1001, 2002, 3003, 4004; each config has its own torch.Generator, drawing the
+  e: V=65,  Vp=128, maxT=16, L=2, NH=4, C=32 (hs 8),  B=2, T=13   GPT-2 with scale=0.7:
+     the attention scores times 0.7 instead of 1/sqrt(8) = 0.354 (-as 0.7)
+Seeds 1001, 2002, 3003, 4004, 5005; each config has its own torch.Generator, drawing the
 parameters in checkpoint order (wpe only where it exists), then x, then y.
 x and y are random ints in [0, V) of shape (B, T) (y is NOT x shifted; it is independent).
 
 Block variants (plain GPT-2 = NKV=NH, pe=learned, ln=pre, act=gelu, causal=1)
-  hs = C/NH throughout; the attention scale stays 1/sqrt(hs).
+  hs = C/NH throughout; the attention scale is 1/sqrt(hs) unless a config names another
+  (scale, -as: e).
   NKV     key/value heads (grouped-query attention), NKV divides NH. qkvw is
           (L, (NH+2*NKV)*hs, C), qkvb (L, (NH+2*NKV)*hs); rows: NH*hs Q rows, then NKV*hs
           K rows, then NKV*hs V rows. qkv = a @ qkvw[l]^T + qkvb[l];
@@ -64,7 +67,7 @@ RoPE (complex) against the real rotation formula above, values and gradients; at
 with NKV=NH against plain multi-head and with NKV<NH against per-head loops using K/V head
 h // (NH/NKV), causal and unmasked; a few entries of the sin table.
 
-Files written (X in {a, b, c, d}); all little-endian, every file starts with 256 int32
+Files written (X in {a, b, c, d, e}); all little-endian, every file starts with 256 int32
 ----------------------------------------------------------------------------------------
 ref_X_model.bin   llm.c checkpoint, header [0]=20240326 [1]=3 [2]=maxT [3]=V [4]=L
                   [5]=NH [6]=C [7]=Vp, rest 0 (a, b), then all 16 parameter tensors as
@@ -77,6 +80,8 @@ ref_X_model.bin   llm.c checkpoint, header [0]=20240326 [1]=3 [2]=maxT [3]=V [4]
                   omitted when pe != learned (15 tensors):
                     c: 20240326 103 16 65 2 4 32 128 | 2 1 1 1 0   (27456 floats)
                     d: 20240326 103 20 70 2 3 36 128 | 1 2 0 0 1   (33168 floats)
+                  A scale (e) is [14] = its float32's bits ([13], d_ff, 0 = 4C):
+                    e: 20240326 103 16 65 2 4 32 128 | 4 0 0 0 0 0 0x3f333333
 ref_X_state.bin   llm.c reference state version 2: header [0]=20240327 [1]=2 [2]=B [3]=T;
                   x (B*T int32), y (B*T int32), logits (B*T*V float32, NOT padded),
                   mean loss (1 float32), gradients of the mean loss w.r.t. every
@@ -219,6 +224,7 @@ CONFIGS = {
               NKV=2, pe="rope", ln="post", act="relu", causal=1),
     "d": dict(V=70, Vp=128, maxT=20, L=2, NH=3, C=36, B=2, T=17, seed=4004,
               NKV=1, pe="sin", ln="pre", act="gelu", causal=0),
+    "e": dict(V=65, Vp=128, maxT=16, L=2, NH=4, C=32, B=2, T=13, seed=5005, scale=0.7),
 }
 PARAM_NAMES = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
                "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
@@ -251,7 +257,7 @@ def variant(cfg):
 
 def is_variant(cfg):
     """True when any block setting differs from GPT-2 (-> checkpoint version 103)."""
-    return variant(cfg) != dict(VARIANT_DEFAULTS, NKV=cfg["NH"])
+    return variant(cfg) != dict(VARIANT_DEFAULTS, NKV=cfg["NH"]) or "scale" in cfg
 
 
 def check_config(cfg):
@@ -401,15 +407,16 @@ def repeat_kv(x, n_rep):
     return x[:, :, :, None, :].expand(B, T, nkv, n_rep, hs).reshape(B, T, nkv * n_rep, hs)
 
 
-def attention(q, k, v, causal, drop=None, layer=0):
+def attention(q, k, v, causal, drop=None, layer=0, scale=None):
     """q (B,T,NH,hs), k and v (B,T,NKV,hs) -> (B,T,NH*hs), heads concatenated in order.
-    Softmax of q.k/sqrt(hs) over keys (keys after the query excluded when causal)."""
+    Softmax of q.k/sqrt(hs) (or q.k times scale, -as) over keys (keys after the query
+    excluded when causal)."""
     B, T, NH, hs = q.shape
     n_rep = NH // k.shape[2]
     q = q.transpose(1, 2)  # (B,NH,T,hs)
     k = repeat_kv(k, n_rep).transpose(1, 2)
     v = repeat_kv(v, n_rep).transpose(1, 2)
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B,NH,T,T)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs) if scale is None else scale)  # (B,NH,T,T)
     if causal:
         mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
         att = att.masked_fill(~mask, float("-inf"))
@@ -445,7 +452,8 @@ def forward(P, cfg, x, y, dropout=None):
         v = qkv[..., C + NKV * hs:].reshape(B, T, NKV, hs)
         if freqs_cis is not None:  # after the bias, before the scores; V is not rotated
             q, k = apply_rope(q, freqs_cis), apply_rope(k, freqs_cis)
-        o = attention(q, k, v, var["causal"], drop if dropout is not None else None, l)
+        o = attention(q, k, v, var["causal"], drop if dropout is not None else None, l,
+                      None if "scale" not in cfg else f32(cfg["scale"]))
         o = o @ P["attprojw"][l].T + P["attprojb"][l]
         o = drop(o, l, 2)
         h = h + o
@@ -587,6 +595,8 @@ def model_header(cfg):
         h[1] = 103
         h += [v["NKV"], PE_CODES[v["pe"]], LN_CODES[v["ln"]], ACT_CODES[v["act"]],
               0 if v["causal"] else 1]
+    if "scale" in cfg:  # slot 13 d_ff (0 = 4C), slot 14 the scale's float32 bits
+        h += [0, int(np.frombuffer(np.float32(cfg["scale"]).tobytes(), "<i4")[0])]
     return h
 
 
@@ -694,7 +704,8 @@ def write_train(path, cfg, x, y, hp, clip, losses, norms, lrs):
 
 # Checkpoint header slots 8..12 (NKV, pe, ln, act, mask) spelled out per config, as an
 # independent check of model_header(); None = plain GPT-2 (version 3, slots 8.. zero).
-EXPECTED_VARIANT_SLOTS = {"a": None, "b": None, "c": [2, 1, 1, 1, 0], "d": [1, 2, 0, 0, 1]}
+EXPECTED_VARIANT_SLOTS = {"a": None, "b": None, "c": [2, 1, 1, 1, 0], "d": [1, 2, 0, 0, 1],
+                          "e": [4, 0, 0, 0, 0, 0, 0x3F333333]}  # e: slot 14 = 0.7f's bits
 
 
 def verify(out):
@@ -716,7 +727,8 @@ def verify(out):
         if slots is None:
             assert not h[8:].any()
         else:
-            assert list(h[8:13]) == slots and not h[13:].any(), name + ": variant slots"
+            n = 8 + len(slots)
+            assert list(h[8:n]) == slots and not h[n:].any(), name + ": variant slots"
         wte = np.frombuffer(raw[1024:1024 + 4 * Vp * C], "<f4").reshape(Vp, -1)
         assert (wte[V:] != 0).all(), "padding rows of wte must be non-zero"
         # read the parameters back in file order: recomputing from them must give the

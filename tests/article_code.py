@@ -90,6 +90,22 @@ with torch.no_grad():
           f"E33 article 003 code: atten_weights.sum(dim=-1) gives {misspelt}; attn_weights.sum(dim=-1) "
           f"is the printed (2, 3) of ones")
 
+    # E41: the steps name the output projections out_proj_weight, self_out_proj_weight and
+    # cross_out_proj_weight; in_proj_weight is a tensor of nn.MultiheadAttention, but out_proj is a
+    # Linear inside it, so PyTorch's names are self_attn.out_proj.weight and, for the decoder's
+    # cross-attention, multihead_attn.out_proj.weight
+    enc_names = {n for n, _ in layer_of_memory.named_parameters()}
+    with torch.random.fork_rng():  # the draws below (the C rebuild's decoder) stay as they were
+        dec_names = {n for n, _ in nn.TransformerDecoderLayer(d_model=D, nhead=H, dim_feedforward=FF,
+                                                              dropout=0.0).named_parameters()}
+    said = {"out_proj_weight", "self_out_proj_weight", "cross_out_proj_weight"}
+    check("self_attn.in_proj_weight" in enc_names and "self_attn.out_proj.weight" in enc_names and
+          {"self_attn.out_proj.weight", "multihead_attn.out_proj.weight"} <= dec_names and
+          not any(n.split(".")[-1] in said or n in said for n in enc_names | dec_names),
+          "E41 article 003 code: nn.Transformer's output projections are self_attn.out_proj.weight and "
+          "multihead_attn.out_proj.weight (in_proj_weight is a tensor, out_proj a Linear); no parameter "
+          "is named out_proj_weight, self_out_proj_weight or cross_out_proj_weight")
+
 
 # ----------------------------------------------------------------------------------------
 # The layer rebuilt in C: tests/article003_layer runs train_seq2seq.c's layers (-ff 8 = 2d,

@@ -1039,6 +1039,20 @@ source tests/robustness_tests.sh
 # ---- 9c. two writers, one truth: a state names its checkpoint, one run per folder (issue 49)
 source tests/two_writers_tests.sh
 
+# ---- 10b. run outputs quoted in README.md and doc/*.md (tests/quoted_runs.py): the quick ones re-run
+# here (the long ones in CI, tests/quoted_runs.sh); and the checker can fail: a short run quoted
+# as printed passes, the same quote with one digit changed does not
+if quoted_out=$(python3 tests/quoted_runs.py --quick 2>&1); then
+    ok "quoted run outputs, the quick ones: $(tail -n 1 <<< "$quoted_out")"
+else
+    bad "a quoted run output is stale (python3 tests/quoted_runs.py --quick):"; grep STALE <<< "$quoted_out"
+fi
+if self_out=$(python3 tests/quoted_runs.py --self-test 2>&1); then
+    ok "quoted runs' checker: $(grep -c '^PASS' <<< "$self_out") self-checks (one digit changed fails)"
+else
+    bad "quoted runs' checker, its self-test:"; echo "$self_out"
+fi
+
 # ---- 10, 10c, 10b. the docs against the sources, the scripts' portability, every program and
 # header compiled without a warning (tests/source_checks.sh): none depends on this build's flags
 if [ "${SOURCE_CHECKS:-1}" = 0 ]; then

@@ -32,8 +32,9 @@ if grep -qE '^held-out: 48 pairs [|] exact match [0-9.]+% [(]greedy decoding[)] 
         "$TMP/s2s.log" && [ "$(grep -cE '^ +(right|WRONG) ' "$TMP/s2s.log")" -eq 2 ] \
       && [ -n "$tf_seq" ] && [ "$tf_seq" == "$exact_seq" ] \
       && grep -qE '^  after the first wrong greedy token [(][0-9]+ pairs, [0-9]+ positions[)]: greedy [0-9.]+%, teacher forced [0-9.]+%' "$TMP/s2s.log" \
+      && grep -qE '^  edit distance to the target [(]greedy[)]: [0-9]+ edits, [0-9.]+% of [0-9]+ characters; one edit away: [0-9]+ pairs' "$TMP/s2s.log" \
       && grep -q 'data-steps="30"' "$TMP/s2s/loss.svg"; then
-    ok "train_seq2seq: exact match beside teacher-forced token and sequence accuracy, after the first wrong token, on 48 held-out pairs, 2 decoded examples, loss.svg"
+    ok "train_seq2seq: exact match beside teacher-forced token and sequence accuracy, after the first wrong token, the edit distance, on 48 held-out pairs, 2 decoded examples, loss.svg"
 else
     bad "train_seq2seq: no held-out report, examples or loss curve"; tail -n 4 "$TMP/s2s.log"
 fi

@@ -63,6 +63,8 @@ typedef struct {
     const char *pe, *ln, *act;   // -pe -ln -act: words ("" = not given)
     int variant[3];              // their indices in VARIANT_WORDS; -1 = not given
     int causal;                  // -causal 1 or 0; -1 = not given
+    const char* att_scale_word;  // -as sqrt | none | a number ("" = not given)
+    float att_scale;             // its value: 0 = sqrt (1/sqrt(hs)), none = 1; -1 = not given
     const char* precision;       // -prec fp32 | bf16: the matmuls' operands (fast/bf16.h)
     int bf16;                    // -prec bf16
     const char* kernels;         // -kernels fast | plain: which code computes the matrix products
@@ -194,6 +196,11 @@ static const Flag FLAGS[] = {
     {"-ln", 's', OPT(ln), "fresh model: layernorm pre (GPT-2) | post (Transformer)", "pre",
      "fresh model: layernorm `pre` (GPT-2) or `post` (the original Transformer)"},
     {"-act", 's', OPT(act), "fresh model: the MLP's non-linearity gelu | relu | relu2", "gelu", NULL},
+    {"-as", 's', OPT(att_scale_word), "fresh model: attention scores times sqrt | none | VALUE",
+     "sqrt: 1/sqrt(hs)",
+     "fresh model: the factor on the attention scores before the softmax: `sqrt` = 1/sqrt(hs), the "
+     "articles' and GPT-2's; `none` = 1; or a number > 0; another than `sqrt` is a block variant "
+     "(checkpoint slot 14; [doc/variants.md](variants.md))"},
     {"-causal", 'i', OPT(causal), "1 = causal; 0 = no mask (an experiment)",
      "the model's (1 when fresh)",
      "1 = causal attention; 0 = no mask (an experiment, with a warning; generation stays causal); with "
@@ -286,8 +293,8 @@ static Options default_options(void) {
         .grad_clip = 1.0f, .seed = 1337, .dropout = 0.0f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
         .temperature = 1.0f, .top_k = 0, .prompt = "", .shuffle = 1, .attention_map = "", .slide = 1,
         .kv_heads = 0, .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1,
-        .precision = "fp32", .kernels = "fast", .hf_out = "", .zero = -1, .tpar = 1,
-        .deadline = (float)DIST_DEADLINE};
+        .att_scale_word = "", .att_scale = -1.0f, .precision = "fp32", .kernels = "fast", .hf_out = "",
+        .zero = -1, .tpar = 1, .deadline = (float)DIST_DEADLINE};
     return o;
 }
 
@@ -408,6 +415,29 @@ static void parse_variant_words(const char* const words[3], int variant[3]) {
         if (words[k][0] && variant[k] < 0)
             usage_error("flag %s: unknown value '%s' (%s)", VARIANT_FLAGS[k], words[k], known);
     }
+}
+
+// -as's word into o->att_scale: "" -1 (not given), sqrt 0 (1/sqrt(hs)), none 1, or a number > 0
+static void parse_att_scale(Options* o) {
+    const char* w = o->att_scale_word;
+    char* end;
+    float x = strtof(w, &end);
+    if (!w[0]) o->att_scale = -1.0f;
+    else if (strcmp(w, "sqrt") == 0) o->att_scale = 0.0f;
+    else if (strcmp(w, "none") == 0) o->att_scale = 1.0f;
+    else if (end != w && !*end && x > 0.0f && x < 1e6f) o->att_scale = x;
+    else usage_error("flag -as: unknown value '%s' (sqrt, none, or a number above 0 and below 1e6)", w);
+}
+
+// a fresh model's attention scale from -as (0 = 1/sqrt(hs) when not given); a loaded model's
+// model_scale must agree with -as where it is given (chosen when a model is created, as -es)
+static inline float att_scale_for(const Options* o, float model_scale, int fresh, const char* source) {
+    if (fresh) return o->att_scale < 0.0f ? 0.0f : o->att_scale;
+    if (o->att_scale >= 0.0f && o->att_scale != model_scale)
+        usage_error("-as: the model in '%s' was built with another attention scale (%s); it is chosen when a "
+                    "model is created (leave -as out, or start a fresh model)", source,
+                    model_scale == 0.0f ? "sqrt" : "a number");
+    return model_scale;
 }
 
 // a flag's value out of range: the first failing check's line, no usage after it
@@ -580,6 +610,7 @@ Options parse_args(int argc, char** argv) {
     if (o.plain && o.bf16) usage_error("-kernels plain computes in float32: not with -prec bf16");
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
+    parse_att_scale(&o);
     return o;
 }
 
@@ -672,7 +703,7 @@ static const Flag SEQ2SEQ_FLAGS[] = {
     {"-g", 'i', OPT(examples), "decoded examples to print", NULL, NULL},
     {"-am", 's', OPT(attention_map), "attention maps of a pair: this SVG, _encoder, _decoder", "none", NULL},
     {"-pe", 's', OPT(pe), "fresh model: positions learned | sin (both stacks)", "learned", NULL},
-    {.name = "-ln"}, {.name = "-act"},
+    {.name = "-ln"}, {.name = "-act"}, {.name = "-as"},
     {"-causal", 'i', OPT(causal), "decoder self-attention: 1 = causal; 0 = no mask (an experiment)",
      "the model's (1 when fresh)", NULL},
     {"-es", 'i', OPT(embed_scale), "fresh model: 1 = token embeddings times sqrt(C) (the Transformer's)",
@@ -691,6 +722,7 @@ static Options default_seq2seq_options(void) {
         .val_every = 250, .layers = 2, .heads = 4, .channels = 64, .grad_clip = 1.0f, .seed = 1337,
         .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .eval_pairs = 1000, .examples = 5, .attention_map = "",
         .pe = "", .ln = "", .act = "", .variant = {-1, -1, -1}, .causal = -1, .embed_scale = -1,
+        .att_scale_word = "", .att_scale = -1.0f,
         .optimizer = "adamw", .grad_accum = 1, .precision = "fp32", .prompt = "", .hf_out = ""};
     return o;
 }
@@ -722,6 +754,7 @@ Options parse_seq2seq_args(int argc, char** argv) {
     if (!flag_given(&o, "-tok")) o.tokenizer_path = find_default_path(o.tokenizer_path, 0);
     const char* words[3] = {o.pe, o.ln, o.act};
     parse_variant_words(words, o.variant);
+    parse_att_scale(&o);
     print_usage_to = NULL;  // from here on a value's one line is enough
     if (o.variant[0] == 1)  // VARIANT_WORDS[0][1]
         usage_error("-pe rope: the encoder-decoder has learned or sinusoidal positions (rope is "
