@@ -1539,7 +1539,7 @@ static const Variant VARIANTS[] = {
     {"-as 1.7 (not 1/sqrt(hs) = 0.5) + GQA", 4, 2, POS_LEARNED, LN_PRE, ACT_GELU, MASK_CAUSAL, 0, 1.7f},
 };
 #define FF_VARIANT 6  // -ff 32: the -prec bf16 check
-#define AS_VARIANT 8  // -as 1.7: the checkpoint's slot 14
+#define AS_VARIANT 9  // -as 1.7: the checkpoint's slot 14
 #define NUM_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
 // L=2, C=16, V=11 (padded 16); weights spread wider than GPT-2's 0.02 (as the references'),

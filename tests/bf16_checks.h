@@ -68,6 +68,7 @@ static int bf16_pack_cols_differs(const float* src, int ld, int cols, int R, int
 static void test_bf16_pack_kernel(void) {
     uint64_t rng = 7;
     int worst_pack = 0, worst_kernel = 0, worst_widen = 0;
+    (void)worst_kernel;  // (set only in a build with vdpbf16ps)
     for (int kc = 1; kc <= 37; kc += 9) {
         for (int cols = 1; cols <= GEMM_NR; cols += 5) {
             int kc2 = (kc + 1) / 2, ld = 40;
