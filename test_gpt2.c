@@ -1445,7 +1445,7 @@ static void test_attention_padding(void) {
 static const char* const SHAPE_DEATHS[][2] = {  // what, and what its line says
     {"attention_forward with key_len[1] = 0", "key_len[1] = 0 is outside 1..Tk"},
     {"attention_backward with key_len[1] = 5 > Tk = 4", "key_len[1] = 5 is outside 1..Tk"},
-    {"causal attention with Tk 4 != T 2", "causal mask needs Tk == T"},
+    {"causal attention with Tk 4 != pos0 + T 2", "causal mask needs Tk == pos0 + T"},
 };
 static const char* self_path;  // this program, for compat_run (set by main)
 
@@ -1636,7 +1636,7 @@ static void test_variant_kv_cache(void) {
         int slid = generate(&m, &kv, &greedy, NULL, tokens, 3, 2 * maxT, 1, sink) == 2 * maxT;
         fclose(sink);
         float last[16];
-        memcpy(last, kv.logits, sizeof last);
+        memcpy(last, kv.model.acts.logits, sizeof last);  // (generation's model's last forward)
         gpt2_forward(&m, kv.tokens, NULL, 1, kv.pos, -1);
         Error e = compare(last, m.acts.logits + (size_t)(kv.pos - 1) * 16, 1, 11, 0);
         check(worst <= TOL_KV_ABS && slid && e.max_abs <= TOL_KV_ABS,
@@ -2243,8 +2243,8 @@ static void test_article_example(const char* path) {
 // data/ref/ref_article002.txt), embedded here so this test needs no file and no PyTorch.
 
 // article 002's worked example ("I love coding", d = 2), as the article gives it: the
-// products, and attention without the mask (the KV-cache path attends one query to every
-// cached key) and with it (the training path)
+// products, and attention without the mask (as the KV cache's last query sees every cached
+// key) and with it (the training path)
 typedef struct {
     float qkv[18], Q[6], K[6], V[6], S[9];  // the products; S = Q K^T
     float Wfull[9], Ofull[6];                // no mask: the weights and outputs
@@ -2269,15 +2269,10 @@ static WorkedExample article002_worked_example(void) {
             w.V[t * 2 + i] = w.qkv[t * 6 + 4 + i];
         }
     matmul_forward(w.S, w.Q, w.K, NULL, 3, 2, 3);  // S = Q K^T, with the same matmul
-    // unmasked weights and outputs: the KV-cache path attends one query to every cached key, no mask
-    float e3[3];
-    for (int i = 0; i < 3; i++) {
-        // e3 = exp(score - max)
-        attention_forward_cached(w.Ofull + i * 2, e3, w.Q + i * 2, w.K, w.V, 2, 2, 1, 1, 3,
-                                 attention_scale(0.0f, 2), 0);
-        for (int j = 0; j < 3; j++)
-            w.Wfull[i * 3 + j] = e3[j] / (e3[0] + e3[1] + e3[2]);
-    }
+    // unmasked weights and outputs: every query against every key, as the last position of a
+    // KV cache sees all the cached ones (attention without the mask)
+    float Sfull[9];
+    attention_forward(w.Ofull, Sfull, w.Wfull, NULL, w.qkv, w.qkv + 2, self_attention(1, 3, 2, 1, 1, 0), NULL);
     // causal: the training path
     attention_forward(w.Oc, w.Sc, w.Pc, NULL, w.qkv, w.qkv + 2, self_attention(1, 3, 2, 1, 1, 1), NULL);
     return w;

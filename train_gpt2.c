@@ -330,8 +330,10 @@ typedef struct {
     int NH, NKV;  // query heads, key/value heads: NKV = NH is multi-head attention; NKV < NH is
                   //   grouped-query attention (GQA, article 004): each group of NH/NKV query
                   //   heads shares one K/V head (its repeat_kv); NKV = 1 is multi-query
-    int causal;   // 1: the causal mask (step 3; needs Tk == T); 0: every query sees every key
+    int causal;   // 1: the causal mask (step 3; needs Tk == pos0 + T); 0: every query sees every key
     int Tk;       // keys per sequence; 0 = T. Cross-attention: the source length Ts
+    int pos0;     // the first query's position among the keys: 0, or with a KV cache the
+                  //   positions cached before this forward's (query t may see keys 0..pos0+t)
     int q_stride, kv_stride;  // floats from one row of q (of kv) to the next; 0 = the fused row C3
     const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
     int plain;    // 1: the products by matmul_plain (-kernels plain); 0: by fast/gemm.h's kernels
@@ -365,7 +367,8 @@ static AttentionShape attention_shape_filled(AttentionShape s) {
     s.Tk = s.Tk ? s.Tk : s.T;
     s.q_stride = s.q_stride ? s.q_stride : C3, s.kv_stride = s.kv_stride ? s.kv_stride : C3;
     s.scale = attention_scale(s.scale, s.C / s.NH);
-    if (s.causal && s.Tk != s.T) die("attention: the causal mask needs Tk == T (Tk %d, T %d)", s.Tk, s.T);
+    if (s.causal && s.Tk != s.pos0 + s.T)
+        die("attention: the causal mask needs Tk == pos0 + T (Tk %d, pos0 %d, T %d)", s.Tk, s.pos0, s.T);
     for (int b = 0; s.key_len && b < s.B; b++)
         if (s.key_len[b] < 1 || s.key_len[b] > s.Tk)
             die("attention: key_len[%d] = %d is outside 1..Tk (Tk %d)", b, s.key_len[b], s.Tk);
@@ -373,7 +376,7 @@ static AttentionShape attention_shape_filled(AttentionShape s) {
 }
 // the last key query t of sequence b may see: not after t if causal, not in the padding
 static int last_key(AttentionShape s, int b, int t) {
-    int last = s.causal ? t : s.Tk - 1;
+    int last = s.causal ? s.pos0 + t : s.Tk - 1;
     return s.key_len && s.key_len[b] <= last ? s.key_len[b] - 1 : last;
 }
 
@@ -893,9 +896,10 @@ typedef struct {
     float* ln1_rstd;    // (L,B,T)
     float* qkv;         // (L,B,T,C3) the fused Q,K,V projection (q and k rotated with -pe rope)
     float* atty;        // (L,B,T,C) the heads' outputs, before the projection
-    float* att_scores;  // (L,B,NH,T,T) scaled, masked scores (attention steps 1-3)
-    float* att_probs;   // (L,B,NH,T,T) softmax probabilities (steps 4-5)
-    float* att_dropped; // (L,B,NH,T,T) probabilities after dropout (steps 6-7); NULL without dropout
+    float* att_scores;  // (L,B,NH,T,Tk) scaled, masked scores (attention steps 1-3); Tk = T
+                        //   (generation: rows of maxT, the cached keys first)
+    float* att_probs;   // (L,B,NH,T,Tk) softmax probabilities (steps 4-5)
+    float* att_dropped; // (L,B,NH,T,Tk) probabilities after dropout (steps 6-7); NULL without dropout
     float* attproj;     // (L,B,T,C) attention projection (after residual dropout)
     float* residual2;   // (L,B,T,C) residual + attention branch
     float* ln2;         // (L,B,T,C)
@@ -912,9 +916,10 @@ typedef struct {
     float* probs;       // (B,T,Vp)
 } ActivationTensors;
 
-static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int dropout) {
+// Tk: the keys a query's attention rows hold, T (or with a KV cache maxT: keys_per_query)
+static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int Tk, int dropout) {
     size_t C = cfg.channels, NH = cfg.num_heads, L = cfg.num_layers, Vp = cfg.padded_vocab_size;
-    size_t BT = (size_t)B * T, att = L * B * NH * T * T, C3 = qkv_channels(cfg), F = ff_channels(cfg);
+    size_t BT = (size_t)B * T, att = L * B * NH * T * Tk, C3 = qkv_channels(cfg), F = ff_channels(cfg);
     size_t s[NUM_ACTIVATION_TENSORS] = {
         BT * C, L * BT * C, L * BT, L * BT, L * BT * C3, L * BT * attention_channels(cfg), att, att,
         dropout ? att : 0,
@@ -980,9 +985,12 @@ typedef struct {
     int (*stop_agreed)(void);            // generate: stop here (all processes at the same token)
 } ParallelHooks;
 
+typedef struct KVCache KVCache;  // generation's keys and values (the end of this file)
+
 typedef struct {
     GPT2Config config;
     const ParallelHooks* parallel;  // NULL: one process (see ParallelHooks)
+    KVCache* cache;  // generation: the positions before this forward's are in it (NULL: training)
     int plain;      // -kernels plain: every matrix product by this file's plain loops, not fast/'s
     // the weights
     ParameterTensors params;
@@ -1215,6 +1223,11 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
     atomic_commit(f, tmp, path);
 }
 
+// the keys each query's attention rows hold: its sequence's T, or generating, room for maxT
+static int keys_per_query(const GPT2* model, int T) {
+    return model->cache ? model->config.max_seq_len : T;
+}
+
 // the forward's cache and the backward's scratch for batches up to B x T; grows (once,
 // outside the training loop in practice) when a larger batch comes
 static void gpt2_allocate_activations(GPT2* model, int B, int T) {
@@ -1230,7 +1243,7 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
     }
     model->batch_size = B;
     model->seq_len = T;
-    fill_in_activation_sizes(model->act_sizes, c, B, T, dropout);
+    fill_in_activation_sizes(model->act_sizes, c, B, T, keys_per_query(model, T), dropout);
     size_t num_acts = sum_sizes(model->act_sizes, NUM_ACTIVATION_TENSORS);
     model->acts_memory = alignedMallocCheck(num_acts * sizeof(float));
     point_activations(&model->acts, model->acts_memory, model->act_sizes);
@@ -1257,11 +1270,19 @@ void gpt2_free(GPT2* model) {
 // ----------------------------------------------------------------------------
 // the forward and backward passes of the whole model
 
+// generation's cache (the end of this file): layer l's keys and values, the positions it holds,
+// the weights its one-position products read
+static float* kvcache_layer(KVCache* kv, int l);
+static int kvcache_pos(const KVCache* kv);
+static const WeightsBF16* kvcache_weights(const KVCache* kv);
+
 // the matmul as the model runs it: with -kernels plain the plain pair of this file, which a
-// reader reads; else fast/matmul.h's, which computes the same products faster
+// reader reads; else fast/matmul.h's, which computes the same products faster, or, for
+// generation's one position, fast/matvec_bf16.h's (from bf16 weights under -prec bf16)
 static void model_matmul_forward(const GPT2* model, float* out, const float* inp, const float* weight,
                                  const float* bias, int BT, int C, int OC) {
     if (model->plain) matmul_forward_plain(out, inp, weight, bias, BT, C, OC);
+    else if (model->cache) matvec_token(kvcache_weights(model->cache), out, inp, weight, bias, C, OC);
     else matmul_forward(out, inp, weight, bias, BT, C, OC);
 }
 static void model_matmul_backward(const GPT2* model, float* dinp, float* dweight, float* dbias,
@@ -1305,7 +1326,7 @@ static LayerActs layer_acts(const GPT2* model, int l, int B, int T) {
     const ActivationTensors* a = &model->acts;
     GPT2Config c = model->config;
     size_t C = c.channels, NH = c.num_heads, BT = (size_t)B * T, CA = attention_channels(c);
-    size_t att = NH * BT * T, C3 = qkv_channels(c), F = ff_channels(c);
+    size_t att = NH * BT * keys_per_query(model, T), C3 = qkv_channels(c), F = ff_channels(c);
     LayerActs la = {
         l == 0 ? a->encoded : block_output(model, l - 1, B, T),
         a->ln1 + l * BT * C, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, a->qkv + l * BT * C3,
@@ -1336,6 +1357,21 @@ static void branch_sum(const GPT2* model, float* x, size_t n) {
     if (model->parallel) model->parallel->branch_sum(x, n);
 }
 
+// the keys and values layer l's attention reads: in training the forward's own (qkv + CA);
+// generating, the cache's, after this forward's are appended: Tk = pos0 + T keys, where the
+// queries are the positions pos0.. (a row of the cache is a row of qkv's K and V heads)
+static const float* attention_keys(const GPT2* model, int l, const float* qkv, int T, AttentionShape* s) {
+    GPT2Config c = model->config;
+    int CA = attention_channels(c), C3 = qkv_channels(c);
+    if (!model->cache) return qkv + CA;
+    float* cached = kvcache_layer(model->cache, l);
+    int row = C3 - CA, pos0 = kvcache_pos(model->cache);
+    for (int t = 0; t < T; t++)
+        memcpy(cached + (size_t)(pos0 + t) * row, qkv + (size_t)t * C3 + CA, row * sizeof(float));
+    s->pos0 = pos0, s->Tk = pos0 + T, s->kv_stride = row;
+    return cached;
+}
+
 // attention branch: attproj = dropout(proj(attention(qkv(in)))), with q and k rotated
 // between the projection and the scores when the positions are RoPE's
 static void attention_branch_forward(GPT2* model, int l, const float* in, int B, int T) {
@@ -1346,10 +1382,12 @@ static void attention_branch_forward(GPT2* model, int l, const float* in, int B,
     DropoutMask att_drop = model_dropout(model, l, DROP_ATT_PROBS);
     DropoutMask att_out_drop = model_dropout(model, l, DROP_ATT_OUT);
     model_matmul_forward(model, a.qkv, in, w.qkvw, w.qkvb, BT, C, C3);  // qkv is (B,T,C3): Q, then K, then V
+    int pos0 = model->cache ? kvcache_pos(model->cache) : 0;  // (RoPE's angles: absolute positions)
     if (c.pos_encoding == POS_ROPE)
-        rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, 0);
-    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, a.qkv + CA,
-                      model_attention_shape(model, B, T), &att_drop);
+        rope_forward(a.qkv, model->rope_angles, B, T, C3, c.num_heads + c.num_kv_heads, hs, pos0);
+    AttentionShape s = model_attention_shape(model, B, T);
+    const float* kv = attention_keys(model, l, a.qkv, T, &s);
+    attention_forward(a.atty, a.att_scores, a.att_probs, a.att_dropped, a.qkv, kv, s, &att_drop);
     model_matmul_forward(model, a.attproj, a.atty, w.attprojw, branch_bias(model, w.attprojb), BT, CA, C);
     branch_sum(model, a.attproj, (size_t)BT * C);
     dropout_forward(a.attproj, (size_t)BT * C, &att_out_drop);
@@ -1409,18 +1447,24 @@ static const float* position_table(const GPT2* model) {
 
 // inputs, targets are (B,T) token ids; targets may be NULL (then no loss).
 // step >= 0 is a training forward whose dropout masks depend on the step; step < 0 is
-// evaluation (no dropout). Returns the mean loss, or -1 without targets.
+// evaluation (no dropout). Returns the mean loss, or -1 without targets. Generation runs
+// the same forward on one sequence (B = 1) whose earlier positions a KV cache holds
+// (model->cache): its T positions follow them, and their keys and values join them.
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T, long step) {
     GPT2Config c = model->config;
     int C = c.channels, L = c.num_layers, V = c.vocab_size, Vp = c.padded_vocab_size, BT = B * T;
     if (B <= 0 || T <= 0) die("batch size %d and sequence length %d must be positive", B, T);
+    int pos0 = model->cache ? kvcache_pos(model->cache) : 0;  // the position of inputs[0]
+    if (model->cache && (B != 1 || pos0 + T > c.max_seq_len))
+        die("the KV cache holds one sequence of at most maxT %d positions: %d more after %d, B %d",
+            c.max_seq_len, T, pos0, B);
     gpt2_allocate_activations(model, B, T);
     check_tokens(inputs, (size_t)BT, V, "inputs");
     if (targets) check_tokens(targets, (size_t)BT, V, "targets");
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
     if (targets) memcpy(model->targets, targets, (size_t)BT * sizeof(int));
     model->dropout_step = step;
-    gemm_bf16_weights(&model->params_bf16, model->params_memory, model->num_parameters);  // -prec bf16
+    if (!model->cache) gemm_bf16_weights(&model->params_bf16, model->params_memory, model->num_parameters);
     model->cur_B = B;
     model->cur_T = T;
 
@@ -1428,7 +1472,8 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     const ParallelHooks* par = model->parallel;
     const int* ids = inputs;
     const float* wte = par ? par->embedding_rows(model->params.wte, inputs, BT, C, &ids) : model->params.wte;
-    encoder_forward(a.encoded, ids, wte, position_table(model), B, T, C);
+    const float* positions = position_table(model);
+    encoder_forward(a.encoded, ids, wte, positions ? positions + (size_t)pos0 * C : NULL, B, T, C);
     DropoutMask embed_drop = model_dropout(model, 0, DROP_EMBED);
     dropout_forward(a.encoded, (size_t)BT * C, &embed_drop);
     for (int l = 0; l < L; l++) {
@@ -1719,145 +1764,68 @@ StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, in
 // inference with a KV cache (article 004, on the KV cache, GQA and RoPE):
 // generating token t+1 needs the keys and values of positions 0..t. They do not change
 // once computed (a position only attends to earlier ones), so we keep them and compute
-// only the new position: one query against all cached keys. The new query is the last
-// position, so no mask is needed, and nothing is kept for a backward pass.
+// only the new position: one query against all cached keys. It runs the training forward
+// itself (gpt2_forward with model->cache): the same blocks, the same attention, the same
+// options, on one position whose mask offset is its position (the query is the last, so
+// it sees every cached key), and nothing is kept for a backward pass.
 
-typedef struct {
-    float* keys;     // (L,NKV,maxT,hs) cached keys, each head's in one block: attention
-                     //   reads them from position 0 to pos, one contiguous stream. GQA
-                     //   stores only the NKV shared heads: NH/NKV times fewer bytes per token.
-    float* values;   // (L,NKV,maxT,hs) cached values, the same layout
-    float* x;        // (C) the residual stream of the new position
-    float* ln;       // (C) layernorm output
-    float* qkv;      // (C3) Q,K,V of the new position
-    float* atty;     // (C) attention output of the new position
-    float* proj;     // (C) output of a projection (attention or MLP)
-    float* fch;      // (F) MLP hidden
-    float* att;      // (NH,maxT) the new query's scores, then e^(score - max) (softmax unnormalised)
-    float* logits;   // (Vp)
-    float* buffers;  // the memory of x .. logits, one allocation
-    float mean, rstd;// layernorm statistics (written by layernorm_forward, not needed)
+struct KVCache {
+    float* kv;       // (L,maxT,2 NKV hs): each cached position's K heads, then its V heads, as a
+                     //   row of qkv holds them, so that attention reads the cache as it reads
+                     //   qkv. GQA stores only the NKV shared heads: NH/NKV times fewer bytes.
     int* tokens;     // (maxT) the tokens whose keys and values are cached
     int pos;         // positions cached so far = position of the next token
+    GPT2 model;      // the model generation runs: the sampled model's weights and options, with
+                     //   its own activations for one position, and this cache (kvcache_model)
     WeightsBF16 bf16;// -prec bf16: the weights the products read, rounded once (fast/matvec_bf16.h)
-} KVCache;
+};
+
+static float* kvcache_layer(KVCache* kv, int l) {
+    GPT2Config c = kv->model.config;
+    return kv->kv + (size_t)l * c.max_seq_len * 2 * c.num_kv_heads * head_size(c);
+}
+static int kvcache_pos(const KVCache* kv) { return kv->pos; }
+static const WeightsBF16* kvcache_weights(const KVCache* kv) { return &kv->bf16; }
 
 void kvcache_init(KVCache* kv, GPT2Config c) {
-    size_t C = c.channels, L = c.num_layers, maxT = c.max_seq_len;
-    size_t kv_C = (size_t)c.num_kv_heads * head_size(c);  // the cached K (V) heads' channels
+    size_t L = c.num_layers, maxT = c.max_seq_len, row = 2 * (size_t)c.num_kv_heads * head_size(c);
     // Zeroed, so touched, here: a fresh page costs microseconds on this kind of machine,
     // and a cache touched on first use would make every token or two of the generation
     // pay for one (for GPT-2 124M, about 0.4 ms per token).
-    kv->keys = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
-    kv->values = alignedCallocCheck(L * maxT * kv_C, sizeof(float));
-    float** ptrs[] = {&kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch, &kv->att, &kv->logits};
-    size_t sizes[] = {C, C, qkv_channels(c), attention_channels(c), C, ff_channels(c), c.num_heads * maxT,
-                      c.padded_vocab_size};
-    size_t n = 8;
-    kv->buffers = point_tensors(ptrs, n, alignedMallocCheck(sum_sizes(sizes, n) * sizeof(float)), sizes);
+    kv->kv = alignedCallocCheck(L * maxT * row, sizeof(float));
     kv->tokens = mallocCheck(maxT * sizeof(int));
     kv->pos = 0, kv->bf16 = (WeightsBF16){0};
+    kv->model = (GPT2){.config = c};
 }
 
 void kvcache_free(KVCache* kv) {
-    aligned_free(kv->keys); aligned_free(kv->values); aligned_free(kv->buffers);
-    free(kv->tokens); weights_bf16_free(&kv->bf16);
+    aligned_free(kv->kv); free(kv->tokens); weights_bf16_free(&kv->bf16);
+    aligned_free(kv->model.acts_memory); aligned_free(kv->model.scratch_memory);
+    free(kv->model.inputs); free(kv->model.targets);
 }
 
-// one position's out (OC) = W x + b: the plain twin (-kernels plain), or fast/matvec_bf16.h's
-static void token_matmul(const GPT2* model, KVCache* kv, float* out, const float* x, const float* weight,
-                         const float* bias, int IC, int OC) {
-    if (model->plain) matmul_forward_plain(out, x, weight, bias, 1, IC, OC);
-    else matvec_token(&kv->bf16, out, x, weight, bias, IC, OC);
+// the model generation runs: the weights and options of `model` as they are now (so an edit
+// of them is seen), and the cache's own activations, for one position
+static GPT2* kvcache_model(KVCache* kv, const GPT2* model) {
+    GPT2* g = &kv->model;
+    g->config = model->config, g->parallel = model->parallel, g->plain = model->plain;
+    g->params = model->params, g->params_memory = model->params_memory;
+    g->num_parameters = model->num_parameters;
+    g->sinusoids = model->sinusoids, g->rope_angles = model->rope_angles;
+    g->cache = kv;
+    return g;
 }
 
-// attention of the newest position (pos) against the cached keys/values of layer l
-// q is (C): the new position's query, all heads; keys and values are (NKV,maxT,hs);
-// plain: step 8's weighted sum of the values by the plain loop (-kernels plain)
-static void attention_forward_cached(float* out, float* att, const float* q, const float* keys,
-                                     const float* values, int pos, int C, int NH, int NKV, int maxT,
-                                     float scale, int plain) {
-    int hs = C / NH;
-    #pragma omp parallel for
-    for (int h = 0; h < NH; h++) {
-        float* scores = att + (size_t)h * maxT;
-        const float* qh = q + h * hs;
-        size_t kvh = h / (NH / NKV);         // the K/V head this query head shares (GQA)
-        float maxval = -INFINITY;
-        for (int t2 = 0; t2 <= pos; t2++) {  // steps 1-2: q . k_t2 times the scale; nothing to mask
-            const float* k = keys + (kvh * maxT + t2) * hs;
-            float dot = 0.0f;
-            #pragma omp simd reduction(+ : dot)
-            for (int i = 0; i < hs; i++)
-                dot += qh[i] * k[i];
-            scores[t2] = dot * scale;
-            maxval = scores[t2] > maxval ? scores[t2] : maxval;
-        }
-        float sum = 0.0f;                    // step 4: softmax
-        #pragma omp simd reduction(+ : sum)
-        for (int t2 = 0; t2 <= pos; t2++) {
-            scores[t2] = exp_approx(scores[t2] - maxval);
-            sum += scores[t2];
-        }
-        float inv_sum = 1.0f / sum;
-        float* o = out + h * hs;             // step 8: o = sum of p_t2 v_t2, normalised at the end
-        for (int i = 0; i < hs; i++)
-            o[i] = 0.0f;
-        const float* v = values + kvh * maxT * hs;
-        if (!plain) add_weighted_rows(o, scores, 1, v, hs, pos + 1, hs);
-        for (int t2 = 0; plain && t2 <= pos; t2++)
-            for (int i = 0; i < hs; i++)
-                o[i] += scores[t2] * v[(size_t)t2 * hs + i];
-        for (int i = 0; i < hs; i++)
-            o[i] *= inv_sum;
-    }
-}
-
-// feeds one token at position kv->pos; returns the logits (Vp) for the next token. Every
-// variant of the training forward, on one position: the same layers, the same order.
+// feeds one token at position kv->pos; returns the logits (Vp) for the next token
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
-    int C = c.channels, hs = head_size(c), C3 = qkv_channels(c), CA = attention_channels(c);
-    int NH = c.num_heads, NKV = c.num_kv_heads, F = ff_channels(c);
-    int maxT = c.max_seq_len, pos = kv->pos, post = c.ln_place == LN_POST;
-    if (pos >= maxT) die("the KV cache is full: position %d reaches maxT %d", pos, maxT);
+    if (kv->pos >= c.max_seq_len) die("the KV cache is full: position %d reaches maxT %d", kv->pos, c.max_seq_len);
     if (token < 0 || token >= c.vocab_size)
         die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
-    const ParameterTensors* p = &model->params;
-    const float* positions = position_table(model);
-    encoder_forward(kv->x, &token, p->wte, positions ? positions + (size_t)pos * C : NULL, 1, 1, C);
-    for (int l = 0; l < c.num_layers; l++) {
-        LayerParams w = layer_params(*p, c, l);
-        float* keys = kv->keys + (size_t)l * maxT * NKV * hs;
-        float* values = kv->values + (size_t)l * maxT * NKV * hs;
-        if (!post) layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);
-        token_matmul(model, kv, kv->qkv, post ? kv->x : kv->ln, w.qkvw, w.qkvb, C, C3);
-        if (c.pos_encoding == POS_ROPE)  // at the absolute position: the same angles as in training
-            rope_forward(kv->qkv, model->rope_angles, 1, 1, C3, NH + NKV, hs, pos);
-        for (int h = 0; h < NKV; h++) {                                      // cache K and V
-            size_t slot = ((size_t)h * maxT + pos) * hs;
-            memcpy(keys + slot, kv->qkv + CA + h * hs, hs * sizeof(float));
-            memcpy(values + slot, kv->qkv + CA + (NKV + h) * hs, hs * sizeof(float));
-        }
-        attention_forward_cached(kv->atty, kv->att, kv->qkv, keys, values, pos, CA, NH, NKV, maxT,
-                                 attention_scale(c.att_scale, hs), model->plain);
-        token_matmul(model, kv, kv->proj, kv->atty, w.attprojw, branch_bias(model, w.attprojb), CA, C);
-        branch_sum(model, kv->proj, C);
-        residual_forward(kv->x, kv->x, kv->proj, C);
-        if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln1w, w.ln1b, 1, C);  // in place
-        else layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
-        token_matmul(model, kv, kv->fch, post ? kv->x : kv->ln, w.fcw, w.fcb, C, F);
-        activation_forward(kv->fch, kv->fch, F, c.activation);
-        token_matmul(model, kv, kv->proj, kv->fch, w.fcprojw, branch_bias(model, w.fcprojb), F, C);
-        branch_sum(model, kv->proj, C);
-        residual_forward(kv->x, kv->x, kv->proj, C);
-        if (post) layernorm_forward(kv->x, &kv->mean, &kv->rstd, kv->x, w.ln2w, w.ln2b, 1, C);
-    }
-    layernorm_forward(kv->ln, &kv->mean, &kv->rstd, kv->x, p->lnfw, p->lnfb, 1, C);
-    token_matmul(model, kv, kv->logits, kv->ln, p->wte, NULL, C, c.vocab_size);  // padded rows: unused
-    kv->tokens[pos] = token;
-    kv->pos++;
-    return kv->logits;
+    GPT2* g = kvcache_model(kv, model);
+    gpt2_forward(g, &token, NULL, 1, 1, -1);
+    kv->tokens[kv->pos++] = token;
+    return g->acts.logits;
 }
 
 // ----------------------------------------------------------------------------

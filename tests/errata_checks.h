@@ -342,13 +342,14 @@ static void erratum_e23(void) {
         gpt2_forward_token(&m, &kv, toks[t]);
     gpt2_forward(&m, toks, NULL, 1, 51, -1);  // the training forward: every row, with the mask
     int keys_seen = 0, train_seen = 0;
-    float sum = 0.0f, e_row = 0.0f;
-    for (int j = 0; j <= 50; j++)  // head 0's row: e^(score - max) for the cached positions
-        if (kv.att[j] > 0.0f) { keys_seen++; sum += kv.att[j]; }
+    float e_row = 0.0f;
+    const float* cached = kv.model.acts.att_probs;  // head 0's row of the cached forward: Tk = 51
+    for (int j = 0; j <= 50; j++)
+        keys_seen += cached[j] > 0.0f;
     for (int j = 0; j < 51; j++) {
         float p = m.acts.att_probs[50 * 51 + j];  // head 0, query 50
         train_seen += p > 0.0f;
-        e_row = fmaxf(e_row, fabsf(kv.att[j] / sum - p));
+        e_row = fmaxf(e_row, fabsf(cached[j] - p));
     }
     check(keys_seen == 51 && train_seen == 51 && e_row < 1e-5f,
           "E23 article 004 cached scores: the token at start_pos 50 has scores against %d keys "
