@@ -70,21 +70,27 @@ for prog in test_gpt2 test_seq2seq; do
 done
 
 # the default run's first STEPS steps, on each machine (x86 on its threads, aarch64 on the
-# two cores). Every product is the same chain of FMAs on both (fast/gemm.h), so the losses of
-# loss.tsv (9 digits) must be x86's exactly. The weights are not bit for bit: the sums the
-# compiler vectorises (omp simd reductions: layernorm's statistics, the gradient norm) add
-# in as many partial sums as a vector has lanes, 16 with AVX-512, 8 AVX2, 4 NEON, so
-# the weights differ in their last bits (measured, 20 steps: 30% of them, at most
-# 2.6e-7 apart; AVX2 against AVX-512 alike). They must agree within 1e-6.
+# two cores). Every product is the same chain of FMAs on both (fast/gemm.h), but the sums
+# the compiler vectorises (omp simd reductions: layernorm's statistics, the gradient norm)
+# add in as many partial sums as a vector has lanes, 16 with AVX-512, 8 AVX2, 4 NEON, so
+# the weights differ in their last bits (measured, 20 steps: 30% of them, at most 3.1e-7
+# apart; AVX2 against AVX-512 alike), and so, a little, do the losses that follow them
+# (measured on an Intel Xeon, 20 steps: step 19's 3.59813499 against 3.59813523, 6.7e-8
+# relative; on AMD Zen 5 they were equal). Both must agree within 1e-6 (doc/tests.md).
 train=(-x "$STEPS" -m 1 -g 0 -o)
 ./train_gpt2 "${train[@]}" "$dir/x86" > "$dir/x86.log" 2>&1 || bad "the host's train_gpt2 fails"
 (cd "$dir" && OMP_NUM_THREADS=2 with_timeout 1800 qemu-aarch64 ./train_gpt2 "${train[@]}" arm > arm.log 2>&1) \
     || { bad "train_gpt2 under qemu-aarch64 fails:"; tail -n 5 "$dir/arm.log"; }
-if [ -s "$dir/x86/loss.tsv" ] && cmp -s "$dir/x86/loss.tsv" "$dir/arm/loss.tsv"; then
-    ok "$STEPS steps of the default run: aarch64's losses (loss.tsv) are x86's, digit for digit"
+# loss.tsv's rows: step, loss, learning rate; the largest relative difference of the losses
+if [ -s "$dir/x86/loss.tsv" ] && [ -s "$dir/arm/loss.tsv" ] \
+   && worst=$(paste "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" | awk -v n="$STEPS" '$1 ~ /^[0-9]+$/ {
+           if ($1 != $4 || $3 != $6) bad = 1; d = ($2 - $5) / $2; if (d < 0) d = -d; if (d > w) w = d; k++ }
+           END { printf "%d steps, the losses at most %.2g apart (relative)", k, w; exit bad || k != n || w > 1e-6 }')
+then
+    ok "$STEPS steps of the default run: aarch64's losses (loss.tsv) are x86's within 1e-6: $worst"
     grep -E "^step +$STEPS" "$dir/arm.log"
 else
-    bad "$STEPS steps of the default run: aarch64's losses differ from x86's:"
+    bad "$STEPS steps of the default run: aarch64's losses differ from x86's by more than 1e-6 (${worst:-no loss.tsv}):"
     paste "$dir/x86/loss.tsv" "$dir/arm/loss.tsv" | awk '$2 != $5' | head -n 5
 fi
 model=$(printf 'model_%08d.bin' "$STEPS")
