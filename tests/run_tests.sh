@@ -28,6 +28,12 @@ run_test_program() {
 # ---- 1. test_gpt2: references, finite differences, fast vs plain, KV cache, determinism
 run_test_program test_gpt2
 
+# TEST_SCOPE=build (CI, for the other builds: AVX2, baseline, BLAS=1): only what a build's
+# flags can change, the test programs and the training runs (1-5, 5b, bf16, 9); the command
+# line's other checks, bad input, files and docs are the same code on every build, checked by
+# the first make test. all_scope says whether this is a whole make test.
+all_scope() { [ "${TEST_SCOPE:-all}" = all ]; }
+if all_scope; then
 # ---- 1b. the reference check can fail: corrupted copies of a reference state must be rejected
 # (ref_a_state.bin: B=3 T=11 V=65, so the loss float sits at byte 1024 + 4*(2*33 + 33*65) = 9868 and
 # the gradients start at 9872; qkvw's gradient starts at float 4736 of them and has 6144 floats)
@@ -69,6 +75,16 @@ if [ $rc -eq 0 ] && [[ "$k_counts" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]] && k_n=$
 else
     bad "./test_gpt2 -k finite (exit status $rc): $k_counts"
 fi
+# -k '!finite' runs the other groups: with -k finite's, every check once
+./test_gpt2 -k '!finite' > "$TMP/not_k.log" 2>&1; rc=$?
+not_counts=$(tail -n 1 "$TMP/not_k.log")
+if [ $rc -eq 0 ] && [[ "$not_counts" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]] && [ -n "${k_n:-}" ] \
+   && [[ "$all_counts" =~ ^([0-9]+)\ passed ]] && [ $((k_n + ${not_counts%% *})) -eq "${BASH_REMATCH[1]}" ] \
+   && ! grep '^-- ' "$TMP/not_k.log" | grep -q 'finite differences'; then
+    ok "./test_gpt2 -k '!finite' runs the other groups: $not_counts, with -k finite's every check"
+else
+    bad "./test_gpt2 -k '!finite' (exit status $rc): $not_counts (-k finite: ${k_n:-?}; all: $all_counts)"
+fi
 for prog in test_gpt2 test_seq2seq; do
     if ./$prog -k no_such_group > "$TMP/k.log" 2>&1; then
         bad "./$prog -k no_such_group exited 0"
@@ -79,9 +95,11 @@ for prog in test_gpt2 test_seq2seq; do
     fi
 done
 
+fi  # (all_scope: 1b, 1c)
+
 echo "-- command line"
 # a small, fast model for the command-line checks
-SMALL=(-nl 2 -nh 2 -nc 32 -b 4 -t 32 -v 0 -g 0)
+SMALL=(-nl 2 -nh 2 -nc 32 -b 4 -t 32 -v 0 -m 4 -g 0)  # (-m 4: a final validation of 4 batches, not 871)
 
 # ---- 2. a short training run: the loss must fall
 ./train_gpt2 "${SMALL[@]}" -x 80 -l 3e-3 -u 10 -o "" > "$TMP/train.log" 2>&1
@@ -95,9 +113,9 @@ fi
 
 # ---- 3. llm.c files of another shape (V=101 padded to 128, L=3, C=48, 6 heads)
 if ./train_gpt2 -e data/ref/ref_b_model.bin -i data/tiny_shakespeare_train.bin -j data/tiny_shakespeare_val.bin \
-      -b 3 -t 29 -x 3 -o "$TMP/other" -g 20 > "$TMP/other.log" 2>&1 && grep -q 'step     3/3' "$TMP/other.log" \
+      -b 3 -t 29 -x 3 -m 4 -o "$TMP/other" -g 20 > "$TMP/other.log" 2>&1 && grep -q 'step     3/3' "$TMP/other.log" \
       && [ -f "$TMP/other/model_00000003.bin" ]; then
-    ok "trains an llm.c checkpoint of another shape (-e ref_b_model.bin -b 3 -t 29 -x 3)"
+    ok "trains an llm.c checkpoint of another shape (-e ref_b_model.bin -b 3 -t 29 -x 3 -m 4)"
 else
     bad "training from ref_b_model.bin"; tail -n 5 "$TMP/other.log"
 fi
@@ -135,6 +153,7 @@ else
     bad "resume from step '$from' does not reproduce the uninterrupted losses"
 fi
 
+if all_scope; then
 # ---- 5a. a signal (Ctrl-C = SIGINT, or SIGTERM) during training: the step finishes, a checkpoint and
 # state file are written, the run says where and exits non-zero; resuming continues the losses bit for bit
 for sig in TERM INT; do
@@ -175,6 +194,8 @@ for limit in 100 200; do
         bad "full disk (ulimit -f $limit): exit $rc, files: $files, $(head -n 1 "$TMP/fd.err")"
     fi
 done
+
+fi  # (all_scope: 5a, 5a')
 
 # ---- 5b. block variants (GQA, RoPE, sinusoids, post-LN, ReLU, no mask): a variant model trains, its
 # checkpoint carries the variant (version 104, slots 8-12), and resuming keeps it, bit for bit
@@ -290,6 +311,7 @@ expect_usage "-pe rope on a learned-position checkpoint" "-pe: the model in 'dat
     ./train_gpt2 -e data/ref/ref_a_model.bin -pe rope -x 0 -g 0
 expect_usage "-kv 1 on a resumed GQA model" "-kv: the model in" ./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -x 50 -o "$TMP/var" -y 1 -kv 1
 
+if all_scope; then
 # ---- 5c. pictures (SVG, written by the program): the attention maps of a prompt, and the loss curve
 # svg_check FILE L NH T CAUSAL: panels, tick labels, one cell per visible weight, every weight in [0,1],
 # each row's weights summing to 1 (within the 64 colour levels' rounding), the mask drawn once per panel
@@ -1030,9 +1052,12 @@ expect_error "make_pairs: -o a directory" "is not a regular file" ./data/make_pa
 # ---- 8b. a newcomer's first hour (issue 26): usage errors, -h and README, paths, -v 0, messages
 source tests/newcomer_tests.sh
 
+fi  # (all_scope: 5c-8b)
+
 # ---- 9. the encoder-decoder (train_seq2seq.c, train_seq2seq_main.c, test_seq2seq.c)
 source tests/seq2seq_tests.sh
 
+if all_scope; then
 # ---- 9b. nothing lost, nothing trusted: checksums, groups of writes, planted links (issue 38)
 source tests/robustness_tests.sh
 
@@ -1062,6 +1087,8 @@ else
 fi
 # ---- 11. the pictures are well-formed XML whatever the text in them (tests/xml_wellformed.py)
 source tests/svg_tests.sh
+
+fi  # (all_scope: 9b-11)
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

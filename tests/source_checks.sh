@@ -1,7 +1,8 @@
 # sourced by tests/run_tests.sh (ok, bad, TMP, capture): the checks that read the docs, the scripts
 # and the sources, and compile the sources with flags of their own. None depends on how the
 # checkout was built, so CI runs them once, in its first make test; its other builds of the same
-# sources (the AVX2, baseline and BLAS=1 copies, make asan) set SOURCE_CHECKS=0 (.ci/run).
+# sources (make asan; the AVX2, baseline and BLAS=1 copies skip them with TEST_SCOPE=build) set
+# SOURCE_CHECKS=0 (.ci/run).
 
 # ---- 10. doc/*.md against the sources (tests/doc_check.py): every quoted line, name, step
 # label, check name and "F calls G" must match the code it names; stale lines come as file:line
