@@ -663,7 +663,7 @@ static void test_sgemm(void) {
                     float *bias = uniform_floats(&rng, N), *C = uniform_floats(&rng, nc);
                     float* ref = copy_floats(C, nc);
                     const float* b = mode & 1 ? bias : NULL;
-                    sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, b);
+                    sgemm_bias(NULL, tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, b);
                     sgemm_plain(tA, tB, M, N, K, A, lda, B, ldb, ref, ldc, accumulate, b);
                     float e = view_error(C, ref, nc, 0, M, N, ldc, &outside);
                     if (!(e <= worst)) worst = e;
@@ -699,17 +699,16 @@ static void test_blocking_bits(void) {
     for (int prec = GEMM_FP32; prec <= GEMM_BF16; prec++)
         for (int tA = 0; tA < 2; tA++)
             for (int tB = 0; tB < 2; tB++) {
-                gemm_precision = prec;
+                GemmPrecision p = {.kind = prec};
                 for (int b = 0; b < 3; b++) {
                     C[b] = zeros((size_t)M * N);
                     set_blocking(blocks[b][0], blocks[b][1]);
-                    sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C[b], N, 0);
+                    sgemm_bias(&p, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C[b], N, 0, NULL);
                 }
                 differ += memcmp(C[0], C[1], sizeof(float) * M * N) != 0;
                 differ += memcmp(C[0], C[2], sizeof(float) * M * N) != 0;
                 for (int b = 0; b < 3; b++) free(C[b]);
             }
-    gemm_precision = GEMM_FP32;
     gemm_blocks = here;
     free(A); free(B);
     check(differ == 0, "sgemm %dx%dx%d, fp32 and bf16, 4 transposes: the same bits with this CPU's blocks "
@@ -879,8 +878,8 @@ static int same_product(const float* C, const float* one, size_t nc, const float
         }
     float* again = copy_floats(C0, nc);
     for (int t = 0; t < (team ? team : 1); t++)
-        if (team) sgemm_share(t, team, tA, tB, M, N, K, A, lda, B, ldb, again, ldc, accumulate, bias);
-        else sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, again, ldc, accumulate, bias);
+        if (team) sgemm_share(NULL, t, team, tA, tB, M, N, K, A, lda, B, ldb, again, ldc, accumulate, bias);
+        else sgemm_bias(NULL, tA, tB, M, N, K, A, lda, B, ldb, again, ldc, accumulate, bias);
     ok &= memcmp(again, C, nc * sizeof(float)) == 0;
     free(again);
     return ok;
@@ -912,17 +911,17 @@ static void test_sgemm_shares(void) {
                     float *A = uniform_floats(&rng, na), *B = uniform_floats(&rng, nb);
                     float *bias = uniform_floats(&rng, N), *C0 = uniform_floats(&rng, nc);
                     float* one = copy_floats(C0, nc);
-                    sgemm_share(0, 1, tA, tB, M, N, K, A, lda, B, ldb, one, ldc, accumulate, bias);
+                    sgemm_share(NULL, 0, 1, tA, tB, M, N, K, A, lda, B, ldb, one, ldc, accumulate, bias);
                     for (int team = 2; team <= 3; team++) {
                         float* C = copy_floats(C0, nc);
                         for (int t = 0; t < team; t++)
-                            sgemm_share(t, team, tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+                            sgemm_share(NULL, t, team, tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
                         same &= same_product(C, one, nc, C0, tA, tB, M, N, K, A, lda, B, ldb, ldc, accumulate,
                                              bias, team);
                         free(C);
                     }
                     float* C = copy_floats(C0, nc);
-                    sgemm_bias(tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+                    sgemm_bias(NULL, tA, tB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
                     same &= same_product(C, one, nc, C0, tA, tB, M, N, K, A, lda, B, ldb, ldc, accumulate,
                                          bias, 0);
                     runs++;
@@ -1730,13 +1729,13 @@ static void test_ff_bf16(void) {
         x[t] = (int)(random_u64(&rng) % 11), y[t] = (int)(random_u64(&rng) % 11);
     int threads = use_threads(1);
     double fp32 = model_loss(&m, x, y, 1, T);
-    gemm_precision = GEMM_BF16;
+    m.precision = GEMM_BF16;
     double bf16 = model_loss(&m, x, y, 1, T);
     KVCache a, b;
     kvcache_init(&a, m.config);
     kvcache_init(&b, m.config);
-    weights_bf16_sync(&b.bf16, m.params_memory, m.num_parameters, NULL);
-    gemm_precision = GEMM_FP32;
+    weights_bf16_sync(&b.bf16, GEMM_BF16, m.params_memory, m.num_parameters, NULL);
+    m.precision = GEMM_FP32;
     float worst = 0.0f, largest = 0.0f;
     for (int t = 0; t < T; t++) {
         const float* la = gpt2_forward_token(&m, &a, x[t]);

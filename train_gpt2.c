@@ -992,6 +992,8 @@ typedef struct {
     const ParallelHooks* parallel;  // NULL: one process (see ParallelHooks)
     KVCache* cache;  // generation: the positions before this forward's are in it (NULL: training)
     int plain;      // -kernels plain: every matrix product by this file's plain loops, not fast/'s
+    int precision;  // -prec: GEMM_FP32, or GEMM_BF16: the products' operands rounded to bfloat16
+                    //   and summed in float32 (fast/bf16.h), the weights read from params_bf16
     // the weights
     ParameterTensors params;
     size_t param_sizes[NUM_PARAMETER_TENSORS];
@@ -1007,7 +1009,8 @@ typedef struct {
     float* v_memory;
     int grads_held;        // the gradients hold a sum (gpt2_backward ran since gpt2_zero_grad)
     double grad_squares;   // the sum of their squares, added up by gpt2_backward as each is final
-    uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, rewritten by AdamW (fast/bf16.h)
+    uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, made by the first forward and
+                           //   rewritten by AdamW with the weights (gpt2_weights_written: by others)
     // the forward's cache and the backward's scratch, for B x T (allocated at the first forward)
     ActivationTensors acts;
     size_t act_sizes[NUM_ACTIVATION_TENSORS];
@@ -1256,11 +1259,22 @@ static void gpt2_allocate_activations(GPT2* model, int B, int T) {
     model->targets = mallocCheck((size_t)B * T * sizeof(int));
 }
 
+// -prec bf16: the weights were written by code other than AdamW (which rewrites their bf16
+// copy as it writes them): the copy is made again, so that the next forward reads the new
+// weights. The first forward makes it the first time. (An edit of params_memory that skips
+// this call is not seen by the products under bf16: they read the copy.)
+void gpt2_weights_written(GPT2* model) {
+    if (model->precision != GEMM_BF16) return;
+    size_t n = model->num_parameters;
+    if (!model->params_bf16) model->params_bf16 = alignedMallocCheck(n * sizeof(uint16_t));
+    bf16_round_all(model->params_bf16, model->params_memory, n);
+}
+
 void gpt2_free(GPT2* model) {
     aligned_free(model->params_memory); aligned_free(model->grads_memory);
     aligned_free(model->m_memory); aligned_free(model->v_memory);
     free(model->sinusoids); free(model->rope_angles);
-    bf16_weights_forget(model->params_memory, &model->params_bf16);
+    aligned_free(model->params_bf16);
     aligned_free(model->acts_memory); aligned_free(model->scratch_memory);
     free(model->inputs); free(model->targets);
     memset(model, 0, sizeof *model);
@@ -1279,17 +1293,23 @@ static const WeightsBF16* kvcache_weights(const KVCache* kv);
 // the matmul as the model runs it: with -kernels plain the plain pair of this file, which a
 // reader reads; else fast/matmul.h's, which computes the same products faster, or, for
 // generation's one position, fast/matvec_bf16.h's (from bf16 weights under -prec bf16)
+// the precision of the model's products (-prec), with its weights' bf16 copy
+static GemmPrecision model_precision(const GPT2* model) {
+    return (GemmPrecision){model->precision, model->params_memory, model->params_bf16, model->num_parameters};
+}
 static void model_matmul_forward(const GPT2* model, float* out, const float* inp, const float* weight,
                                  const float* bias, int BT, int C, int OC) {
+    GemmPrecision p = model_precision(model);
     if (model->plain) matmul_forward_plain(out, inp, weight, bias, BT, C, OC);
     else if (model->cache) matvec_token(kvcache_weights(model->cache), out, inp, weight, bias, C, OC);
-    else matmul_forward(out, inp, weight, bias, BT, C, OC);
+    else matmul_forward_in(&p, out, inp, weight, bias, BT, C, OC);
 }
 static void model_matmul_backward(const GPT2* model, float* dinp, float* dweight, float* dbias,
                                   const float* dout, const float* inp, const float* weight, int BT, int C,
                                   int OC, GradWrite gw) {
+    GemmPrecision p = model_precision(model);
     if (model->plain) matmul_backward_plain(dinp, dweight, dbias, dout, inp, weight, BT, C, OC, gw);
-    else matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC, gw);
+    else matmul_backward_in(&p, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, gw);
 }
 
 static AttentionShape model_attention_shape(const GPT2* model, int B, int T) {
@@ -1464,7 +1484,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
     if (targets) memcpy(model->targets, targets, (size_t)BT * sizeof(int));
     model->dropout_step = step;
-    if (!model->cache) gemm_bf16_weights(&model->params_bf16, model->params_memory, model->num_parameters);
+    if (model->precision == GEMM_BF16 && !model->params_bf16 && !model->cache) gpt2_weights_written(model);
     model->cur_B = B;
     model->cur_T = T;
 
@@ -1819,7 +1839,8 @@ static GPT2* kvcache_model(KVCache* kv, const GPT2* model) {
 // feeds one token at position kv->pos; returns the logits (Vp) for the next token
 const float* gpt2_forward_token(const GPT2* model, KVCache* kv, int token) {
     GPT2Config c = model->config;
-    if (kv->pos >= c.max_seq_len) die("the KV cache is full: position %d reaches maxT %d", kv->pos, c.max_seq_len);
+    if (kv->pos >= c.max_seq_len)
+        die("the KV cache is full: position %d reaches maxT %d", kv->pos, c.max_seq_len);
     if (token < 0 || token >= c.vocab_size)
         die("token %d is outside the vocabulary (0..%d)", token, c.vocab_size - 1);
     GPT2* g = kvcache_model(kv, model);
@@ -1840,7 +1861,8 @@ int generate(const GPT2* model, KVCache* kv, Sampler* s, const Tokenizer* tk,
     int maxT = model->config.max_seq_len, keep = maxT / 2 > 0 ? maxT / 2 : 1, slides = 0, generated = 0;
     kv->pos = 0;
     // -prec bf16: the bf16 weights, the model's own copy if training made one
-    weights_bf16_sync(&kv->bf16, model->params_memory, model->num_parameters, model->params_bf16);
+    weights_bf16_sync(&kv->bf16, model->precision, model->params_memory, model->num_parameters,
+                      model->params_bf16);
     for (int i = 0; i < prompt_len; i++)
         print_token(tk, prompt[i], out);
     for (int i = 0; i < prompt_len - 1; i++)

@@ -188,6 +188,7 @@ void setup_model(const Options* o, Run* r) {
     dist_shards_setup(r->model.num_parameters, SQUARES_CHUNKS);  // -z 1: this process's shard
     parallel_attach(&r->model);  // N processes: the story's hooks (train_gpt2_parallel.c)
     r->model.plain = o->plain;  // -kernels plain: the story's loops compute every matrix product
+    r->model.precision = o->bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the products' operands (fast/bf16.h)
     r->model.dropout_p = o->dropout;
     r->model.dropout_seed = (uint64_t)o->seed;
     r->model.dropout_row0 = dist_replica() * o->B;
@@ -460,7 +461,6 @@ int main(int argc, char** argv) {
     dist.deadline = o.deadline;  // -dt: how long a collective waits for the others (util/dist.h)
     dist.gather_overlap = o.zero_gather;  // -zg 1: its gather overlapped with the forward pass
     dist_tp_init(o.tpar);  // -tpar N: each layer's heads and MLP split over the N processes
-    gemm_precision = o.bf16 ? GEMM_BF16 : GEMM_FP32;  // -prec: the matmuls' operands (fast/bf16.h)
     static Run r;  // zeroed
     setup_model(&o, &r);
     setup_generation(&o, &r);

@@ -147,9 +147,10 @@ static void time_square_sgemm(const float* A, const float* Bm, float* Cm, int n,
 // times its two vCPUs give barely more than one core), and a part measured in such a
 // period is slow for that reason. Returns GFLOP/s. Always float32, also under --prec bf16:
 // the probe measures the machine, not the precision being timed.
+// --prec: the precision of the models the training steps are timed in (as train_gpt2 -prec)
+static int bench_precision = GEMM_FP32;
+
 static double machine_probe(const char* when) {
-    int precision = gemm_precision;
-    gemm_precision = GEMM_FP32;
     int n = 768;
     size_t nn = (size_t)n * n;
     float* A = alignedMallocCheck(nn * sizeof(float));
@@ -161,7 +162,6 @@ static double machine_probe(const char* when) {
     double times[3];
     time_square_sgemm(A, Bm, Cm, n, 3, times);
     free(A); free(Bm); free(Cm);
-    gemm_precision = precision;
     double gf = 2.0 * n * n * n / vmin(times, 3) / 1e9;
     printf("machine probe %s: sgemm 768^3 on %d threads at %.1f GFLOP/s\n", when, num_threads(), gf);
     return gf;
@@ -260,8 +260,8 @@ static double bf16_kernel_gflops(int kind) {
 static double isa_products(int prec, int kind, double peak, const char* title) {
     int shapes[][5] = {{256, 2304, 768, 0, 1}, {256, 3072, 768, 0, 1}, {256, 768, 3072, 0, 1},
                        {768, 3072, 256, 1, 0}, {256, 768, 3072, 0, 0}};
-    int saved = gemm_precision, saved_kind = atomic_load(&bf16_kernel);
-    gemm_precision = prec;
+    int saved_kind = atomic_load(&bf16_kernel);
+    GemmPrecision p = {.kind = prec};
     if (kind) atomic_store(&bf16_kernel, kind);
     double sum_flops = 0.0, sum_s = 0.0;
     printf("  %s, one thread:", title);
@@ -272,11 +272,11 @@ static double isa_products(int prec, int kind, double peak, const char* title) {
         float* C = alignedMallocCheck((size_t)M * N * sizeof(float));
         fill_random(A, (size_t)M * K, 1);
         fill_random(B, (size_t)K * N, 2);
-        sgemm_share(0, 1, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0, NULL);  // warm-up
+        sgemm_share(&p, 0, 1, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0, NULL);  // warm-up
         double best = 1e30;
         for (int r = 0; r < 5; r++) {
             double t0 = process_seconds();
-            sgemm_share(0, 1, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0, NULL);
+            sgemm_share(&p, 0, 1, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0, NULL);
             double dt = process_seconds() - t0;
             if (dt < best) best = dt;
         }
@@ -285,7 +285,6 @@ static double isa_products(int prec, int kind, double peak, const char* title) {
         printf(" %.0f", flops / best / 1e9);
         free(A); free(B); free(C);
     }
-    gemm_precision = saved;
     atomic_store(&bf16_kernel, saved_kind);
     double gf = sum_flops / sum_s / 1e9;
     printf(" GFLOP/s; all five %.1f = %.0f%% of the FMA peak\n", gf, 100.0 * gf / peak);
@@ -545,6 +544,7 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
         Vp = c.padded_vocab_size, BT = B * T;
     size_t BTC = (size_t)BT * C;
     double budget_s = sh->kernel_ms * 1e-3;
+    GemmPrecision prec = model_precision(m);  // (-prec, as the step)
     ActivationTensors a = m->acts;
     BackwardScratch* s = &m->scratch;
     LayerParams* W = mallocCheck((size_t)L * sizeof(LayerParams));
@@ -566,21 +566,21 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
                 layernorm_forward(A[l].ln1, A[l].ln1_mean, A[l].ln1_rstd, A[l].residual, W[l].ln1w, W[l].ln1b,
                                   BT, C));
     TIME_KERNEL("matmul qkv", "forward", fL, mm * 3 * C,
-                matmul_forward(A[l].qkv, A[l].ln1, W[l].qkvw, W[l].qkvb, BT, C, 3 * C));
+                matmul_forward_in(&prec, A[l].qkv, A[l].ln1, W[l].qkvw, W[l].qkvb, BT, C, 3 * C));
     TIME_KERNEL("attention", "forward", fL, 0,
                 attention_forward(A[l].atty, A[l].att_scores, A[l].att_probs, A[l].att_dropped, A[l].qkv,
                                   A[l].qkv + C, attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul attproj", "forward", fL, mm * C,
-                matmul_forward(A[l].attproj, A[l].atty, W[l].attprojw, W[l].attprojb, BT, C, C));
+                matmul_forward_in(&prec, A[l].attproj, A[l].atty, W[l].attprojw, W[l].attprojb, BT, C, C));
     TIME_KERNEL("residual (x 2L)", "forward", 2 * fL, 0,
                 residual_forward(A[l].residual2, A[l].residual, A[l].attproj, BTC));
     TIME_KERNEL("matmul fc", "forward", fL, mm * 4 * C,
-                matmul_forward(A[l].fch, A[l].ln2, W[l].fcw, W[l].fcb, BT, C, 4 * C));
+                matmul_forward_in(&prec, A[l].fch, A[l].ln2, W[l].fcw, W[l].fcb, BT, C, 4 * C));
     TIME_KERNEL("gelu", "forward", fL, 0, gelu_forward(A[l].fch_act, A[l].fch, 4 * BTC));
     TIME_KERNEL("matmul fcproj", "forward", fL, mm * 4 * C,
-                matmul_forward(A[l].fcproj, A[l].fch_act, W[l].fcprojw, W[l].fcprojb, BT, 4 * C, C));
+                matmul_forward_in(&prec, A[l].fcproj, A[l].fch_act, W[l].fcprojw, W[l].fcprojb, BT, 4 * C, C));
     TIME_KERNEL("matmul lm head", "forward", 1, mm * Vp,
-                matmul_forward(a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp));
+                matmul_forward_in(&prec, a.logits, a.lnf, m->params.wte, NULL, BT, C, Vp));
     TIME_KERNEL("softmax + crossentropy", "forward", 1, 0,
                 softmax_forward(a.probs, a.logits, BT, V, Vp);
                 crossentropy_forward(s->losses, a.probs, m->targets, BT, Vp));
@@ -589,26 +589,26 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
     TIME_KERNEL("crossentropy + softmax", "backward", 1, 0,
                 crossentropy_softmax_backward(a.logits, s->dlosses, a.probs, m->targets, BT, V, Vp));
     TIME_KERNEL("matmul lm head", "backward", 1, 2 * mm * Vp,
-                matmul_backward(s->dln, m->grads.wte, NULL, a.logits, a.lnf, m->params.wte, BT, C, Vp,
+                matmul_backward_in(&prec, s->dln, m->grads.wte, NULL, a.logits, a.lnf, m->params.wte, BT, C, Vp,
                                 GRAD_ADD));
     TIME_KERNEL("layernorm (ln1, ln2 x L, lnf)", "backward", 2 * fL + 1, 0,
                 layernorm_backward(s->dres, DW[l].ln2w, DW[l].ln2b, s->dln, A[l].residual2, W[l].ln2w,
                                    A[l].ln2_mean, A[l].ln2_rstd, BT, C, GRAD_ADD));
     TIME_KERNEL("matmul fcproj", "backward", fL, 2 * mm * 4 * C,
-                matmul_backward(s->dfch_act, DW[l].fcprojw, DW[l].fcprojb, s->dbranch, A[l].fch_act,
+                matmul_backward_in(&prec, s->dfch_act, DW[l].fcprojw, DW[l].fcprojb, s->dbranch, A[l].fch_act,
                                 W[l].fcprojw, BT, 4 * C, C, GRAD_ADD));
     TIME_KERNEL("gelu", "backward", fL, 0, gelu_backward(s->dfch, A[l].fch, s->dfch_act, 4 * BTC));
     TIME_KERNEL("matmul fc", "backward", fL, 2 * mm * 4 * C,
-                matmul_backward(s->dln, DW[l].fcw, DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C,
+                matmul_backward_in(&prec, s->dln, DW[l].fcw, DW[l].fcb, s->dfch, A[l].ln2, W[l].fcw, BT, C, 4 * C,
                                 GRAD_ADD));
     TIME_KERNEL("matmul attproj", "backward", fL, 2 * mm * C,
-                matmul_backward(s->datty, DW[l].attprojw, DW[l].attprojb, s->dbranch, A[l].atty,
+                matmul_backward_in(&prec, s->datty, DW[l].attprojw, DW[l].attprojb, s->dbranch, A[l].atty,
                                 W[l].attprojw, BT, C, C, GRAD_ADD));
     TIME_KERNEL("attention", "backward", fL, 0,
                 attention_backward(s->dqkv, s->dqkv + C, s->datty, A[l].qkv, A[l].qkv + C, A[l].att_probs,
                                    A[l].att_dropped, attention_shape(c, B, T), &off));
     TIME_KERNEL("matmul qkv", "backward", fL, 2 * mm * 3 * C,
-                matmul_backward(s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C,
+                matmul_backward_in(&prec, s->dln, DW[l].qkvw, DW[l].qkvb, s->dqkv, A[l].ln1, W[l].qkvw, BT, C, 3 * C,
                                 GRAD_ADD));
     TIME_KERNEL("encoder", "backward", 1, 0,
                 encoder_backward(m->grads.wte, m->grads.wpe, s->dbranch, m->inputs, B, T, C, GRAD_ADD));
@@ -693,6 +693,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     GPT2 model;
     double t0 = now_seconds();
     gpt2_init_random(&model, c, 1337);
+    model.precision = bench_precision;
     printf("model: %.2fM parameters (random init in %.1f s)\n", model.num_parameters / 1e6,
            now_seconds() - t0);
     double* ms = mallocCheck((size_t)total * sizeof(double));
@@ -747,6 +748,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
 
     // determinism: the same 3 steps again from the same init
     gpt2_init_random(&model, c, 1337);
+    model.precision = bench_precision;
     for (int step = 0; step < det_steps; step++) {
         const int* batch = tokens + (size_t)step * (BT + 1);
         losses[1][step] = bench_train_step(&model, batch, batch + 1, B, T, step, &norms[1][step]);
@@ -823,10 +825,9 @@ static void bench_gen_bf16(GPT2* model, const int* tokens, int n) {
     float* logits32 = mallocCheck((size_t)n * c.vocab_size * sizeof(float));
     for (int p = 0; p < 2; p++) {
         kvcache_init(&kv[p], c);
-        gemm_precision = p ? GEMM_BF16 : GEMM_FP32;
-        weights_bf16_sync(&kv[p].bf16, model->params_memory, model->num_parameters, model->params_bf16);
+        weights_bf16_sync(&kv[p].bf16, p ? GEMM_BF16 : GEMM_FP32, model->params_memory, model->num_parameters,
+                          model->params_bf16);
     }
-    gemm_precision = GEMM_FP32;
     for (int round = 0; round < 3; round++)
         for (int p = 0; p < 2; p++) {
             kv[p].pos = 0;
@@ -1177,7 +1178,7 @@ int main(int argc, char** argv) {
         else if (strcmp(a, "--gen-tokens") == 0) gen_tokens = atoi(v);
         else if (strcmp(a, "--gen-full") == 0) gen_full = atoi(v);
         else if (strcmp(a, "--prec") == 0 && (strcmp(v, "fp32") == 0 || strcmp(v, "bf16") == 0))
-            gemm_precision = strcmp(v, "bf16") == 0 ? GEMM_BF16 : GEMM_FP32;  // as train_gpt2 -prec
+            bench_precision = strcmp(v, "bf16") == 0 ? GEMM_BF16 : GEMM_FP32;  // as train_gpt2 -prec
         else usage();
         i++;
     }

@@ -20,10 +20,11 @@ bit for bit, and it is what runs on a CPU without AVX512-BF16.
 
 The weights are rounded once per step, not in every product: the model keeps a bf16 copy
 of them (made at its first bf16 forward, then rewritten by AdamW as it writes the new
-float32 weights, as llm.c's GPU trainer keeps its bf16 parameters) and registers it here
-(bf16_weights_use); an operand that lies among the registered weights is packed from the
-copy, which reads half the bytes and rounds nothing. The same rounding of the same floats:
-the products are bit for bit those of rounding while packing (test_gpt2.c checks it).
+float32 weights, as llm.c's GPU trainer keeps its bf16 parameters) and passes it with the
+precision of each product (GemmPrecision, gemm.h); an operand that lies among those weights
+is packed from the copy, which reads half the bytes and rounds nothing (on 124M, 1.12-1.18
+s a step against 1.35-1.57 s rounding while packing, Intel Xeon). The same rounding of the
+same floats: the products are bit for bit those of rounding while packing (test_gpt2.c).
 */
 #ifndef FAST_BF16_H
 #define FAST_BF16_H
@@ -84,37 +85,6 @@ static void bf16_round_all(uint16_t* dst, const float* src, size_t n) {
     #pragma omp parallel for schedule(static) if (n >= 65536)
     for (size_t i = 0; i < n; i++)
         dst[i] = bf16_round_packed(src[i]);
-}
-
-// The registered weights (float32, n of them) and their bf16 copy; NULL: none
-static const float* bf16_weights;
-static const uint16_t* bf16_weights_copy;
-static size_t bf16_weights_n;
-
-// the bf16 copy of the float32 operand src, if src lies among the registered weights
-static inline const uint16_t* bf16_copy_of(const float* src) {
-    uintptr_t at = (uintptr_t)src, lo = (uintptr_t)bf16_weights;
-    return bf16_weights && at >= lo && at < lo + bf16_weights_n * sizeof(float)
-        ? bf16_weights_copy + (at - lo) / sizeof(float) : NULL;
-}
-
-// Registers the n weights w and their bf16 copy *copy, making the copy first if there is
-// none. The owner keeps the copy equal to the rounded weights (AdamW rewrites it).
-static void bf16_weights_use(uint16_t** copy, const float* w, size_t n) {
-    if (!*copy) {
-        *copy = alignedMallocCheck(n * sizeof(uint16_t));
-        bf16_round_all(*copy, w, n);
-    }
-    bf16_weights = w;
-    bf16_weights_copy = *copy;
-    bf16_weights_n = n;
-}
-
-// frees the copy of the weights w (and forgets them if they are the registered ones)
-static void bf16_weights_forget(const float* w, uint16_t** copy) {
-    if (bf16_weights == w) bf16_weights = NULL;
-    aligned_free(*copy);
-    *copy = NULL;
 }
 
 // bf16_pack_rows and bf16_pack_cols (below) from the copy: pairs of bf16 already rounded

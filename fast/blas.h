@@ -6,7 +6,7 @@ may skip it. Plain twin: the same as gemm.h's, sgemm_plain in test_gpt2.c, which
 checks every product against.
 
 What changes and what does not:
-- The split of C over our threads stays ours (sgemm_share_in): each thread calls
+- The split of C over our threads stays ours (sgemm_share): each thread calls
   cblas_sgemm on its own block, and the library runs single-threaded inside it, so the
   layers that share one team over several products (matmul_backward) keep working and no
   two thread pools fight over the cores.

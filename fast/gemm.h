@@ -86,15 +86,25 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 // The tiles, the packing and the kernels are fast/gemm_kernel.h's (float32) and fast/bf16.h's
 // (bfloat16, built on the former); this file is the driver that blocks, packs and shares.
 
-// the precision of the operands: GEMM_FP32 (the default) or GEMM_BF16 (-prec bf16: each
-// operand rounded to bfloat16 as it is packed, the products summed in float32; bf16.h)
+// The precision of a product's operands, passed with each product (NULL: float32): kind
+// GEMM_FP32, or GEMM_BF16 (-prec bf16: each operand rounded to bfloat16 as it is packed, the
+// products summed in float32; bf16.h). Under bf16 an operand that lies among the n floats
+// at weights (a model's parameters) is packed from the same place of copy, their bf16
+// rounding, which the model keeps (NULL: none, every operand rounded as it is packed).
 enum { GEMM_FP32 = 0, GEMM_BF16 = 1 };
-static int gemm_precision = GEMM_FP32;
+typedef struct {
+    int kind;
+    const float* weights;
+    const uint16_t* copy;
+    size_t n;
+} GemmPrecision;
 
-// -prec bf16: the model's weights w (n floats) are packed from their bf16 copy *copy, made
-// here the first time (bf16.h); under float32 nothing is done
-static void gemm_bf16_weights(uint16_t** copy, const float* w, size_t n) {
-    if (gemm_precision == GEMM_BF16) bf16_weights_use(copy, w, n);
+static int gemm_kind(const GemmPrecision* p) { return p ? p->kind : GEMM_FP32; }
+
+// the bf16 copy of the operand src, if it lies among p's weights
+static inline const uint16_t* gemm_bf16_copy_of(const GemmPrecision* p, const float* src) {
+    uintptr_t at = (uintptr_t)src, lo = (uintptr_t)p->weights;
+    return p->copy && at >= lo && at < lo + p->n * sizeof(float) ? p->copy + (at - lo) / sizeof(float) : NULL;
 }
 
 // Per-thread packing buffers, allocated on first use and kept for the thread's lifetime
@@ -114,9 +124,9 @@ static _Thread_local int gemm_Bp_cols;  // gemm_Bp's columns: GEMM_KC x gemm_Bp_
 // a sliver of R rows (GEMM_MR of A, GEMM_NR of B), kc deep, of which n are real: from a
 // matrix whose sliver lies in rows (by_rows) or in columns; float32, or pairs of bf16
 __attribute__((always_inline))
-static inline void gemm_pack(int bf16, int by_rows, const float* src, int ld, int n, int R, int kc,
-                             float* dst) {
-    const uint16_t* copy = bf16 ? bf16_copy_of(src) : NULL;  // weights: their bf16 copy (bf16.h)
+static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld, int n,
+                             int R, int kc, float* dst) {
+    const uint16_t* copy = bf16 ? gemm_bf16_copy_of(p, src) : NULL;  // weights: their bf16 copy
     if (copy && by_rows) bf16_pack_rows_copy(copy, ld, n, R, kc, (uint32_t*)dst);
     else if (copy)       bf16_pack_cols_copy(copy, ld, n, R, kc, (uint32_t*)dst);
     else if (bf16 && by_rows) bf16_pack_rows(src, ld, n, R, kc, (uint32_t*)dst);
@@ -130,9 +140,9 @@ static inline void gemm_pack(int bf16, int by_rows, const float* src, int ld, in
 // each precision compiles to its own loops; a sliver is ks rows deep: kc floats, or
 // (kc + 1) / 2 pairs of bf16.
 __attribute__((always_inline))
-static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, const float* A, int lda,
-                                 const float* B, int ldb, float* C, int ldc, int accumulate,
-                                 const float* bias) {
+static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int tB, int m, int n, int K,
+                                 const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                                 int accumulate, const float* bias) {
     const GemmBlocking* blocks = gemm_blocking();  // (from the caches, set once: gemm_kernel.h)
     const int MC = blocks->mc, NC = blocks->nc;
     if (!gemm_Ap || gemm_Bp_cols < NC) {  // (the first time, or wider blocks: the tests set them)
@@ -156,9 +166,9 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
             float* A_pc = keep_A ? Ap + m_pad * KS * (pc / KC) : Ap;  // this K block's op(A)
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
-                if (tB) gemm_pack(bf16, 1, B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
+                if (tB) gemm_pack(p, bf16, 1, B + (size_t)(jc + jr) * ldb + pc, ldb, w, GEMM_NR, kc,
                                   Bp + (size_t)jr * ks);
-                else    gemm_pack(bf16, 0, B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
+                else    gemm_pack(p, bf16, 0, B + (size_t)pc * ldb + jc + jr, ldb, w, GEMM_NR, kc,
                                   Bp + (size_t)jr * ks);
             }
             for (int ic = 0; ic < m; ic += MC) {
@@ -167,9 +177,9 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
                 if (!keep_A || jc == 0)  // (kept: packed at jc = 0 already)
                     for (int ir = 0; ir < mc; ir += GEMM_MR) {
                         int h = gemm_imin(GEMM_MR, mc - ir);
-                        if (tA) gemm_pack(bf16, 0, A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
+                        if (tA) gemm_pack(p, bf16, 0, A + (size_t)pc * lda + ic + ir, lda, h, GEMM_MR, kc,
                                           A_ic + (size_t)ir * ks);
-                        else    gemm_pack(bf16, 1, A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
+                        else    gemm_pack(p, bf16, 1, A + (size_t)(ic + ir) * lda + pc, lda, h, GEMM_MR, kc,
                                           A_ic + (size_t)ir * ks);
                     }
                 for (int jr = 0; jr < nc; jr += GEMM_NR)
@@ -190,19 +200,19 @@ static inline void gemm_block_in(int bf16, int tA, int tB, int m, int n, int K, 
     }
 }
 
-static void gemm_block(int tA, int tB, int m, int n, int K, const float* A, int lda, const float* B, int ldb,
-                       float* C, int ldc, int accumulate, const float* bias, int precision) {
+static void gemm_block(const GemmPrecision* p, int tA, int tB, int m, int n, int K, const float* A, int lda,
+                       const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
 #ifdef USE_BLAS
-    if (precision == GEMM_FP32) {  // make BLAS=1: the library's kernel (blas.h)
+    if (gemm_kind(p) == GEMM_FP32) {  // make BLAS=1: the library's kernel (blas.h)
         blas_block(tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
         return;
     }
 #endif
-    if (precision == GEMM_BF16) {
+    if (gemm_kind(p) == GEMM_BF16) {
         bf16_kernel_choose();  // (once: vdpbf16ps or the widened FMAs, bf16.h)
-        gemm_block_in(1, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        gemm_block_in(p, 1, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
     } else
-        gemm_block_in(0, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        gemm_block_in(p, 0, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
 // this thread's number and the size of its team (0 and 1 outside a parallel region)
@@ -221,13 +231,13 @@ static int team_size(void) {
 #endif
 }
 
-// Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias).
-// C is split along the larger dimension in whole GEMM_MR / GEMM_NR panels. (Each thread
-// re-packs the whole operand along the other dimension, so split the dimension that makes
-// that duplicated operand the smaller one.)
-static void sgemm_share_in(int precision, int t, int T, int transA, int transB, int M, int N, int K,
-                           const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                           int accumulate, const float* bias) {
+// Thread t of a team of T computes its share of C = op(A) op(B) + bias (see sgemm_bias), its
+// operands read in the precision p (NULL: float32). C is split along the larger dimension in
+// whole GEMM_MR / GEMM_NR panels. (Each thread re-packs the whole operand along the other
+// dimension, so split the dimension that makes that duplicated operand the smaller one.)
+void sgemm_share(const GemmPrecision* p, int t, int T, int transA, int transB, int M, int N, int K,
+                 const float* A, int lda, const float* B, int ldb, float* C, int ldc, int accumulate,
+                 const float* bias) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {  // empty sum
         if (!accumulate && t == 0)
@@ -243,20 +253,14 @@ static void sgemm_share_in(int precision, int t, int T, int transA, int transB, 
     if (splitN) {
         int j0 = p0 * GEMM_NR, j1 = gemm_imin(N, p1 * GEMM_NR);
         if (j1 > j0)
-            gemm_block(transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
-                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL, precision);
+            gemm_block(p, transA, transB, M, j1 - j0, K, A, lda, transB ? B + (size_t)j0 * ldb : B + j0, ldb,
+                       C + j0, ldc, accumulate, bias ? bias + j0 : NULL);
     } else {
         int i0 = p0 * GEMM_MR, i1 = gemm_imin(M, p1 * GEMM_MR);
         if (i1 > i0)
-            gemm_block(transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
-                       C + (size_t)i0 * ldc, ldc, accumulate, bias, precision);
+            gemm_block(p, transA, transB, i1 - i0, N, K, transA ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb,
+                       C + (size_t)i0 * ldc, ldc, accumulate, bias);
     }
-}
-
-// sgemm_share_in in the precision of -prec (gemm_precision): the model's matmul layers
-void sgemm_share(int t, int T, int transA, int transB, int M, int N, int K, const float* A, int lda,
-                 const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
-    sgemm_share_in(gemm_precision, t, T, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
 // threads worth using for a product of M x N x K: 1 when already inside a parallel region
@@ -271,22 +275,24 @@ int sgemm_threads(int M, int N, int K) {
 }
 
 // C = op(A) op(B) + bias (bias: N values added to every row, or NULL), or, with
-// accumulate, C += op(A) op(B) (bias ignored)
-void sgemm_bias(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                float* C, int ldc, int accumulate, const float* bias) {
+// accumulate, C += op(A) op(B) (bias ignored); the operands read in the precision p (NULL:
+// float32)
+void sgemm_bias(const GemmPrecision* p, int transA, int transB, int M, int N, int K, const float* A, int lda,
+                const float* B, int ldb, float* C, int ldc, int accumulate, const float* bias) {
     int nt = sgemm_threads(M, N, K);
     if (nt == 1) {  // (even an inactive parallel region costs a call into the OpenMP runtime)
-        sgemm_share(0, 1, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+        sgemm_share(p, 0, 1, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
         return;
     }
     #pragma omp parallel num_threads(nt)
-    sgemm_share(team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc,
+    sgemm_share(p, team_thread(), team_size(), transA, transB, M, N, K, A, lda, B, ldb, C, ldc,
                 accumulate, bias);
 }
 
+// C = op(A) op(B) (or C +=), float32
 void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
            float* C, int ldc, int accumulate) {
-    sgemm_bias(transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, NULL);
+    sgemm_bias(NULL, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, NULL);
 }
 
 // The matrix products of attention, named by their formulas. Each runs on the calling
@@ -299,25 +305,25 @@ void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
 // C (M,N) = A (M,K) B^T, with B (N,K): every row of A against every row of B
 static inline void matmul_ABt(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                               int M, int N, int K) {
-    sgemm_share_in(GEMM_FP32, 0, 1, 0, 1, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+    sgemm_share(NULL, 0, 1, 0, 1, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
 // C (M,N) = A (M,K) B (K,N)
 static inline void matmul_AB(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                              int M, int N, int K) {
-    sgemm_share_in(GEMM_FP32, 0, 1, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+    sgemm_share(NULL, 0, 1, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
 // C (M,N) = A^T B, with A (K,M) and B (K,N)
 static inline void matmul_AtB(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                               int M, int N, int K) {
-    sgemm_share_in(GEMM_FP32, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
+    sgemm_share(NULL, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 0, NULL);
 }
 
 // C (M,N) += A^T B: grouped-query attention sums a shared K/V head's gradient over its group
 static inline void matmul_AtB_add(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
                                   int M, int N, int K) {
-    sgemm_share_in(GEMM_FP32, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 1, NULL);
+    sgemm_share(NULL, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 1, NULL);
 }
 
 #endif

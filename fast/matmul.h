@@ -13,10 +13,15 @@ NULL.
 #include "rows.h"
 #include "buffers.h"
 
-// out (BT,OC) = inp (BT,C) @ weight^T + bias
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                    int BT, int C, int OC) {
-    sgemm_bias(0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);
+// out (BT,OC) = inp (BT,C) @ weight^T + bias, the operands read in the precision p (NULL:
+// float32; a model's -prec, fast/gemm.h)
+void matmul_forward_in(const GemmPrecision* p, float* out, const float* inp, const float* weight,
+                       const float* bias, int BT, int C, int OC) {
+    sgemm_bias(p, 0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);
+}
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int BT, int C,
+                    int OC) {
+    matmul_forward_in(NULL, out, inp, weight, bias, BT, C, OC);
 }
 
 // dbias (OC) += the column sums of dout (BT,OC) (= without add): a weighted sum of
@@ -33,24 +38,29 @@ static void bias_grad_share(int t, int T, float* dbias, const float* dout, int B
 }
 
 // dinp = dout @ weight (written); dweight += dout^T @ inp; dbias += column sums of dout
-// (dweight and dbias written instead when add is 0: the story's GRAD_STORE; GRAD_ADD is 1).
+// (dweight and dbias written instead when add is 0: the story's GRAD_STORE; GRAD_ADD is 1);
+// the operands read in the precision p (NULL: float32).
 // The three products are independent: one team computes its share of each in turn,
 // with no barrier between them (a second and third parallel region would cost a thread
 // wake-up each, and the team's uneven shares even out over the three).
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, int BT, int C, int OC, int add) {
+void matmul_backward_in(const GemmPrecision* p, float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, int BT, int C, int OC, int add) {
     int nt = sgemm_threads(BT, C, OC);
     (void)nt;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = team_thread(), T = team_size();
         // dinp = dout @ weight
-        sgemm_share(t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);
+        sgemm_share(p, t, T, 0, 0, BT, C, OC, dout, OC, weight, C, dinp, C, 0, NULL);
         // dweight += dout^T @ inp. (The shares are counted from the other end, so the
         // thread with the larger share of dinp gets the smaller share of dweight.)
-        sgemm_share(T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, add, NULL);
+        sgemm_share(p, T - 1 - t, T, 1, 0, OC, C, BT, dout, OC, inp, C, dweight, C, add, NULL);
         if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC, add);
     }
+}
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int BT, int C, int OC, int add) {
+    matmul_backward_in(NULL, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, add);
 }
 
 #endif

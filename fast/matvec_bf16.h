@@ -30,7 +30,7 @@ matvec_forward's own tolerance in any build (make asan's -O1 fuses none).
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "gemm.h"  // gemm_precision (-prec), bf16_round_all, alignedMallocCheck
+#include "gemm.h"  // GEMM_BF16 (-prec), bf16_round_all, alignedMallocCheck
 #include "rows.h"  // matvec_forward: the float32 path
 
 typedef struct {
@@ -55,11 +55,11 @@ static void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) 
     bf16_round_all(c->own, params, n);
 }
 
-// before generating: with -prec bf16 (gemm_precision, fast/gemm.h) the model's own copy
+// before generating: with -prec bf16 (kind GEMM_BF16, fast/gemm.h) the model's own copy
 // `kept` if it has one (current: AdamW rewrites it), else a fresh copy; without, none
-static void weights_bf16_sync(WeightsBF16* c, const float* params, size_t n, const uint16_t* kept) {
-    if (gemm_precision != GEMM_BF16 || kept) weights_bf16_free(c);
-    if (gemm_precision != GEMM_BF16) return;
+static void weights_bf16_sync(WeightsBF16* c, int kind, const float* params, size_t n, const uint16_t* kept) {
+    if (kind != GEMM_BF16 || kept) weights_bf16_free(c);
+    if (kind != GEMM_BF16) return;
     if (kept) c->w = kept, c->base = params, c->n = n;  // read, never freed, here
     else weights_bf16_refresh(c, params, n);
 }

@@ -152,13 +152,13 @@ static void test_bf16_sgemm(void) {
     // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.h)
     int M = 37, N = 2 * gemm_blocking()->nc + 45, K = GEMM_KC_BF16 + 88;
     float worst = 0.0f;
-    gemm_precision = GEMM_BF16;
+    GemmPrecision bf16 = {.kind = GEMM_BF16};
     for (int tA = 0; tA < 2; tA++)
         for (int tB = 0; tB < 2; tB++) {
             float* A = uniform_floats(&rng, (size_t)M * K);
             float* B = uniform_floats(&rng, (size_t)K * N);
             float* C = zeros((size_t)M * N);
-            sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0);
+            sgemm_bias(&bf16, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, 0, NULL);
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) {
                     double sum = 0.0, mag = 0.0;
@@ -174,7 +174,6 @@ static void test_bf16_sgemm(void) {
                 }
             free(A); free(B); free(C);
         }
-    gemm_precision = GEMM_FP32;
     check(worst <= 4e-7f, "sgemm with bf16 operands, 4 transposes, 37x%dx%d: error of the float32 sums "
           "%.2e of sum |a||b| (tolerance 4e-7, as for fp32: sums of a 2^-24 rounding)", N, K, worst);
 }
@@ -186,11 +185,10 @@ static void test_bf16_gradients(const char* model_path, const char* state_path) 
     gpt2_build_from_checkpoint(&model, model_path);
     RefState s;
     read_state(&s, state_path, &model);
-    gemm_precision = GEMM_BF16;
+    model.precision = GEMM_BF16;
     float loss = gpt2_forward(&model, s.x, s.y, s.B, s.T, -1);
     gpt2_zero_grad(&model);
     gpt2_backward(&model);
-    gemm_precision = GEMM_FP32;
     float loss_rel = fabsf(loss - s.loss) / fabsf(s.loss);
     check(loss_rel <= TOL_BF16_LOSS_REL, "-prec bf16, %s: loss relative error %.2e (tolerance %.0e)",
           model_path, loss_rel, TOL_BF16_LOSS_REL);
@@ -229,9 +227,8 @@ static void test_bf16_determinism(const char* model_path) {
             y[i] = (i * 5 + 3) % V;
         }
         int threads = run == 2 ? use_threads(1) : 0;
-        gemm_precision = GEMM_BF16;
+        model.precision = GEMM_BF16;
         train_steps(&model, x, y, B, T, 6, losses[run]);
-        gemm_precision = GEMM_FP32;
         if (run == 2) use_threads(threads);
         gpt2_free(&model);
     }
@@ -241,28 +238,28 @@ static void test_bf16_determinism(const char* model_path) {
           losses[0][5]);
 }
 
-// sgemm with an operand registered as weights (packed from its bf16 copy) against the same
-// sgemm rounding it while packing: the same bits, for A or B, every transpose, odd K
-// (a pair padded with 0), K over one KC block, odd leading dimensions
+// sgemm with an operand given as weights (packed from its bf16 copy: GemmPrecision) against
+// the same sgemm rounding it while packing: the same bits, for A or B, every transpose, odd
+// K (a pair padded with 0), K over one KC block, odd leading dimensions
 static void test_bf16_weight_copy(void) {
     uint64_t rng = 13;
     int M = 37, N = 45, K = GEMM_KC_BF16 + 89, same = 1;
-    gemm_precision = GEMM_BF16;
+    GemmPrecision rounding = {.kind = GEMM_BF16};
     for (int which = 0; which < 2; which++)
         for (int tA = 0; tA < 2; tA++)
             for (int tB = 0; tB < 2; tB++) {
                 float* A = uniform_floats(&rng, (size_t)M * K);
                 float* B = uniform_floats(&rng, (size_t)K * N);
                 float *C1 = zeros((size_t)M * N), *C2 = zeros((size_t)M * N);
-                sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C1, N, 0);
-                uint16_t* copy = NULL;
-                bf16_weights_use(&copy, which ? B : A, (size_t)(which ? K * N : M * K));
-                sgemm(tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C2, N, 0);
-                bf16_weights_forget(which ? B : A, &copy);
+                sgemm_bias(&rounding, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C1, N, 0, NULL);
+                size_t n = (size_t)(which ? K * N : M * K);
+                uint16_t* copy = malloc(n * sizeof(uint16_t));
+                bf16_round_all(copy, which ? B : A, n);
+                GemmPrecision weights = {GEMM_BF16, which ? B : A, copy, n};
+                sgemm_bias(&weights, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C2, N, 0, NULL);
                 same &= memcmp(C1, C2, (size_t)M * N * sizeof(float)) == 0;
-                free(A); free(B); free(C1); free(C2);
+                free(A); free(B); free(C1); free(C2); free(copy);
             }
-    gemm_precision = GEMM_FP32;
     check(same, "bf16 products with an operand packed from its bf16 copy equal rounding while packing, "
           "bit for bit (A or B, 4 transposes, 37x45x%d)", K);
 }
@@ -277,15 +274,41 @@ static void test_bf16_copy_in_step(const char* model_path) {
         y[i] = (i * 5 + 1) % model.config.vocab_size;
     }
     float losses[3];
-    gemm_precision = GEMM_BF16;
+    model.precision = GEMM_BF16;
     train_steps(&model, x, y, 2, 8, 3, losses);
-    gemm_precision = GEMM_FP32;
     size_t stale = 0;
     for (size_t i = 0; i < model.num_parameters; i++)
         stale += !model.params_bf16 || model.params_bf16[i] != bf16_round_packed(model.params_memory[i]);
     check(stale == 0, "-prec bf16: after 3 steps the weights' bf16 copy equals the rounded weights "
           "(%zu of %zu differ)", stale, model.num_parameters);
     gpt2_free(&model);
+}
+
+// a weight written outside AdamW is seen by the next bf16 forward once gpt2_weights_written
+// says so (the copy made again): the loss of a model edited after its first forward equals
+// that of the same model edited before any, bit for bit; without the call it is not seen
+static void test_bf16_weights_written(const char* model_path) {
+    GPT2 edited, fresh;
+    gpt2_build_from_checkpoint(&edited, model_path);
+    gpt2_build_from_checkpoint(&fresh, model_path);
+    edited.precision = fresh.precision = GEMM_BF16;
+    int x[16], y[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (i * 3) % edited.config.vocab_size, y[i] = (i * 5 + 1) % edited.config.vocab_size;
+    size_t n = edited.param_sizes[4];  // qkvw: the matrices times 20, the experiment
+    float before = gpt2_forward(&edited, x, y, 2, 8, -1);
+    for (size_t i = 0; i < n; i++)
+        edited.params.qkvw[i] *= 20.0f, fresh.params.qkvw[i] *= 20.0f;
+    float unseen = gpt2_forward(&edited, x, y, 2, 8, -1);  // (the copy is the old weights')
+    gpt2_weights_written(&edited);
+    float seen = gpt2_forward(&edited, x, y, 2, 8, -1);
+    float expected = gpt2_forward(&fresh, x, y, 2, 8, -1);
+    check(unseen == before && seen == expected && seen != before,
+          "-prec bf16: qkvw x 20 after a forward: loss %.6f -> %.6f once gpt2_weights_written says so, "
+          "that of the model edited before its first forward (%.6f); unsaid, %.6f (the copy's)",
+          before, seen, expected, unseen);
+    gpt2_free(&edited);
+    gpt2_free(&fresh);
 }
 
 static void test_bf16(const char* dir) {
@@ -305,4 +328,5 @@ static void test_bf16(const char* dir) {
     snprintf(a, sizeof a, "%s/ref_a_model.bin", dir);
     test_bf16_determinism(a);
     test_bf16_copy_in_step(a);
+    test_bf16_weights_written(a);
 }

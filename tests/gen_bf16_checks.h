@@ -57,9 +57,7 @@ static void test_gen_bf16_logits(const char* model_path) {
     KVCache fp32, bf16;
     kvcache_init(&fp32, c);
     kvcache_init(&bf16, c);
-    gemm_precision = GEMM_BF16;
-    weights_bf16_sync(&bf16.bf16, model.params_memory, model.num_parameters, NULL);
-    gemm_precision = GEMM_FP32;
+    weights_bf16_sync(&bf16.bf16, GEMM_BF16, model.params_memory, model.num_parameters, NULL);
     uint64_t rng = 11;
     float worst = 0.0f, largest = 0.0f;
     int argmax_same = 0, T = c.max_seq_len;
@@ -103,9 +101,9 @@ static void test_gen_bf16_greedy(const char* model_path) {
         KVCache kv;
         kvcache_init(&kv, c);
         FILE* sink = fopen(COMPAT_NULL_DEVICE, "w");
-        gemm_precision = prec ? GEMM_BF16 : GEMM_FP32;
+        model.precision = prec ? GEMM_BF16 : GEMM_FP32;
         generate(&model, &kv, &greedy, NULL, x, 3, N, 1, sink);
-        gemm_precision = GEMM_FP32;
+        model.precision = GEMM_FP32;
         fclose(sink);
         copy_made[prec] = kv.bf16.w != NULL;
         memcpy(out[prec], kv.tokens + 3, (N - 1) * sizeof(int));  // fed after the prompt (the last is not)
@@ -135,11 +133,11 @@ static void test_gen_bf16_kept_copy(const char* model_path) {
     KVCache kept, fresh;
     kvcache_init(&kept, model.config);
     kvcache_init(&fresh, model.config);
-    gemm_precision = GEMM_BF16;
+    model.precision = GEMM_BF16;
     train_steps(&model, x, y, 2, 8, 3, losses);
-    weights_bf16_sync(&kept.bf16, model.params_memory, model.num_parameters, model.params_bf16);
-    weights_bf16_sync(&fresh.bf16, model.params_memory, model.num_parameters, NULL);
-    gemm_precision = GEMM_FP32;
+    weights_bf16_sync(&kept.bf16, GEMM_BF16, model.params_memory, model.num_parameters, model.params_bf16);
+    weights_bf16_sync(&fresh.bf16, GEMM_BF16, model.params_memory, model.num_parameters, NULL);
+    model.precision = GEMM_FP32;
     int borrowed = model.params_bf16 && kept.bf16.w == model.params_bf16 && !kept.bf16.own
                    && fresh.bf16.w && fresh.bf16.w != model.params_bf16;
     int differ = 0;
