@@ -22,7 +22,7 @@ compilers=("${CC:-cc}")
 command -v clang > /dev/null 2>&1 && [ "${CC:-cc}" != clang ] && compilers+=(clang)
 FLAGS="-std=c11 -Wswitch-enum -Werror=switch-enum -Wno-unknown-pragmas -fsyntax-only"
 mkdir -p "$work/src"
-cp -r train_gpt2.c train_gpt2_main.c train_seq2seq.c train_seq2seq_main.c fast util "$work/src/"
+cp -r ./*.c fast util "$work/src/"  # (every program at the top: what the two include)
 
 # compile SRC_DIR: both programs with every compiler; the errors in $work/log
 compile() {
