@@ -28,9 +28,9 @@
 # (BASE, this, BASE, this, ...), in this same run: the ratios compare builds, not runs of a
 # different day. AB_ROUNDS (default 3) rounds per shape.
 # Settings: PYTHON (default /usr/bin/python3); OMP_NUM_THREADS as usual; BENCH_QUICK=1 runs
-# every part with a few steps only (to check the script, not to measure); BENCH_PART=9 (10, 11)
-# runs part 9 (10, 11) alone; BENCH_WAIT=S waits
-# up to S seconds (default 60) for busy CPUs to become idle before starting.
+# every part with a few steps only (to check the script, not to measure); BENCH_PART=8 (with
+# BASE), 9, 10 or 11 runs that part alone; BENCH_WAIT=S waits up to S seconds (default 60)
+# for busy CPUs to become idle before starting.
 set -u
 cd "$(dirname "$0")/.."
 source tests/posix.sh  # capture, cpu_count: GNU's and BSD's tools alike
@@ -445,6 +445,10 @@ if [ "${BENCH_PART:-}" = 10 ]; then  # part 10 alone
 fi
 if [ "${BENCH_PART:-}" = 11 ]; then  # part 11 alone
     isa_compare 2>&1 | tee "$OUT/report_11.txt"; exit "${PIPESTATUS[0]}"
+fi
+if [ "${BENCH_PART:-}" = 8 ]; then  # part 8 alone: BENCH_PART=8 make bench BASE=REV
+    [ -n "${BASE:-}" ] || { echo "BENCH_PART=8 needs BASE=REV: the commit to time this build against"; exit 2; }
+    { ab_against_base; exit $crashed; } 2>&1 | tee "$OUT/report_8.txt"; exit "${PIPESTATUS[0]}"
 fi
 if [ "${BENCH_PART:-}" = 9 ]; then  # part 9 alone
     { mpi_scaling; exit $crashed; } 2>&1 | tee "$OUT/report_9.txt"; exit "${PIPESTATUS[0]}"
