@@ -40,7 +40,7 @@ CFLAGS="-O1 $ARCH -fopenmp -std=c11"
 # prints "LINE<TAB>mutated line" for every mutation of the functions of interest in file $1
 candidates() {
     DELETE_CALLS=$([ "$1" == train_seq2seq.c ] && echo 1 || echo 0) perl -ne '
-        $inside = 1 if /^(static )?((inline|ALWAYS_INLINE|NOINLINE) )*(void|float) ([a-z0-9_]+_backward(_plain)?|add_weighted_rows|weighted_rows_kernel|bias_grad_share)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
+        $inside = 1 if /^(static )?((inline|ALWAYS_INLINE|NOINLINE) )*(void|float) ([a-z0-9_]+_backward(_plain|_in)?|add_weighted_rows|weighted_rows_kernel|bias_grad_share)\(|^#define ADD_WEIGHTED_ROWS_BLOCK/;
         if ($inside) {
             my ($code, $comment) = split(m{//}, $_, 2);
             my ($head, $body) = $code =~ /^(\s*for\s*\(.*?\)\s*)(.*)$/s ? ($1, $2) : ("", $code);

@@ -157,7 +157,9 @@ if all_scope; then
 # ---- 5a. a signal (Ctrl-C = SIGINT, or SIGTERM) during training: the step finishes, a checkpoint and
 # state file are written, the run says where and exits non-zero; resuming continues the losses bit for bit
 for sig in TERM INT; do
-    rm -rf "$TMP/sig"
+    # (the last run's log removed first: read before the new run had opened it, its 30 steps once
+    # sent SIGINT before the handler was set, and a background job starts with SIGINT ignored)
+    rm -rf "$TMP/sig" "$TMP/sig.log" "$TMP/sig.err"
     ./train_gpt2 "${RES[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
     pid=$!
     for ((try = 0; try < 4000; try++)); do
@@ -786,6 +788,7 @@ for what in validation sample evaluation generation; do
     [ $what == validation ] && args=("${big[@]}" -x 5 -v 1) && pat='^validation: '
     [ $what == evaluation ] && args=("${big[@]}" -x 0) && pat='^validation: '
     [ $what == generation ] && args=(-x 0 -g 1000000) && pat='^model'
+    rm -f "$TMP/int.log" "$TMP/int.err"  # (else the wait below may read the last run's lines)
     ./train_gpt2 "${SMALL[@]}" "${args[@]}" -o "" > "$TMP/int.log" 2> "$TMP/int.err" &
     pid=$!
     for ((try = 0; try < 300; try++)); do grep -q "$pat" "$TMP/int.log" 2> /dev/null && break; sleep 0.05; done
