@@ -127,7 +127,7 @@ static const GemmBlocking* gemm_blocking(void) {
 }
 
 // the blocking in words, for the benchmark and the tests
-static inline const char* gemm_blocking_describe(void) {
+const char* gemm_blocking_describe(void) {
     static char text[200];
     const GemmBlocking* g = gemm_blocking();
     snprintf(text, sizeof text, "MC %d x KC %d x NC %d, %s (L1d %ld KiB, L2 %ld KiB)", g->mc, GEMM_KC, g->nc,
