@@ -164,8 +164,8 @@ $(GEMM_OBJ): fast/gemm.c $(wildcard fast/*.h) util/io.h util/compat.h .build-fla
 train_gpt2$(EXE): train_gpt2_main.c $(SRC) $(GEMM_OBJ)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(SEPARATE) $(LDFLAGS) $(LDLIBS)
 
-test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC) $(GEMM_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(SEPARATE) $(LDFLAGS) $(LDLIBS)
 
 # several runs' loss curves in one picture, each final loss against the seeds' noise
 # (doc/experiments.md)

@@ -27,6 +27,7 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
 #define TESTING  // train_gpt2_main.c without its main
 #include "train_gpt2_main.c"  // the model (train_gpt2.c) and its program
+#include "fast/gemm_tile.h"  // the tile, the blocks and the kernels one by one (fast/gemm.c)
 
 // ----------------------------------------------------------------------------
 // tolerances, measured (see doc/tests.md, "Test tolerances"): float32 against float64
@@ -801,7 +802,7 @@ static void test_kernel_plain(void) {
                     const float* bi = mode == 1 ? bias : NULL;
                     memcpy(C1, C0, nc * 4);
                     memcpy(C2, C0, nc * 4);
-                    gemm_kernel(kc, a, b, C1, ldc, m, n, overwrite, bi);
+                    gemm_kernels.f32(kc, a, b, C1, ldc, m, n, overwrite, bi);
                     gemm_kernel_plain(kc, a, b, C2, ldc, m, n, overwrite, bi);
                     differ += memcmp(C1, C2, nc * 4) != 0;
                     cases++;
@@ -832,14 +833,14 @@ static void test_kernel_edge_rows(void) {
                 if (bf16) ((uint32_t*)b)[i] = bf16_pair(ub[i], 0.5f * ub[i]); else b[i] = ub[i];
             float full[GEMM_MR * GEMM_NR], part[GEMM_MR * GEMM_NR];
             for (int i = 0; i < GEMM_MR * GEMM_NR; i++) full[i] = 0.01f * (float)i;
-            if (bf16) gemm_kernel_bf16(kc, (const uint32_t*)a, (const uint32_t*)b, full, GEMM_NR, GEMM_MR,
+            if (bf16) gemm_kernels.bf16(kc, (const uint32_t*)a, (const uint32_t*)b, full, GEMM_NR, GEMM_MR,
                                        GEMM_NR, overwrite, bias);
-            else gemm_kernel(kc, a, b, full, GEMM_NR, GEMM_MR, GEMM_NR, overwrite, bias);
+            else gemm_kernels.f32(kc, a, b, full, GEMM_NR, GEMM_MR, GEMM_NR, overwrite, bias);
             for (int m = 1; m < GEMM_MR; m++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++) part[i] = 0.01f * (float)i;
-                if (bf16) gemm_kernel_bf16(kc, (const uint32_t*)a, (const uint32_t*)b, part, GEMM_NR, m,
+                if (bf16) gemm_kernels.bf16(kc, (const uint32_t*)a, (const uint32_t*)b, part, GEMM_NR, m,
                                            GEMM_NR, overwrite, bias);
-                else gemm_kernel(kc, a, b, part, GEMM_NR, m, GEMM_NR, overwrite, bias);
+                else gemm_kernels.f32(kc, a, b, part, GEMM_NR, m, GEMM_NR, overwrite, bias);
                 differ += memcmp(part, full, (size_t)m * GEMM_NR * 4) != 0;  // its m rows
                 for (int i = m * GEMM_NR; i < GEMM_MR * GEMM_NR; i++)       // rows past m untouched
                     differ += part[i] != 0.01f * (float)i;

@@ -40,15 +40,6 @@ same floats: the products are bit for bit those of rounding while packing (test_
 
 #include "bf16_round.h"  // bf16_round, bf16_to_float, bf16_pair, bf16_round_all
 
-// bf16_round of VEC_W floats at once (the packing, where there is no vcvtne2ps2bf16): each
-// word's rounded bf16 in its top half (the bottom half: left over)
-typedef uint32_t bf16_vw __attribute__((vector_size(4 * VEC_W)));
-typedef uint32_t bf16_vwu __attribute__((vector_size(4 * VEC_W), aligned(4), may_alias));
-static inline bf16_vw bf16_round_top(bf16_vw u) {
-    bf16_vw nan = (bf16_vw)((u & 0x7fffffffu) > 0x7f800000u);  // (all ones where a NaN)
-    return (nan & (u | 0x400000u)) | (~nan & (u + 0x7fffu + ((u >> 16) & 1u)));
-}
-
 // bf16_pack_rows and bf16_pack_cols (below) from the copy: pairs of bf16 already rounded
 static void bf16_pack_rows_copy(const uint16_t* src, int ld, int rows, int R, int kc, uint32_t* dst) {
     int kc2 = (kc + 1) / 2;

@@ -9,6 +9,7 @@ the kernels (fast/bf16.h, compiled with the matrix multiply in fast/gemm.c).
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "vec.h"  // VEC_W
 
 // float32 -> bf16, rounding to nearest even (a NaN stays a NaN)
 static inline uint16_t bf16_round(float x) {
@@ -35,6 +36,15 @@ static inline float bf16_to_float(uint16_t h) {
     float x;
     memcpy(&x, &u, 4);
     return x;
+}
+
+// bf16_round of VEC_W floats at once (the packing, where there is no vcvtne2ps2bf16): each
+// word's rounded bf16 in its top half (the bottom half: left over)
+typedef uint32_t bf16_vw __attribute__((vector_size(4 * VEC_W)));
+typedef uint32_t bf16_vwu __attribute__((vector_size(4 * VEC_W), aligned(4), may_alias));
+static inline bf16_vw bf16_round_top(bf16_vw u) {
+    bf16_vw nan = (bf16_vw)((u & 0x7fffffffu) > 0x7f800000u);  // (all ones where a NaN)
+    return (nan & (u | 0x400000u)) | (~nan & (u + 0x7fffu + ((u >> 16) & 1u)));
 }
 
 // a pair of bf16 as one 32-bit word: the even k in the low half, as the instruction reads it

@@ -261,7 +261,23 @@ void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
     sgemm_bias(NULL, transA, transB, M, N, K, A, lda, B, ldb, C, ldc, accumulate, NULL);
 }
 
-// what computes the float32 products, in words
-const char* gemm_products_name(void) { return GEMM_PRODUCTS_NAME; }
+// what computes the float32 products, in words: the kernel, or the library (make BLAS=1)
+const char* gemm_products_name(void) {
+#ifdef USE_BLAS
+    return GEMM_BLAS_NAME;
+#else
+    return GEMM_KERNEL_NAME;
+#endif
+}
+
+const GemmKernels gemm_kernels = {
+    gemm_kernel, gemm_kernel_bf16, gemm_kernel_bf16_widen, gemm_kernel_bf16_plain,
+#if defined(__AVX512BF16__)
+    gemm_kernel_bf16_dp,
+#else
+    NULL,
+#endif
+    bf16_pack_rows, bf16_pack_cols,
+};
 
 #endif
