@@ -567,7 +567,7 @@ static void test_weighted_rows(void) {
 // the speed engine (fast/) against its plain twins: every fast kernel names its plain
 // twin, and each has a test here
 
-// the plain twin of sgemm_bias (fast/gemm.h): the triple loop. C (M,N) = op(A) op(B) + bias,
+// the plain twin of sgemm_bias (fast/gemm.c): the triple loop. C (M,N) = op(A) op(B) + bias,
 // or C += op(A) op(B) with accumulate (bias ignored then); op(A) is A, or A^T with transA
 // (A then stored (K,M)); likewise op(B) (B stored (K,N), or (N,K) with transB). Row strides
 // lda, ldb, ldc.
@@ -642,7 +642,7 @@ static void test_sgemm(void) {
     // M > MC = 168; N > NC = 768; K = 0 (the empty sum: C = bias)
     // the last four on several threads (M N K >= 1e6: sgemm_threads); in the last, each
     // thread's share of N spans two blocks of columns, so its op(A) (2 blocks of M, 2 of K)
-    // is packed once and read again (keep_A in fast/gemm.h)
+    // is packed once and read again (keep_A in fast/gemm.c)
     int shapes[][3] = {{1, 1, 1}, {13, 31, 255}, {14, 32, 256}, {15, 33, 257}, {1, 33, 14}, {15, 1, 31},
                        {14, 33, 513}, {20, 769, 33}, {5, 7, 0}, {169, 24, 257}, {15, 800, 90}, {170, 800, 8},
                        {170, 1540, 260}};
@@ -754,7 +754,7 @@ static void test_gemm_products(void) {
     }
 }
 
-// Plain twin of the float32 micro-kernel (fast/gemm.h's gemm_kernel): C[m x n] = sums
+// Plain twin of the float32 micro-kernel (fast/gemm_kernel.h's gemm_kernel): C[m x n] = sums
 // (+ bias), or C += sums, each sum a chain over k from 0: one fused multiply-add per k where
 // the build's kernel uses FMA instructions (VEC_FUSED, fast/vec.h), else a product, then a sum
 static void gemm_kernel_plain(int kc, const float* a, const float* b, float* C, int ldc, int m, int n,
@@ -815,7 +815,7 @@ static void test_kernel_plain(void) {
 }
 
 // The micro-kernels on an edge panel of m < GEMM_MR rows compute only those rows
-// (GEMM_BY_ROWS in fast/gemm.h); each element is its own chain of sums, so the m rows must
+// (GEMM_BY_ROWS in fast/gemm_kernel.h); each element is its own chain of sums, so the m rows must
 // be bit for bit the full tile's first m rows: float32 and bf16, = (with a bias) and +=
 static void test_kernel_edge_rows(void) {
     uint64_t rng = 99;

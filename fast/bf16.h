@@ -189,7 +189,7 @@ static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint
 }
 
 #if defined(__AVX512BF16__)
-// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm.h's GEMM_BY_ROWS):
+// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm_kernel.h's GEMM_BY_ROWS):
 // per pair of k, 2 loads of B (2 x 16 columns of pairs), rows broadcasts of A's pairs,
 // 2 x rows instructions of 32 products each
 __attribute__((always_inline))

@@ -6,9 +6,9 @@ and its plain twin is the triple loop sgemm_plain in test_gpt2.c, which the test
 it against (every transpose, accumulation, bias, odd sizes and strides).
 
 This header declares; fast/gemm.c computes (the blocking, the packing, the kernels of
-fast/gemm_kernel.h and fast/bf16.h). make compiles fast/gemm.c once, on its own, so that an
-edit of train_gpt2.c recompiles the model and not the kernels; a one-file build
-(cc train_gpt2_main.c) includes it here instead, at the end of this header.
+fast/gemm_kernel.h and fast/bf16.h). make compiles fast/gemm.c once, on its own, and links
+it, so that an edit of train_gpt2.c recompiles the model and not the kernels; a one-file
+build (cc train_gpt2_main.c) takes it where train_gpt2.c includes this header.
 */
 #ifndef FAST_GEMM_H
 #define FAST_GEMM_H
@@ -102,10 +102,5 @@ static inline void matmul_AtB_add(float* C, int ldc, const float* A, int lda, co
                                   int M, int N, int K) {
     sgemm_share(NULL, 0, 1, 1, 0, M, N, K, A, lda, B, ldb, C, ldc, 1, NULL);
 }
-
-// the definitions, where make does not compile them apart (-DFAST_GEMM_SEPARATE, fast/gemm.o)
-#ifndef FAST_GEMM_SEPARATE
-#include "gemm.c"
-#endif
 
 #endif

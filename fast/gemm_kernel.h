@@ -2,8 +2,8 @@
 fast/gemm_kernel.h: the ground floor of the matrix multiply: the tile of C each kernel
 computes (its shape per CPU, GEMM_MR x GEMM_NR), the packing of float32 slivers, the ends
 every kernel shares (gemm_tile_start, gemm_tile_store) and the float32 micro-kernel
-(gemm_kernel). fast/bf16.h builds its bfloat16 kernel on these; fast/gemm.h, the driver
-(blocking, threads, sgemm), stands on both. How the pieces fit: gemm.h's header comment.
+(gemm_kernel). fast/bf16.h builds its bfloat16 kernel on these; fast/gemm.c, the driver
+(blocking, threads, sgemm), stands on both. How the pieces fit: gemm.c's first comment.
 */
 #ifndef FAST_GEMM_KERNEL_H
 #define FAST_GEMM_KERNEL_H

@@ -53,7 +53,7 @@ out to the tests and the benchmark, which check each against its plain twin.
 #ifndef GEMM_KC
 #define GEMM_KC 256
 #endif
-// The cache blocks (gemm.h): GEMM_MC rows of op(A) and GEMM_NC columns of op(B), both
+// The cache blocks (gemm.c): GEMM_MC rows of op(A) and GEMM_NC columns of op(B), both
 // GEMM_KC deep. KC is a constant: it fixes the order of the sums, and so the bits. MC and NC
 // change only when each block is computed, not a bit of C, so they follow the caches the
 // CPU reports (gemm_blocking): op(A)'s block about 1/6 of the L2 cache, op(B)'s 3/4 of it,

@@ -149,7 +149,7 @@ static void test_bf16_denormals(void) {
 static void test_bf16_sgemm(void) {
     uint64_t rng = 11;
     // K over one KC block, edges in every direction; N wide enough that each thread's share
-    // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.h)
+    // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.c)
     int M = 37, N = 2 * gemm_blocking()->nc + 45, K = GEMM_KC_BF16 + 88;
     float worst = 0.0f;
     GemmPrecision bf16 = {.kind = GEMM_BF16};
