@@ -137,7 +137,14 @@ endif
 
 # the story, its program, and the headers beside them: the speed engine (fast/) and the
 # plumbing (util/)
-SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) .build-flags
+SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) fast/gemm.c .build-flags
+# The matrix multiply (fast/gemm.c, half of the compiler's time on a program) is compiled once,
+# on its own, and linked into the programs; each program's own file is compiled to an object
+# beside it, on the other core, so an edit of train_gpt2.c recompiles the model and its
+# program, not the kernels. (-DFAST_GEMM_SEPARATE: fast/gemm.h declares and train_gpt2.c
+# does not include fast/gemm.c, as a one-file build does.)
+GEMM_OBJ = fast/gemm.o
+SEPARATE = -DFAST_GEMM_SEPARATE -c
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
@@ -151,12 +158,19 @@ seq2seq: train_seq2seq$(EXE) $(REVERSE)
 
 all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) compare_runs$(EXE) $(REVERSE)
 
-# the model in train_gpt2.c, its program (setup, training loop, main) in train_gpt2_main.c
-train_gpt2$(EXE): train_gpt2_main.c $(SRC)
-	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+$(GEMM_OBJ): fast/gemm.c $(wildcard fast/*.h) util/io.h util/compat.h .build-flags
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-test_gpt2$(EXE): test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+# the model in train_gpt2.c, its program (setup, training loop, main) in train_gpt2_main.c
+train_gpt2_main.o: train_gpt2_main.c $(SRC)
+	$(TRAIN_CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+train_gpt2$(EXE): train_gpt2_main.o $(GEMM_OBJ)
+	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+test_gpt2.o: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
+	$(CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+test_gpt2$(EXE): test_gpt2.o $(GEMM_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # several runs' loss curves in one picture, each final loss against the seeds' noise
 # (doc/experiments.md)
@@ -165,11 +179,15 @@ compare_runs$(EXE): compare_runs.c .build-flags util/io.h util/compat.h util/sta
 
 # the encoder-decoder (article 003), a second program built on train_gpt2.c's layers: the model
 # in train_seq2seq.c, its program (flags, setup, training loop, report) in train_seq2seq_main.c
-train_seq2seq$(EXE): train_seq2seq_main.c train_seq2seq.c $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+train_seq2seq_main.o: train_seq2seq_main.c train_seq2seq.c $(SRC)
+	$(CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+train_seq2seq$(EXE): train_seq2seq_main.o $(GEMM_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-test_seq2seq$(EXE): test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+test_seq2seq.o: test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
+	$(CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+test_seq2seq$(EXE): test_seq2seq.o $(GEMM_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # an experiment, not built by default: -pe sin with its table scaled by $$PE_SCALE (doc/errata.md)
 tests/seq2seq_sin_scale: tests/seq2seq_sin_scale.c train_seq2seq_main.c train_seq2seq.c $(SRC)
@@ -262,7 +280,7 @@ tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicod
 	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq compare_runs tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
+	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq compare_runs *.o fast/*.o tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
 	rm -f *.exe data/*.exe
 
 clean: clean-bin

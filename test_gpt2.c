@@ -27,6 +27,7 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
 #define TESTING  // train_gpt2_main.c without its main
 #include "train_gpt2_main.c"  // the model (train_gpt2.c) and its program
+#include "fast/gemm_tile.h"  // the tile, the blocks and the kernels one by one (fast/gemm.c)
 
 // ----------------------------------------------------------------------------
 // tolerances, measured (see doc/tests.md, "Test tolerances"): float32 against float64
@@ -566,7 +567,7 @@ static void test_weighted_rows(void) {
 // the speed engine (fast/) against its plain twins: every fast kernel names its plain
 // twin, and each has a test here
 
-// the plain twin of sgemm_bias (fast/gemm.h): the triple loop. C (M,N) = op(A) op(B) + bias,
+// the plain twin of sgemm_bias (fast/gemm.c): the triple loop. C (M,N) = op(A) op(B) + bias,
 // or C += op(A) op(B) with accumulate (bias ignored then); op(A) is A, or A^T with transA
 // (A then stored (K,M)); likewise op(B) (B stored (K,N), or (N,K) with transB). Row strides
 // lda, ldb, ldc.
@@ -641,7 +642,7 @@ static void test_sgemm(void) {
     // M > MC = 168; N > NC = 768; K = 0 (the empty sum: C = bias)
     // the last four on several threads (M N K >= 1e6: sgemm_threads); in the last, each
     // thread's share of N spans two blocks of columns, so its op(A) (2 blocks of M, 2 of K)
-    // is packed once and read again (keep_A in fast/gemm.h)
+    // is packed once and read again (keep_A in fast/gemm.c)
     int shapes[][3] = {{1, 1, 1}, {13, 31, 255}, {14, 32, 256}, {15, 33, 257}, {1, 33, 14}, {15, 1, 31},
                        {14, 33, 513}, {20, 769, 33}, {5, 7, 0}, {169, 24, 257}, {15, 800, 90}, {170, 800, 8},
                        {170, 1540, 260}};
@@ -753,7 +754,7 @@ static void test_gemm_products(void) {
     }
 }
 
-// Plain twin of the float32 micro-kernel (fast/gemm.h's gemm_kernel): C[m x n] = sums
+// Plain twin of the float32 micro-kernel (fast/gemm_kernel.h's gemm_kernel): C[m x n] = sums
 // (+ bias), or C += sums, each sum a chain over k from 0: one fused multiply-add per k where
 // the build's kernel uses FMA instructions (VEC_FUSED, fast/vec.h), else a product, then a sum
 static void gemm_kernel_plain(int kc, const float* a, const float* b, float* C, int ldc, int m, int n,
@@ -801,7 +802,7 @@ static void test_kernel_plain(void) {
                     const float* bi = mode == 1 ? bias : NULL;
                     memcpy(C1, C0, nc * 4);
                     memcpy(C2, C0, nc * 4);
-                    gemm_kernel(kc, a, b, C1, ldc, m, n, overwrite, bi);
+                    gemm_kernels.f32(kc, a, b, C1, ldc, m, n, overwrite, bi);
                     gemm_kernel_plain(kc, a, b, C2, ldc, m, n, overwrite, bi);
                     differ += memcmp(C1, C2, nc * 4) != 0;
                     cases++;
@@ -814,7 +815,7 @@ static void test_kernel_plain(void) {
 }
 
 // The micro-kernels on an edge panel of m < GEMM_MR rows compute only those rows
-// (GEMM_BY_ROWS in fast/gemm.h); each element is its own chain of sums, so the m rows must
+// (GEMM_BY_ROWS in fast/gemm_kernel.h); each element is its own chain of sums, so the m rows must
 // be bit for bit the full tile's first m rows: float32 and bf16, = (with a bias) and +=
 static void test_kernel_edge_rows(void) {
     uint64_t rng = 99;
@@ -832,14 +833,14 @@ static void test_kernel_edge_rows(void) {
                 if (bf16) ((uint32_t*)b)[i] = bf16_pair(ub[i], 0.5f * ub[i]); else b[i] = ub[i];
             float full[GEMM_MR * GEMM_NR], part[GEMM_MR * GEMM_NR];
             for (int i = 0; i < GEMM_MR * GEMM_NR; i++) full[i] = 0.01f * (float)i;
-            if (bf16) gemm_kernel_bf16(kc, (const uint32_t*)a, (const uint32_t*)b, full, GEMM_NR, GEMM_MR,
+            if (bf16) gemm_kernels.bf16(kc, (const uint32_t*)a, (const uint32_t*)b, full, GEMM_NR, GEMM_MR,
                                        GEMM_NR, overwrite, bias);
-            else gemm_kernel(kc, a, b, full, GEMM_NR, GEMM_MR, GEMM_NR, overwrite, bias);
+            else gemm_kernels.f32(kc, a, b, full, GEMM_NR, GEMM_MR, GEMM_NR, overwrite, bias);
             for (int m = 1; m < GEMM_MR; m++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++) part[i] = 0.01f * (float)i;
-                if (bf16) gemm_kernel_bf16(kc, (const uint32_t*)a, (const uint32_t*)b, part, GEMM_NR, m,
+                if (bf16) gemm_kernels.bf16(kc, (const uint32_t*)a, (const uint32_t*)b, part, GEMM_NR, m,
                                            GEMM_NR, overwrite, bias);
-                else gemm_kernel(kc, a, b, part, GEMM_NR, m, GEMM_NR, overwrite, bias);
+                else gemm_kernels.f32(kc, a, b, part, GEMM_NR, m, GEMM_NR, overwrite, bias);
                 differ += memcmp(part, full, (size_t)m * GEMM_NR * 4) != 0;  // its m rows
                 for (int i = m * GEMM_NR; i < GEMM_MR * GEMM_NR; i++)       // rows past m untouched
                     differ += part[i] != 0.01f * (float)i;

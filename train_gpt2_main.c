@@ -211,7 +211,7 @@ void setup_model(const Options* o, Run* r) {
            "matmul kernel %s%s%s\n",
            c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size,
            parameters_of(c) / 1e6, o->precision,
-           o->plain ? "plain (train_gpt2.c's loops)" : GEMM_PRODUCTS_NAME,
+           o->plain ? "plain (train_gpt2.c's loops)" : gemm_products_name(),
            o->bf16 ? "; bf16 products: " : "", o->bf16 ? bf16_kernel_describe() : "");  // (fast/bf16.h)
     print_block_variants(is_gpt2(c), c.num_kv_heads, c.pos_encoding, c.ln_place, c.activation, c.mask);
     if (ff_channels(c) != 4 * c.channels)

@@ -42,7 +42,7 @@ static inline void aligned_free(void* p) { compat_aligned_free(p); }
 // long as the program), so the layers allocate nothing once training runs.
 static _Thread_local float* thread_scratch_memory;
 static _Thread_local size_t thread_scratch_floats;
-static float* thread_scratch(size_t n) {
+static inline float* thread_scratch(size_t n) {
     if (n > thread_scratch_floats) {
         aligned_free(thread_scratch_memory);
         thread_scratch_memory = alignedMallocCheck(n * sizeof(float));

@@ -38,54 +38,7 @@ same floats: the products are bit for bit those of rounding while packing (test_
 #include "alloc.h"
 #include "gemm_kernel.h"  // the tile (GEMM_MR x GEMM_NR), its two ends, GEMM_BY_ROWS
 
-// float32 -> bf16, rounding to nearest even (a NaN stays a NaN)
-static inline uint16_t bf16_round(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-// bf16_round as the packing rounds: vcvtne2ps2bf16 also flushes a denormal to a signed 0
-// (where the instruction packs). The weights' bf16 copy is made with it.
-static inline uint16_t bf16_round_packed(float x) {
-#if defined(__AVX512BF16__)
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000);
-#endif
-    return bf16_round(x);
-}
-
-static inline float bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
-// bf16_round of VEC_W floats at once (the packing, where there is no vcvtne2ps2bf16): each
-// word's rounded bf16 in its top half (the bottom half: left over)
-typedef uint32_t bf16_vw __attribute__((vector_size(4 * VEC_W)));
-typedef uint32_t bf16_vwu __attribute__((vector_size(4 * VEC_W), aligned(4), may_alias));
-static inline bf16_vw bf16_round_top(bf16_vw u) {
-    bf16_vw nan = (bf16_vw)((u & 0x7fffffffu) > 0x7f800000u);  // (all ones where a NaN)
-    return (nan & (u | 0x400000u)) | (~nan & (u + 0x7fffu + ((u >> 16) & 1u)));
-}
-
-// a pair of bf16 as one 32-bit word: the even k in the low half, as the instruction reads it
-static inline uint32_t bf16_pair(float even, float odd) {
-    return (uint32_t)bf16_round(even) | (uint32_t)bf16_round(odd) << 16;
-}
-
-// dst[i] = bf16_round_packed(src[i]) for i < n, over the threads: a bf16 copy of weights
-// (the products' copy below, and generation's, fast/matvec_bf16.h)
-static void bf16_round_all(uint16_t* dst, const float* src, size_t n) {
-    #pragma omp parallel for schedule(static) if (n >= 65536)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = bf16_round_packed(src[i]);
-}
+#include "bf16_round.h"  // bf16_round, bf16_to_float, bf16_pair, bf16_round_all
 
 // bf16_pack_rows and bf16_pack_cols (below) from the copy: pairs of bf16 already rounded
 static void bf16_pack_rows_copy(const uint16_t* src, int ld, int rows, int R, int kc, uint32_t* dst) {
@@ -236,7 +189,7 @@ static inline void gemm_kernel_bf16_plain(int kc2, const uint32_t* a, const uint
 }
 
 #if defined(__AVX512BF16__)
-// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm.h's GEMM_BY_ROWS):
+// the kernel with vdpbf16ps, for the first `rows` rows of the tile (gemm_kernel.h's GEMM_BY_ROWS):
 // per pair of k, 2 loads of B (2 x 16 columns of pairs), rows broadcasts of A's pairs,
 // 2 x rows instructions of 32 products each
 __attribute__((always_inline))
@@ -455,7 +408,7 @@ static int bf16_kernel_choose(void) {
 }
 
 // the chosen kernel in words, for the run's header and the benchmark
-static inline const char* bf16_kernel_describe(void) {
+const char* bf16_kernel_describe(void) {
     static char text[160];
     int k = bf16_kernel_choose();
     if (bf16_probe_ratio > 0)

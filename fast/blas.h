@@ -1,7 +1,7 @@
 /*
 fast/blas.h: make BLAS=1 routes the float32 products through the system's cblas_sgemm
 (OpenBLAS on Linux, Accelerate on macOS, whose matrix unit is much faster than NEON)
-instead of our blocked kernel (gemm.h). Part of the speed engine: a reader of the model
+instead of our blocked kernel (gemm.c). Part of the speed engine: a reader of the model
 may skip it. Plain twin: the same as gemm.h's, sgemm_plain in test_gpt2.c, which make test
 checks every product against.
 

@@ -2,8 +2,8 @@
 fast/gemm_kernel.h: the ground floor of the matrix multiply: the tile of C each kernel
 computes (its shape per CPU, GEMM_MR x GEMM_NR), the packing of float32 slivers, the ends
 every kernel shares (gemm_tile_start, gemm_tile_store) and the float32 micro-kernel
-(gemm_kernel). fast/bf16.h builds its bfloat16 kernel on these; fast/gemm.h, the driver
-(blocking, threads, sgemm), stands on both. How the pieces fit: gemm.h's header comment.
+(gemm_kernel). fast/bf16.h builds its bfloat16 kernel on these; fast/gemm.c, the driver
+(blocking, threads, sgemm), stands on both. How the pieces fit: gemm.c's first comment.
 */
 #ifndef FAST_GEMM_KERNEL_H
 #define FAST_GEMM_KERNEL_H
@@ -18,73 +18,9 @@ every kernel shares (gemm_tile_start, gemm_tile_store) and the float32 micro-ker
 #include "../util/io.h"  // die
 #include "caches.h"  // the cache sizes the blocking follows
 #include "vec.h"
-#ifdef USE_BLAS
-#include "blas.h"  // GEMM_BLAS_NAME
-#endif
+#include "gemm_tile.h"  // GEMM_MR x GEMM_NR, GEMM_KC, GemmBlocking
 
-#if defined(__AVX512F__)
-#define GEMM_ISA "avx512"
-#define GEMM_MR_DEFAULT 14
-#define GEMM_NR_DEFAULT 32
-#elif defined(__AVX__)
-#define GEMM_ISA_FMA "avx2+fma"  // (AVX without FMA: Sandy Bridge, Ivy Bridge)
-#define GEMM_MR_DEFAULT 6
-#define GEMM_NR_DEFAULT 16
-#elif defined(__aarch64__) && defined(__ARM_NEON)
-#define GEMM_ISA "neon"
-#define GEMM_MR_DEFAULT 8
-#define GEMM_NR_DEFAULT 12
-#elif defined(__SSE2__)
-#define GEMM_ISA "sse2"
-#define GEMM_MR_DEFAULT 6
-#define GEMM_NR_DEFAULT 8
-#else
-#define GEMM_ISA "generic"
-#define GEMM_MR_DEFAULT 4
-#define GEMM_NR_DEFAULT 8
-#endif
-#if defined(GEMM_ISA_FMA)
-#if defined(__AVX2__) && defined(__FMA__)
-#define GEMM_ISA GEMM_ISA_FMA
-#else
-#define GEMM_ISA "avx"
-#endif
-#endif
-#define GEMM_VW VEC_W  // floats in a vector register (fast/vec.h)
-#ifndef GEMM_MR
-#define GEMM_MR GEMM_MR_DEFAULT
-#endif
-#ifndef GEMM_NR
-#define GEMM_NR GEMM_NR_DEFAULT  // (a multiple of GEMM_VW)
-#endif
-#define GEMM_STR_(x) #x
-#define GEMM_STR(x) GEMM_STR_(x)
-#define GEMM_KERNEL_NAME GEMM_ISA " " GEMM_STR(GEMM_MR) "x" GEMM_STR(GEMM_NR)
-// what computes the model's float32 products: that kernel, or the library (make BLAS=1)
-#ifdef USE_BLAS
-#define GEMM_PRODUCTS_NAME GEMM_BLAS_NAME
-#else
-#define GEMM_PRODUCTS_NAME GEMM_KERNEL_NAME
-#endif
-#ifndef GEMM_KC
-#define GEMM_KC 256
-#endif
-// The cache blocks (gemm.h): GEMM_MC rows of op(A) and GEMM_NC columns of op(B), both
-// GEMM_KC deep. KC is a constant: it fixes the order of the sums, and so the bits. MC and NC
-// change only when each block is computed, not a bit of C, so they follow the caches the
-// CPU reports (gemm_blocking): op(A)'s block about 1/6 of the L2 cache, op(B)'s 3/4 of it,
-// the proportions of the constants tuned on Zen 5 (1 MiB of L2 per core: MC = 168, NC = 768),
-// which stay where the CPU reports nothing. GEMM_BLOCKING=fixed in the environment keeps
-// them anyway (to compare the two; =caches: the default); -DGEMM_MC=.. -DGEMM_NC=.. fix them
-// at build time.
-#define GEMM_MC_FIXED ((168 + GEMM_MR - 1) / GEMM_MR * GEMM_MR)  // (AVX-512: 12 x 14; 168 KB of A)
-#define GEMM_NC_FIXED 768
-typedef struct {
-    int mc, nc;          // the blocks' rows of op(A), columns of op(B)
-    long l1, l2;         // the caches' bytes, as reported (0: not reported)
-    const char* source;  // "from the caches", or why the constants
-} GemmBlocking;
-static GemmBlocking gemm_blocks;
+GemmBlocking gemm_blocks;
 static _Atomic int gemm_blocks_set;
 
 static int gemm_round_to(long x, int unit, long lo, long hi) {
@@ -93,7 +29,7 @@ static int gemm_round_to(long x, int unit, long lo, long hi) {
 }
 
 // the blocks, set once (any thread; the first call reads the caches)
-static const GemmBlocking* gemm_blocking(void) {
+const GemmBlocking* gemm_blocking(void) {
     if (atomic_load_explicit(&gemm_blocks_set, memory_order_acquire)) return &gemm_blocks;
     #pragma omp critical(gemm_blocking)
     if (!atomic_load_explicit(&gemm_blocks_set, memory_order_relaxed)) {
@@ -127,21 +63,13 @@ static const GemmBlocking* gemm_blocking(void) {
 }
 
 // the blocking in words, for the benchmark and the tests
-static inline const char* gemm_blocking_describe(void) {
+const char* gemm_blocking_describe(void) {
     static char text[200];
     const GemmBlocking* g = gemm_blocking();
     snprintf(text, sizeof text, "MC %d x KC %d x NC %d, %s (L1d %ld KiB, L2 %ld KiB)", g->mc, GEMM_KC, g->nc,
              g->source, g->l1 >> 10, g->l2 >> 10);
     return text;
 }
-// -prec bf16: a block of KC pairs of k (2 * GEMM_KC values) is as many bytes as GEMM_KC
-// floats, so the same cache blocking holds twice the k, and each tile of C is loaded and
-// stored half as often per product
-#ifndef GEMM_KC_BF16
-#define GEMM_KC_BF16 (2 * GEMM_KC)
-#endif
-#define GEMM_MIN_PAR_FLOPS 2e6  // below this, one thread is faster than waking a second
-
 static int gemm_imin(int a, int b) { return a < b ? a : b; }
 
 #ifdef __AVX512F__

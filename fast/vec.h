@@ -1,6 +1,6 @@
 /*
 fast/vec.h: vectors of floats for the CPUs whose kernels are not written in AVX-512
-intrinsics (the matmul's micro-kernel in fast/gemm.h, the weighted rows of fast/rows.h):
+intrinsics (the matmul's micro-kernel in fast/gemm_kernel.h, the weighted rows of fast/rows.h):
 GCC/Clang vector extensions, which the compiler maps to the CPU's registers (ymm with
 AVX/AVX2, q with NEON, xmm with SSE2, and whatever another CPU has). VEC_W floats each.
 

@@ -53,7 +53,7 @@ static void test_bf16_round(void) {
 // dst: 1 if a pair differs from its definition (pairs of k down a column, zero-padded)
 static int bf16_pack_cols_differs(const float* src, int ld, int cols, int R, int kc, uint32_t* dst) {
     int differs = 0;
-    bf16_pack_cols(src, ld, cols, R, kc, dst);
+    gemm_kernels.pack_cols(src, ld, cols, R, kc, dst);
     for (int p = 0; p < (kc + 1) / 2; p++)
         for (int c = 0; c < R; c++) {
             float even = c < cols ? src[(size_t)2 * p * ld + c] : 0.0f;
@@ -79,7 +79,7 @@ static void test_bf16_pack_kernel(void) {
             uint32_t* a = compat_aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
             float* at = uniform_floats(&rng, (size_t)GEMM_MR * kc);
             int rows = 1 + cols % GEMM_MR;  // rows below GEMM_MR are zero-padded
-            bf16_pack_rows(at, kc, rows, GEMM_MR, kc, a);
+            gemm_kernels.pack_rows(at, kc, rows, GEMM_MR, kc, a);
             for (int p = 0; p < kc2; p++)
                 for (int i = 0; i < GEMM_MR; i++) {
                     float even = i < rows ? at[(size_t)i * kc + 2 * p] : 0.0f;
@@ -95,11 +95,11 @@ static void test_bf16_pack_kernel(void) {
             for (int acc = 0; acc < 2; acc++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++)
                     C1[i] = C2[i] = C3[i] = (float)i * 0.01f;
-                gemm_kernel_bf16_widen(kc2, a, packed, C1, GEMM_NR, GEMM_MR, cols, !acc, NULL);
-                gemm_kernel_bf16_plain(kc2, a, packed, C2, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                gemm_kernels.bf16_widen(kc2, a, packed, C1, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                gemm_kernels.bf16_plain(kc2, a, packed, C2, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 worst_widen |= memcmp(C1, C2, sizeof C1) != 0;
 #if defined(__AVX512BF16__)
-                gemm_kernel_bf16_dp(kc2, a, packed, C3, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                gemm_kernels.bf16_dp(kc2, a, packed, C3, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 worst_kernel |= memcmp(C3, C2, sizeof C1) != 0;
 #endif
             }
@@ -128,14 +128,14 @@ static void test_bf16_denormals(void) {
     for (int j = 0; j < kc2 * GEMM_NR; j++)
         b[j] = bf16_pair(0x1p-68f * (1 + (j % 11) / 128.0f), 0x1p-68f * (1 + (j % 7) / 128.0f));
     float Cw[GEMM_MR * GEMM_NR], Cp[GEMM_MR * GEMM_NR];
-    gemm_kernel_bf16_widen(kc2, a, b, Cw, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
-    gemm_kernel_bf16_plain(kc2, a, b, Cp, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    gemm_kernels.bf16_widen(kc2, a, b, Cw, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    gemm_kernels.bf16_plain(kc2, a, b, Cp, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
     int denormal = Cw[0] > 0 && Cw[0] < 0x1p-126f;  // (the sums stay below 2^-126: all exact)
     check(denormal && memcmp(Cw, Cp, sizeof Cw) == 0, "bf16 widened kernel keeps denormal products and sums "
           "(%.3e): its plain twin's bits", (double)Cw[0]);
 #if defined(__AVX512BF16__)
     float Cd[GEMM_MR * GEMM_NR];
-    gemm_kernel_bf16_dp(kc2, a, b, Cd, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    gemm_kernels.bf16_dp(kc2, a, b, Cd, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
     int within = 1;
     for (int i = 0; i < GEMM_MR * GEMM_NR; i++) within &= Cd[i] >= 0 && Cd[i] <= Cw[i];
     check(within, "bf16 kernels on denormal products: vdpbf16ps's sums between 0 and the widened kernel's "
@@ -149,7 +149,7 @@ static void test_bf16_denormals(void) {
 static void test_bf16_sgemm(void) {
     uint64_t rng = 11;
     // K over one KC block, edges in every direction; N wide enough that each thread's share
-    // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.h)
+    // spans two blocks of columns (op(A) packed once and read again: keep_A in fast/gemm.c)
     int M = 37, N = 2 * gemm_blocking()->nc + 45, K = GEMM_KC_BF16 + 88;
     float worst = 0.0f;
     GemmPrecision bf16 = {.kind = GEMM_BF16};

@@ -496,6 +496,12 @@ mpmd_error "-l 1e-3 against -l 1e-2 (trained, exit 0)" -l -l 1e-3 -o "" : -l 1e-
 mpmd_error "-zg 0 against -zg 1 (hung)" -zg -zg 0 -o "" : -zg 1 -o ""
 mpmd_error "-prec fp32 against -prec bf16" -prec -prec fp32 -o "" : -prec bf16 -o ""
 mpmd_error "-o '' against -o DIR -n 2 (hung)" -o -o "" -n 2 : -o "$TMP/agree_o" -n 2
+# the rest of the per-process hyperparameters, each once (one check compares them all)
+mpmd_error "-u 0 against -u 2" -u -u 0 -o "" : -u 2 -o ""
+mpmd_error "-k cosine against -k linear" -k -k cosine -o "" : -k linear -o ""
+mpmd_error "-gc 1 against -gc 0" -gc -gc 1 -o "" : -gc 0 -o ""
+mpmd_error "-dr 0 against -dr 0.1" -dr -dr 0 -o "" : -dr 0.1 -o ""
+mpmd_error "-c 0 against -c 0.1" -c -c 0 -o "" : -c 0.1 -o ""
 expect_mpi_error "DIST_BLOCKING=1 on process 1 alone" "differ in DIST_BLOCKING" \
     -np 1 ./train_gpt2 "${FA[@]}" -o "" : -np 1 -x DIST_BLOCKING=1 ./train_gpt2 "${FA[@]}" -o ""
 mpi 1 ./train_gpt2 "${FA[@]}" -o "$TMP/agree_0" -g 8 -pr "To be" -s 2 : -np 1 ./train_gpt2 "${FA[@]}" -o "$TMP/agree_1" \

@@ -49,8 +49,18 @@ def mask(line):
     return line.rstrip()
 
 
+OUTPUTS = {}  # command -> its output: a run quoted in two places runs once
+
+
 def run(command, timeout=3600):
-    """COMMAND's stdout and stderr, run by bash in a fresh directory beside the programs"""
+    """COMMAND's stdout and stderr, run by bash in a fresh directory beside the programs (once
+    per command: the programs print the same for the same flags)"""
+    if command not in OUTPUTS:
+        OUTPUTS[command] = run_once(command, timeout)
+    return OUTPUTS[command]
+
+
+def run_once(command, timeout):
     with tempfile.TemporaryDirectory(prefix="quoted_runs_") as d:
         for name in PROGRAMS + ["data", "tests"]:
             if os.path.exists(os.path.join(ROOT, name)):
@@ -155,15 +165,10 @@ def check_file(path, quick, listing, report):
         if kind == "block":
             why = check_block(command, body, run(command))
         else:
-            outputs, runs = [], {}
+            outputs = []
             for k, c in enumerate(command):
                 m = re.match(r"^= (\d+)$", c)
-                if m:
-                    outputs.append(outputs[int(m.group(1)) - 1])
-                    continue
-                if c not in runs:
-                    runs[c] = run(c)
-                outputs.append(runs[c])
+                outputs.append(outputs[int(m.group(1)) - 1] if m else run(c))
             why = check_table(command, pattern, body, outputs)
         checked += 1
         if why:
