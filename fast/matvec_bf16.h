@@ -30,7 +30,8 @@ matvec_forward's own tolerance in any build (make asan's -O1 fuses none).
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "gemm.h"  // GEMM_BF16 (-prec), bf16_round_all, alignedMallocCheck
+#include "alloc.h"  // alignedMallocCheck, aligned_free
+#include "gemm.h"   // GEMM_BF16 (-prec), bf16_round_all
 #include "rows.h"  // matvec_forward: the float32 path
 
 typedef struct {
