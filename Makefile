@@ -145,6 +145,9 @@ SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h u
 # does not include fast/gemm.c, as a one-file build does.)
 GEMM_OBJ = fast/gemm.o
 SEPARATE = -DFAST_GEMM_SEPARATE -c
+# a compile without its link: ALL_CFLAGS less the linker's flags (Homebrew's libomp puts -L,
+# -Wl,-rpath and -lomp in OMP_FLAGS; clang warns of linker input unused with -c)
+COMPILE_CFLAGS = $(filter-out -L% -Wl$(,)% -l%,$(ALL_CFLAGS))
 DATA = data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin data/tiny_shakespeare_tokenizer.bin
 REVERSE = data/reverse_train.bin data/reverse_val.bin data/reverse_tokenizer.bin
 
@@ -159,16 +162,16 @@ seq2seq: train_seq2seq$(EXE) $(REVERSE)
 all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) compare_runs$(EXE) $(REVERSE)
 
 $(GEMM_OBJ): fast/gemm.c $(wildcard fast/*.h) util/io.h util/compat.h .build-flags
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(COMPILE_CFLAGS) -c -o $@ $<
 
 # the model in train_gpt2.c, its program (setup, training loop, main) in train_gpt2_main.c
 train_gpt2_main.o: train_gpt2_main.c $(SRC)
-	$(TRAIN_CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+	$(TRAIN_CC) $(COMPILE_CFLAGS) $(SEPARATE) -o $@ $<
 train_gpt2$(EXE): train_gpt2_main.o $(GEMM_OBJ)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 test_gpt2.o: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
-	$(CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+	$(CC) $(COMPILE_CFLAGS) $(SEPARATE) -o $@ $<
 test_gpt2$(EXE): test_gpt2.o $(GEMM_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
@@ -180,12 +183,12 @@ compare_runs$(EXE): compare_runs.c .build-flags util/io.h util/compat.h util/sta
 # the encoder-decoder (article 003), a second program built on train_gpt2.c's layers: the model
 # in train_seq2seq.c, its program (flags, setup, training loop, report) in train_seq2seq_main.c
 train_seq2seq_main.o: train_seq2seq_main.c train_seq2seq.c $(SRC)
-	$(CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+	$(CC) $(COMPILE_CFLAGS) $(SEPARATE) -o $@ $<
 train_seq2seq$(EXE): train_seq2seq_main.o $(GEMM_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 test_seq2seq.o: test_seq2seq.c train_seq2seq.c tests/check.h tests/errata_seq2seq.h $(wildcard tests/seq2seq_reference.h) $(SRC)
-	$(CC) $(ALL_CFLAGS) $(SEPARATE) -o $@ $<
+	$(CC) $(COMPILE_CFLAGS) $(SEPARATE) -o $@ $<
 test_seq2seq$(EXE): test_seq2seq.o $(GEMM_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 

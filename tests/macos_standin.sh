@@ -26,6 +26,12 @@ for a in "\$@"; do
     esac
     prev=\$a
 done
-exec clang -nostdinc -isystem "$dir/include" -isystem /usr/include/$(gcc -dumpmachine) -isystem /usr/include "\$@"
+# its own headers where it compiles (a C file, or stdin); a link alone takes no include flags
+for a in "\$@"; do
+    case "\$a" in
+    *.c|-) exec clang -nostdinc -isystem "$dir/include" -isystem /usr/include/$(gcc -dumpmachine) -isystem /usr/include "\$@" ;;
+    esac
+done
+exec clang "\$@"
 STANDIN
 chmod +x "$dir/cc"
