@@ -3,14 +3,13 @@ fast/gemm_tile.h: the shape of this build's matrix multiply, and its kernels one
 The tile of C each micro-kernel computes (GEMM_MR x GEMM_NR, per CPU), the depth of a
 block (GEMM_KC) and the cache blocks (GemmBlocking); the kernels themselves live in
 fast/gemm_kernel.h and fast/bf16.h, compiled in fast/gemm.c, and gemm_kernels hands them
-out to the tests and the benchmark, which check each against its plain twin.
+out to test_gpt2, which checks each against its plain twin.
 */
 #ifndef FAST_GEMM_TILE_H
 #define FAST_GEMM_TILE_H
 
 #include <stdint.h>
 #include "vec.h"
-
 
 #if defined(__AVX512F__)
 #define GEMM_ISA "avx512"
