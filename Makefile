@@ -141,7 +141,7 @@ SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h u
 # The matrix multiply (fast/gemm.c, half of the compiler's time on a program) is compiled once,
 # on its own, and linked into the programs; each program's own file is compiled to an object
 # beside it, on the other core, so an edit of train_gpt2.c recompiles the model and its
-# program, not the kernels. (-DFAST_GEMM_SEPARATE: fast/gemm.h declares and train_gpt2.c
+# program, not the kernels. (-DFAST_GEMM_SEPARATE: fast/gemm.h declares and fast/matmul.h
 # does not include fast/gemm.c, as a one-file build does.)
 GEMM_OBJ = fast/gemm.o
 SEPARATE = -DFAST_GEMM_SEPARATE -c

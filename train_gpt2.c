@@ -55,9 +55,6 @@ F the MLP's hidden width (4C), NKV key/value heads (NH; fewer with GQA).
 #include "fast/approx.h"      // exp_approx, tanh_approx (plain twins: expf, tanhf)
 #include "fast/rows.h"        // add_weighted_rows, matvec_forward, row_max
 #include "fast/gemm.h"        // sgemm, and matmul_AB / matmul_ABt / matmul_AtB
-#ifndef FAST_GEMM_SEPARATE     // its code: make compiles it apart (fast/gemm.o), a one-file build here
-#include "fast/gemm.c"
-#endif
 #include "fast/matmul.h"      // matmul_forward / matmul_backward (plain twins below)
 #include "fast/matvec_bf16.h" // WeightsBF16, matvec_token: generation from bf16 weights (-prec bf16)
 

@@ -1,6 +1,6 @@
 /*
 fast/gemm.c: the blocked matrix multiply that fast/gemm.h declares (sgemm and its kin):
-compiled on its own by make (fast/gemm.o), or included by train_gpt2.c in a one-file build.
+compiled on its own by make (fast/gemm.o), or included by fast/matmul.h in a one-file build.
 */
 #ifndef FAST_GEMM_C
 #define FAST_GEMM_C

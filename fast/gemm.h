@@ -8,7 +8,7 @@ it against (every transpose, accumulation, bias, odd sizes and strides).
 This header declares; fast/gemm.c computes (the blocking, the packing, the kernels of
 fast/gemm_kernel.h and fast/bf16.h). make compiles fast/gemm.c once, on its own, and links
 it, so that an edit of train_gpt2.c recompiles the model and not the kernels; a one-file
-build (cc train_gpt2_main.c) takes it where train_gpt2.c includes this header.
+build (cc train_gpt2_main.c) takes it in through fast/matmul.h.
 */
 #ifndef FAST_GEMM_H
 #define FAST_GEMM_H

@@ -10,6 +10,9 @@ NULL.
 #define FAST_MATMUL_H
 
 #include "gemm.h"
+#ifndef FAST_GEMM_SEPARATE  // gemm.h's code: make compiles it apart (fast/gemm.o), a one-file build here
+#include "gemm.c"
+#endif
 #include "rows.h"
 #include "buffers.h"
 
