@@ -137,7 +137,10 @@ endif
 
 # the story, its program, and the headers beside them: the speed engine (fast/) and the
 # plumbing (util/)
-SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) fast/gemm.c .build-flags
+SRC = train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) fast/gemm.c \
+      .build-flags
+# what the programs around the story read of it: its header (make compiles the story apart)
+STORY_H = train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h util/*.h) .build-flags
 # The matrix multiply (fast/gemm.c, half of the compiler's time on a program) is compiled once,
 # on its own, and linked into the programs; each program's own file is compiled to an object
 # beside it, on the other core, so an edit of train_gpt2.c recompiles the model and its
@@ -145,6 +148,13 @@ SRC = train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c $(wildcard fast/*.h u
 # does not include fast/gemm.c, as a one-file build does.)
 GEMM_OBJ = fast/gemm.o
 SEPARATE = -DFAST_GEMM_SEPARATE -c
+# The story itself (train_gpt2.c) is an object too, train_gpt2.o, which train_gpt2 and test_gpt2
+# link: their own files read its header, train_gpt2.h (-DTRAIN_GPT2_SEPARATE), so an edit of
+# train_gpt2.c recompiles the story alone. The objects beside a program's own (the story, the
+# matrix multiply) share util/io.h's state with it (-DUTIL_IO_EXTERN): one set of atomic writes
+# under way, one exit hook.
+STORY_OBJ = train_gpt2.o
+STORY_SEPARATE = $(SEPARATE) -DTRAIN_GPT2_SEPARATE
 # a compile without its link: ALL_CFLAGS less the linker's flags (Homebrew's libomp puts -L,
 # -Wl,-rpath and -lomp in OMP_FLAGS; clang warns of linker input unused with -c)
 COMPILE_CFLAGS = $(filter-out -L% -Wl$(,)% -l%,$(ALL_CFLAGS))
@@ -162,17 +172,21 @@ seq2seq: train_seq2seq$(EXE) $(REVERSE)
 all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) compare_runs$(EXE) $(REVERSE)
 
 $(GEMM_OBJ): fast/gemm.c $(wildcard fast/*.h) util/io.h util/compat.h .build-flags
-	$(CC) $(COMPILE_CFLAGS) -c -o $@ $<
+	$(CC) $(COMPILE_CFLAGS) -DUTIL_IO_EXTERN -c -o $@ $<
 
-# the model in train_gpt2.c, its program (setup, training loop, main) in train_gpt2_main.c
-train_gpt2_main.o: train_gpt2_main.c $(SRC)
-	$(TRAIN_CC) $(COMPILE_CFLAGS) $(SEPARATE) -o $@ $<
-train_gpt2$(EXE): train_gpt2_main.o $(GEMM_OBJ)
+# the model, train_gpt2.c, on its own
+$(STORY_OBJ): train_gpt2.c train_gpt2.h $(wildcard fast/*.h util/*.h) .build-flags
+	$(CC) $(COMPILE_CFLAGS) $(SEPARATE) -DUTIL_IO_EXTERN -o $@ $<
+
+# its program (setup, training loop, main) in train_gpt2_main.c, with the parallel sequel
+train_gpt2_main.o: train_gpt2_main.c $(STORY_H)
+	$(TRAIN_CC) $(COMPILE_CFLAGS) $(STORY_SEPARATE) -o $@ $<
+train_gpt2$(EXE): train_gpt2_main.o $(STORY_OBJ) $(GEMM_OBJ)
 	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-test_gpt2.o: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(SRC)
-	$(CC) $(COMPILE_CFLAGS) $(SEPARATE) -o $@ $<
-test_gpt2$(EXE): test_gpt2.o $(GEMM_OBJ)
+test_gpt2.o: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(STORY_H)
+	$(CC) $(COMPILE_CFLAGS) $(STORY_SEPARATE) -o $@ $<
+test_gpt2$(EXE): test_gpt2.o $(STORY_OBJ) $(GEMM_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # several runs' loss curves in one picture, each final loss against the seeds' noise

@@ -27,6 +27,8 @@ Exit status 0 only if every check passed. The last line is "N passed, M failed".
 */
 #define TESTING  // train_gpt2_main.c without its main
 #include "train_gpt2_main.c"  // the model (train_gpt2.c) and its program
+#include "fast/matmul.h"     // the fast matmul layer, against its plain twin
+#include "fast/approx.h"     // exp_approx, tanh_approx, against expf, tanhf
 #include "fast/gemm_tile.h"  // the tile, the blocks and the kernels one by one (fast/gemm.c)
 
 // ----------------------------------------------------------------------------

@@ -6,12 +6,13 @@ backward pass; then the model, AdamW, one training step and generation with a KV
 It reads and writes llm.c's file formats (doc/formats.md). Reading order:
   1. the layers: encoder (llm.c's name for the embedding), layernorm, matmul, attention, gelu,
      residual, dropout, softmax + cross-entropy, each _forward next to its _backward;
-  2. the model: GPT2Config, parameters, activations, initialisation, checkpoints;
+  2. the model: GPT2Config, parameters, activations, initialisation, checkpoints (the
+     structs, as every struct of this file, are in train_gpt2.h, read first);
   3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
   4. AdamW, one name per level: adamw_update (the formula), gpt2_update (on the model),
      gpt2_optimizer_step (norm, clipping, learning rate), gpt2_train_step (the whole step);
   5. the KV cache and generate(): inference one token at a time;
-  6. the program is train_gpt2_main.c, which #includes this file: the training loop
+  6. the program is train_gpt2_main.c, compiled apart against train_gpt2.h: the training loop
      (train() calls run_step() once per step) and main(), which only sets up (setup_model,
      setup_generation, setup_data: plumbing, the model, data and sampler from the flags).
 No global switch changes what a layer computes: a backward adds (+=) into its parameters'
@@ -36,8 +37,7 @@ Shapes: B batch, T time (sequence length), C channels, NH heads, hs = C/NH head 
 V vocabulary, Vp vocabulary padded to a multiple of 128, L layers, OC output channels,
 F the MLP's hidden width (4C), NKV key/value heads (NH; fewer with GQA).
 */
-#define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE  // also madvise(MADV_HUGEPAGE), see fast/alloc.h
+#include "train_gpt2.h"  // the model's data (GPT2Config, GPT2, ...) and this file's functions, by name
 #include <math.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -64,24 +64,15 @@ F the MLP's hidden width (4C), NKV key/value heads (NH; fewer with GQA).
 // backward recomputes it), is the same for any thread count, and a resumed run gets
 // the same masks. data/make_reference.py implements the same function in numpy.
 
-enum { DROP_EMBED = 0, DROP_ATT_PROBS = 1, DROP_ATT_OUT = 2, DROP_MLP_OUT = 3 };
+// DropoutMask and the sites DROP_*: train_gpt2.h
 
-typedef struct {
-    float p;          // probability of dropping an element; 0 = off
-    float scale;      // 1/(1-p): inverted dropout keeps the expected value unchanged
-    uint32_t threshold; // an element is dropped when its 24-bit hash is below this
-    uint64_t key;     // hash of seed, step, layer and site
-    uint64_t first;   // the index of element 0 in the step's batch: the rows before this micro-batch's
-    uint64_t block, stride;  // 0, or a slice of a larger tensor's mask: runs of block, one every stride
-} DropoutMask;
-
-static DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
+DropoutMask dropout_mask(float p, uint64_t seed, uint64_t step, int layer, int site) {
     DropoutMask m = {p, 1.0f / (1.0f - p), (uint32_t)floor((double)p * 16777216.0),
                      splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (uint64_t)(layer * 4 + site)), 0, 0, 0};
     return m;
 }
 
-static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
+int dropout_keep(const DropoutMask* m, uint64_t idx) {
     if (m->block) idx = idx / m->block * m->stride + idx % m->block;  // the slice's place in the whole
     return (uint32_t)(splitmix64(m->key ^ (m->first + idx)) >> 40) >= m->threshold;
 }
@@ -100,7 +91,7 @@ static inline int dropout_keep(const DropoutMask* m, uint64_t idx) {
 // of each gradient passes after gpt2_zero_grad, so that no pass over the gradients has to zero
 // them first: the stored value is the same float as 0 + the sum. (GRAD_ADD is 1, as sgemm's
 // accumulate flag, which fast/matmul.h takes.)
-typedef enum { GRAD_STORE = 0, GRAD_ADD = 1 } GradWrite;
+// GradWrite, GRAD_STORE = 0 or GRAD_ADD = 1: train_gpt2.h
 
 // encoder: token embedding plus position embedding (llm.c's name; not the encoder stack of
 // articles 002 and 003, which is train_seq2seq.c's seq2seq_encode)
@@ -324,24 +315,10 @@ void matmul_plain(float* Cm, int ldc, const float* A, int lda, int tA, const flo
 // C = A B, matmul_AtB is C = A^T B (fast/gemm.h; each argument is a pointer and its row
 // stride, then the sizes M, N, K of C (M,N) and of the sum K).
 
-// the sizes of one attention call; {B, T, C, NH, NKV, causal} alone is self-attention
-typedef struct {
-    int B, T, C;  // batch, queries per sequence, channels of the heads' output (NH heads of hs = C/NH)
-    int NH, NKV;  // query heads, key/value heads: NKV = NH is multi-head attention; NKV < NH is
-                  //   grouped-query attention (GQA, article 004): each group of NH/NKV query
-                  //   heads shares one K/V head (its repeat_kv); NKV = 1 is multi-query
-    int causal;   // 1: the causal mask (step 3; needs Tk == pos0 + T); 0: every query sees every key
-    int Tk;       // keys per sequence; 0 = T. Cross-attention: the source length Ts
-    int pos0;     // the first query's position among the keys: 0, or with a KV cache the
-                  //   positions cached before this forward's (query t may see keys 0..pos0+t)
-    int q_stride, kv_stride;  // floats from one row of q (of kv) to the next; 0 = the fused row C3
-    const int* key_len;  // (B) or NULL: keys at and after key_len[b] are padding, masked as the future
-    int plain;    // 1: the products by matmul_plain (-kernels plain); 0: by fast/gemm.h's kernels
-    float scale;  // step 2's factor on the scores (-as); 0 = 1/sqrt(hs), the article's
-} AttentionShape;
+// AttentionShape, the sizes of one attention call: train_gpt2.h
 
 // the scores' factor: a model's -as, or 0 for the articles' 1/sqrt(hs) (the one place it is written)
-static float attention_scale(float scale, int hs) { return scale != 0.0f ? scale : 1.0f / sqrtf((float)hs); }
+float attention_scale(float scale, int hs) { return scale != 0.0f ? scale : 1.0f / sqrtf((float)hs); }
 
 // the products of one head's slices, named by their formulas, computed as s.plain says
 static void head_ABt(AttentionShape s, float* Cm, int ldc, const float* A, int lda, const float* Bm, int ldb,
@@ -362,7 +339,7 @@ static void head_AtB(AttentionShape s, float* Cm, int ldc, const float* A, int l
 }
 
 // the zero fields filled in (Tk = T, rows of C3 = C + 2 NKV hs); an impossible shape dies here
-static AttentionShape attention_shape_filled(AttentionShape s) {
+AttentionShape attention_shape_filled(AttentionShape s) {
     int C3 = s.C + 2 * s.NKV * (s.C / s.NH);
     s.Tk = s.Tk ? s.Tk : s.T;
     s.q_stride = s.q_stride ? s.q_stride : C3, s.kv_stride = s.kv_stride ? s.kv_stride : C3;
@@ -733,17 +710,11 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
 // ----------------------------------------------------------------------------
 // the model: configuration, parameters, activations
 
-// the block variants of articles 003 and 004; 0 is GPT-2's choice (doc/variants.md).
-// A switch over one of them names every value, with no default: -Wswitch-enum (the Makefile's
-// WARN) makes a value that a dispatch site does not handle a compile error.
-typedef enum { POS_LEARNED, POS_ROPE, POS_SIN } PosEncoding;  // -pe: wpe table, rotary (004), sinusoids (003)
-typedef enum { LN_PRE, LN_POST } LnPlace;       // -ln: layernorm before each branch, or after the sum (003)
-typedef enum { ACT_GELU, ACT_RELU, ACT_RELU2 } Activation;  // -act: the MLP's non-linearity
-typedef enum { MASK_CAUSAL, MASK_NONE } Mask;   // -causal 1 / 0 (training only: generation stays causal)
+// the block variants of articles 003 and 004 (PosEncoding, LnPlace, Activation, Mask): train_gpt2.h
 
 // each value's word, as its flag spells it (util/cli.h's VARIANT_WORDS; test_gpt2 checks that
 // they agree); NULL past the last value, so the values are 0 up to the first without a word
-static const char* pos_encoding_word(int v) {
+const char* pos_encoding_word(int v) {
     switch ((PosEncoding)v) {
     case POS_LEARNED: return "learned";
     case POS_ROPE: return "rope";
@@ -751,14 +722,14 @@ static const char* pos_encoding_word(int v) {
     }
     return NULL;
 }
-static const char* ln_place_word(int v) {
+const char* ln_place_word(int v) {
     switch ((LnPlace)v) {
     case LN_PRE: return "pre";
     case LN_POST: return "post";
     }
     return NULL;
 }
-static const char* activation_word(int v) {
+const char* activation_word(int v) {
     switch ((Activation)v) {
     case ACT_GELU: return "gelu";
     case ACT_RELU: return "relu";
@@ -766,7 +737,7 @@ static const char* activation_word(int v) {
     }
     return NULL;
 }
-static const char* mask_word(int v) {  // -causal's value
+const char* mask_word(int v) {  // -causal's value
     switch ((Mask)v) {
     case MASK_CAUSAL: return "1";
     case MASK_NONE: return "0";
@@ -790,30 +761,18 @@ static void activation_backward(float* dinp, const float* inp, const float* dout
     }
 }
 
-typedef struct {
-    int max_seq_len;        // maxT: the longest sequence, rows of wpe
-    int vocab_size;         // V: real tokens
-    int padded_vocab_size;  // Vp: V rounded up to a multiple of 128, rows of wte
-    int num_layers;         // L
-    int num_heads;          // NH
-    int channels;           // C
-    int num_kv_heads;       // NKV: key/value heads (GQA, -kv); NH for GPT-2 (0 is read as NH)
-    int pos_encoding, ln_place, activation, mask;  // the variants above
-    int ff;                 // d_ff: the MLP's hidden width (-ff); 0 is read as GPT-2's 4C
-    int head_size;          // hs; 0 is C/NH. Not in a file: set by train_gpt2_parallel.c's -tpar
-    float att_scale;        // -as: the attention scores' factor; 0 is read as 1/sqrt(hs)
-} GPT2Config;
+// GPT2Config, the model's shape and variants: train_gpt2.h
 
 // the MLP's hidden width: -ff, or 4C (article 003's toy layer has 2d; the paper 4d)
-static int ff_channels(GPT2Config c) { return c.ff ? c.ff : 4 * c.channels; }
+int ff_channels(GPT2Config c) { return c.ff ? c.ff : 4 * c.channels; }
 // the size of a head, hs = C/NH
-static int head_size(GPT2Config c) { return c.head_size ? c.head_size : c.channels / c.num_heads; }
+int head_size(GPT2Config c) { return c.head_size ? c.head_size : c.channels / c.num_heads; }
 // the channels of the heads' outputs side by side, NH hs (= C)
-static int attention_channels(GPT2Config c) { return c.num_heads * head_size(c); }
+int attention_channels(GPT2Config c) { return c.num_heads * head_size(c); }
 
 // a row of the fused Q,K,V projection: NH query heads, NKV key and NKV value heads: 3C
 // channels, or (NH + 2 NKV) hs with GQA
-static int qkv_channels(GPT2Config c) { return (c.num_heads + 2 * c.num_kv_heads) * head_size(c); }
+int qkv_channels(GPT2Config c) { return (c.num_heads + 2 * c.num_kv_heads) * head_size(c); }
 
 static AttentionShape attention_shape(GPT2Config c, int B, int T) {
     return (AttentionShape){.B = B, .T = T, .C = attention_channels(c), .NH = c.num_heads,
@@ -822,7 +781,7 @@ static AttentionShape attention_shape(GPT2Config c, int B, int T) {
 
 // The parameters, the activations and the backward's scratch each live in one
 // allocation, with named pointers into it (as llm.c): these two helpers lay them out.
-static size_t sum_sizes(const size_t* sizes, int n) {
+size_t sum_sizes(const size_t* sizes, int n) {
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += sizes[i];
@@ -840,36 +799,9 @@ static float* point_tensors(float** const* ptrs, int n, float* memory, const siz
     return memory;
 }
 
-// all parameters, in llm.c's file order
-#define NUM_PARAMETER_TENSORS 16
-typedef struct {
-    float* wte;      // (Vp,C) token embedding, also the output head (tied)
-    float* wpe;      // (maxT,C) position embedding (NULL unless learned: -pe)
-    float* ln1w;     // (L,C)
-    float* ln1b;     // (L,C)
-    float* qkvw;     // (L,C3,C) Q rows, then K rows, then V rows; C3 = 3C (C + 2 NKV hs with GQA)
-    float* qkvb;     // (L,C3)
-    float* attprojw; // (L,C,C)
-    float* attprojb; // (L,C)
-    float* ln2w;     // (L,C)
-    float* ln2b;     // (L,C)
-    float* fcw;      // (L,F,C) F = d_ff, 4C unless -ff
-    float* fcb;      // (L,F)
-    float* fcprojw;  // (L,C,F)
-    float* fcprojb;  // (L,C)
-    float* lnfw;     // (C)
-    float* lnfb;     // (C)
-} ParameterTensors;
+// ParameterTensors, all parameters in llm.c's file order (PARAMETER_DECAYS: AdamW's): train_gpt2.h
 
-__attribute__((unused)) static const char* const PARAMETER_NAMES[NUM_PARAMETER_TENSORS] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-
-// AdamW decays the matrices (embeddings and matmul weights), not biases or layernorm
-static const int PARAMETER_DECAYS[NUM_PARAMETER_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
-static const int LAYER_TENSORS[2] = {2, 14};  // ln1w .. fcprojb: (L, ...), one slice per layer
-
-static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
+void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     size_t Vp = cfg.padded_vocab_size, C = cfg.channels, maxT = cfg.max_seq_len, L = cfg.num_layers;
     size_t C3 = qkv_channels(cfg), wpe = cfg.pos_encoding == POS_LEARNED ? maxT * C : 0;
     size_t F = ff_channels(cfg), CA = attention_channels(cfg);
@@ -879,7 +811,7 @@ static void fill_in_parameter_sizes(size_t* sizes, GPT2Config cfg) {
     memcpy(sizes, shapes, sizeof shapes);
 }
 
-static float* point_parameters(ParameterTensors* params, float* memory, const size_t* sizes) {
+float* point_parameters(ParameterTensors* params, float* memory, const size_t* sizes) {
     float** ptrs[NUM_PARAMETER_TENSORS] = {
         &params->wte, &params->wpe, &params->ln1w, &params->ln1b, &params->qkvw, &params->qkvb,
         &params->attprojw, &params->attprojb, &params->ln2w, &params->ln2b, &params->fcw, &params->fcb,
@@ -887,34 +819,7 @@ static float* point_parameters(ParameterTensors* params, float* memory, const si
     return point_tensors(ptrs, NUM_PARAMETER_TENSORS, memory, sizes);
 }
 
-// what the forward pass keeps for the backward pass, for a batch of B sequences of T
-#define NUM_ACTIVATION_TENSORS 23
-typedef struct {
-    float* encoded;     // (B,T,C) wte[token] + the position's row (after embedding dropout)
-    float* ln1;         // (L,B,T,C)
-    float* ln1_mean;    // (L,B,T)
-    float* ln1_rstd;    // (L,B,T)
-    float* qkv;         // (L,B,T,C3) the fused Q,K,V projection (q and k rotated with -pe rope)
-    float* atty;        // (L,B,T,C) the heads' outputs, before the projection
-    float* att_scores;  // (L,B,NH,T,Tk) scaled, masked scores (attention steps 1-3); Tk = T
-                        //   (generation: rows of maxT, the cached keys first)
-    float* att_probs;   // (L,B,NH,T,Tk) softmax probabilities (steps 4-5)
-    float* att_dropped; // (L,B,NH,T,Tk) probabilities after dropout (steps 6-7); NULL without dropout
-    float* attproj;     // (L,B,T,C) attention projection (after residual dropout)
-    float* residual2;   // (L,B,T,C) residual + attention branch
-    float* ln2;         // (L,B,T,C)
-    float* ln2_mean;    // (L,B,T)
-    float* ln2_rstd;    // (L,B,T)
-    float* fch;         // (L,B,T,F) MLP hidden, before GELU (or ReLU); F = d_ff
-    float* fch_act;     // (L,B,T,F) MLP hidden, after it
-    float* fcproj;      // (L,B,T,C) MLP projection (after residual dropout)
-    float* residual3;   // (L,B,T,C) residual2 + MLP branch: the layer's output (pre-LN)
-    float* lnf;         // (B,T,C)
-    float* lnf_mean;    // (B,T)
-    float* lnf_rstd;    // (B,T)
-    float* logits;      // (B,T,Vp); the backward overwrites it with dlogits
-    float* probs;       // (B,T,Vp)
-} ActivationTensors;
+// ActivationTensors, what the forward keeps for the backward: train_gpt2.h
 
 // Tk: the keys a query's attention rows hold, T (or with a KV cache maxT: keys_per_query)
 static void fill_in_activation_sizes(size_t* sizes, GPT2Config cfg, int B, int T, int Tk, int dropout) {
@@ -937,21 +842,7 @@ static void point_activations(ActivationTensors* a, float* memory, const size_t*
     point_tensors(ptrs, NUM_ACTIVATION_TENSORS, memory, sizes);
 }
 
-// gradients of activations: one layer's worth, reused by every layer on the way down
-#define NUM_SCRATCH_TENSORS 10
-typedef struct {
-    float* dres;        // (B,T,C) gradient of the residual stream, updated in place from the
-                        //   top layer down: d(residual3) -> d(residual2) -> d(residual)
-    float* dbranch;     // (B,T,C) gradient of a branch output (attproj or fcproj) before dropout
-    float* dln;         // (B,T,C) gradient of a layernorm's output
-    float* datty;       // (B,T,C)
-    float* dqkv;        // (B,T,C3)
-    float* dfch;        // (B,T,F)
-    float* dfch_act;   // (B,T,F)
-    float* dlosses;     // (B,T)
-    float* losses;      // (B,T) the forward's per-position loss
-    float* dsum;        // (B,T,C) post-LN only: the gradient of a residual sum (a layernorm's input)
-} BackwardScratch;
+// BackwardScratch, the gradients of one layer's activations: train_gpt2.h
 
 static void fill_in_scratch_sizes(size_t* sizes, GPT2Config cfg, int B, int T) {
     size_t C = cfg.channels, BT = (size_t)B * T, post = cfg.ln_place == LN_POST, F = ff_channels(cfg);
@@ -966,73 +857,10 @@ static void point_scratch(BackwardScratch* s, float* memory, const size_t* sizes
     point_tensors(ptrs, NUM_SCRATCH_TENSORS, memory, sizes);
 }
 
-// The one extension point: the parallel trainer (train_gpt2_parallel.c, article 004) runs this
-// model on N processes by giving it these calls, which the story makes at the named moments
-// of a step. A one-process model holds NULL (model->parallel) and none of them is made.
-typedef struct {
-    // before the embedding: the table it reads, and in *ids its rows of the tokens (wte, tokens)
-    const float* (*embedding_rows)(const float* wte, const int* tokens, int n, int C, const int** ids);
-    void (*weights_ready)(int l);        // before layer l reads its weights (L: lnf and the head)
-    const float* (*branch_bias)(const float* bias);  // the bias a branch's last projection adds
-    void (*branch_sum)(float* x, size_t n);  // a branch's output, or its input's gradient: a part
-    void (*dropout_slice)(DropoutMask* m, int heads, int row0, int T);  // attention's masks in the whole
-    // gpt2_backward begins; the head wrote dwte; layer l's gradients are final; the embedding's
-    void (*backward_begin)(float* grads, const size_t* sizes, int tensors, const int* layered, int L,
-                           int micro_batches);
-    void (*head_grads_done)(float* dwte, int rows, int C);
-    void (*layer_grads_done)(int l);
-    void (*embedding_grads_begin)(void);
-    int (*stop_agreed)(void);            // generate: stop here (all processes at the same token)
-} ParallelHooks;
-
-typedef struct KVCache KVCache;  // generation's keys and values (the end of this file)
-
-typedef struct {
-    GPT2Config config;
-    const ParallelHooks* parallel;  // NULL: one process (see ParallelHooks)
-    KVCache* cache;  // generation: the positions before this forward's are in it (NULL: training)
-    int plain;      // -kernels plain: every matrix product by this file's plain loops, not fast/'s
-    int precision;  // -prec: GEMM_FP32, or GEMM_BF16: the products' operands rounded to bfloat16
-                    //   and summed in float32 (fast/bf16.h), the weights read from params_bf16
-    // the weights
-    ParameterTensors params;
-    size_t param_sizes[NUM_PARAMETER_TENSORS];
-    float* params_memory;
-    size_t num_parameters;
-    // fixed position tables, computed, not learned (NULL unless that -pe is chosen)
-    float* sinusoids;    // (maxT,C) -pe sin
-    float* rope_angles;  // (maxT,hs/2,2) -pe rope: cos and sin of each position's angles
-    // their gradients, and AdamW's moments (allocated at the first backward / update)
-    ParameterTensors grads;
-    float* grads_memory;
-    float* m_memory;       // AdamW's moments
-    float* v_memory;
-    int grads_held;        // the gradients hold a sum (gpt2_backward ran since gpt2_zero_grad)
-    double grad_squares;   // the sum of their squares, added up by gpt2_backward as each is final
-    uint16_t* params_bf16; // -prec bf16: the weights rounded to bf16, made by the first forward and
-                           //   rewritten by AdamW with the weights (gpt2_weights_written: by others)
-    // the forward's cache and the backward's scratch, for B x T (allocated at the first forward)
-    ActivationTensors acts;
-    size_t act_sizes[NUM_ACTIVATION_TENSORS];
-    float* acts_memory;
-    BackwardScratch scratch;
-    float* scratch_memory;
-    int batch_size;    // B the buffers hold
-    int seq_len;       // T the buffers hold
-    int cur_B, cur_T;  // B, T of the last forward (at most the above)
-    int* inputs;       // (B,T) the last forward's tokens
-    int* targets;      // (B,T) and targets
-    float mean_loss;   // the last forward's loss, or -1 without targets
-    int grad_accum;    // -d: a step sums the gradients of this many micro-batches (0 = 1)
-    // dropout (training only): probability and seed; the step picks the masks
-    float dropout_p;
-    uint64_t dropout_seed;
-    long dropout_step; // step of the last forward; -1 = evaluation (no dropout)
-    int dropout_row0;  // the batch's first row in the step's rows (-d: micro-batches), whose masks it uses
-} GPT2;
+// ParallelHooks, the one extension point (the sequel's), and GPT2, the model: train_gpt2.h
 
 // checks a configuration read from a file or the command line; names the source on failure
-static void check_config(GPT2Config c, const char* source) {
+void check_config(GPT2Config c, const char* source) {
     if (c.max_seq_len <= 0 || c.vocab_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.channels <= 0)
         die("%s: model shape must be positive (maxT %d, V %d, L %d, NH %d, C %d)", source,
             c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels);
@@ -1059,7 +887,7 @@ static void check_config(GPT2Config c, const char* source) {
             c.pos_encoding, c.ln_place, c.activation, c.mask);
 }
 
-static void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
+void gpt2_allocate_parameters(GPT2* model, GPT2Config config) {
     memset(model, 0, sizeof *model);
     model->config = config;
     fill_in_parameter_sizes(model->param_sizes, config);
@@ -1110,12 +938,9 @@ void gpt2_init_random(GPT2* model, GPT2Config config, uint64_t seed) {
 // slot 255 holds a checksum (CRC-32C). Version 103, the same without the checksum, is read.
 // GPT-2 itself stays llm.c's version 3, byte for byte, with no checksum: llm.c's readers
 // accept only 3 (and its slots are llm.c's to give).
-#define CHECKPOINT_VARIANTS 104
-#define CHECKPOINT_VARIANTS_NO_CHECKSUM 103
-#define CHECKPOINT_SEQ2SEQ 201  // the encoder-decoder of train_seq2seq.c, refused here
-#define CHECKPOINT_SEQ2SEQ_NO_CHECKSUM 200
+// (CHECKPOINT_VARIANTS, _NO_CHECKSUM, and the encoder-decoder's CHECKPOINT_SEQ2SEQ: train_gpt2.h)
 
-static int is_gpt2(GPT2Config c) {
+int is_gpt2(GPT2Config c) {
     return c.num_kv_heads == c.num_heads && c.pos_encoding == POS_LEARNED && c.ln_place == LN_PRE &&
            c.activation == ACT_GELU && c.mask == MASK_CAUSAL && ff_channels(c) == 4 * c.channels &&
            c.att_scale == 0.0f;
@@ -1318,12 +1143,9 @@ static AttentionShape model_attention_shape(const GPT2* model, int B, int T) {
     return s;
 }
 
-// the layer-l slices of the parameters (or of their gradients) and of the cached activations
-typedef struct {
-    float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
-} LayerParams;
+// LayerParams, layer l's slices of the parameters (or gradients): train_gpt2.h
 
-static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
+LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
     size_t C = c.channels, C3 = qkv_channels(c), F = ff_channels(c), CA = attention_channels(c);
     LayerParams lp = {p.ln1w + l * C, p.ln1b + l * C, p.qkvw + l * C3 * C, p.qkvb + l * C3,
                       p.attprojw + l * C * CA, p.attprojb + l * C, p.ln2w + l * C, p.ln2b + l * C,
@@ -1331,13 +1153,10 @@ static LayerParams layer_params(ParameterTensors p, GPT2Config c, int l) {
     return lp;
 }
 
-typedef struct {
-    float *residual, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_scores, *att_probs, *att_dropped,
-          *attproj, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *fcproj, *residual3;
-} LayerActs;
+// LayerActs, layer l's slices of the cached activations: train_gpt2.h
 
 // the output of block l: residual3 (pre-LN), or the second layernorm's output (post-LN)
-static float* block_output(const GPT2* model, int l, int B, int T) {
+float* block_output(const GPT2* model, int l, int B, int T) {
     float* out = model->config.ln_place == LN_POST ? model->acts.ln2 : model->acts.residual3;
     return out + (size_t)l * B * T * model->config.channels;
 }
@@ -1577,7 +1396,7 @@ static void stream_backward(float* dstream, const float* dsum, const float* dbra
 // s->dres as its output gradient, and the layernorm that opens the branch adds its input
 // gradient into s->dres, which turns it into the gradient of the residual before. Every
 // weight gradient of the layer is written once, as gw says.
-static void block_backward(GPT2* model, int l, int B, int T, GradWrite gw) {
+void block_backward(GPT2* model, int l, int B, int T, GradWrite gw) {
     GPT2Config c = model->config;
     int C = c.channels, BT = B * T;
     size_t BTC = (size_t)BT * C;
@@ -1695,17 +1514,7 @@ void allocate_moments(float** m, float** v, size_t n) {
     *v = alignedCallocCheck(n, sizeof(float));
 }
 
-// the optimiser's settings: AdamW, the learning-rate schedule, clipping
-typedef struct {
-    float lr;                   // peak learning rate
-    int schedule;               // LR_COSINE (0, the default), LR_LINEAR, LR_CONSTANT, LR_WSD
-    int warmup;                 // linear warm-up steps
-    int max_steps;              // the decay ends here (<= warmup: constant after warm-up)
-    float final_lr_frac;        // the decay ends at final_lr_frac * lr
-    float beta1, beta2, eps;    // Adam's moment decays and epsilon
-    float weight_decay;         // AdamW's decoupled decay (matrices and embeddings only)
-    float grad_clip;            // the largest global gradient norm; 0 = no clipping
-} AdamWConfig;
+// AdamWConfig, the optimiser's settings: train_gpt2.h
 
 // AdamW (Loshchilov & Hutter): Adam's update on bias-corrected moments plus a weight
 // decay that acts on the weights directly rather than through the gradient.
@@ -1751,11 +1560,7 @@ void gpt2_update(GPT2* model, const AdamWConfig* opt, float lr, float grad_scale
 // ----------------------------------------------------------------------------
 // one training step: forward, backward, clip, AdamW
 
-typedef struct {
-    float loss;  // the batch's mean loss
-    float norm;  // the gradients' global norm, before clipping
-    float lr;    // the learning rate of this step
-} StepStats;
+// StepStats, what a step reports (loss, norm, learning rate): train_gpt2.h
 
 // The end of a training step, its gradients summed in model->grads: their global norm,
 // clipping, and AdamW at the scheduled learning rate.
@@ -1789,16 +1594,7 @@ StepStats gpt2_train_step(GPT2* model, const int* inputs, const int* targets, in
 // options, on one position whose mask offset is its position (the query is the last, so
 // it sees every cached key), and nothing is kept for a backward pass.
 
-struct KVCache {
-    float* kv;       // (L,maxT,2 NKV hs): each cached position's K heads, then its V heads, as a
-                     //   row of qkv holds them, so that attention reads the cache as it reads
-                     //   qkv. GQA stores only the NKV shared heads: NH/NKV times fewer bytes.
-    int* tokens;     // (maxT) the tokens whose keys and values are cached
-    int pos;         // positions cached so far = position of the next token
-    GPT2 model;      // the model generation runs: the sampled model's weights and options, with
-                     //   its own activations for one position, and this cache (kvcache_model)
-    WeightsBF16 bf16;// -prec bf16: the weights the products read, rounded once (fast/matvec_bf16.h)
-};
+// struct KVCache, the cached keys and values: train_gpt2.h
 
 static float* kvcache_layer(KVCache* kv, int l) {
     GPT2Config c = kv->model.config;

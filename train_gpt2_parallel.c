@@ -15,8 +15,13 @@ with util/dist.h's collectives (doc/mpi.md walks them through):
 It reaches into the story through one extension point, the ParallelHooks of train_gpt2.c: a
 model whose `parallel` is NULL (one process) runs exactly the story's code.
 */
-#include "train_gpt2.c"
+#include "train_gpt2.h"  // the model: make compiles train_gpt2.c apart (train_gpt2.o)
+#ifndef TRAIN_GPT2_SEPARATE
+#include "train_gpt2.c"  // a program of one file (cc train_gpt2_main.c) takes the story in
+#endif
 #include "util/dist.h"  // the collectives, the buckets, the shards
+#include "util/schedulers.h"  // learning_rate
+#include "fast/buffers.h"  // sum_of_squares
 
 // ----------------------------------------------------------------------------
 // -tpar: a process's share of the model

@@ -11,7 +11,7 @@ Plain twins: memset, and the one-accumulator loop  for (i) s += g[i] * g[i]  in 
 #include <string.h>
 
 // memset(p, 0, n floats), in chunks shared among the threads
-static void zero_floats(float* p, size_t n) {
+static inline void zero_floats(float* p, size_t n) {
     const size_t chunk = 16384;
     #pragma omp parallel for schedule(static) if (n >= 4 * chunk)
     for (size_t k = 0; k < n; k += chunk)
@@ -25,7 +25,7 @@ enum { SQUARES_CHUNKS = 64 };
 
 // the squares of chunk j of g[0..len), summed in double from float sums of short blocks
 // (which vectorise)
-static double chunk_squares(const float* g, size_t len, int j) {
+static inline double chunk_squares(const float* g, size_t len, int j) {
     enum { BLOCK = 1024 };
     size_t lo = len * j / SQUARES_CHUNKS, hi = len * (j + 1) / SQUARES_CHUNKS;
     double s = 0.0;
@@ -44,7 +44,7 @@ static double chunk_squares(const float* g, size_t len, int j) {
 // parallel region. Each buffer is split into SQUARES_CHUNKS chunks, and the chunks are
 // combined in order (buffer 0's, then buffer 1's, ...): the result does not depend on the
 // number of threads.
-static double sum_of_squares_list(const float* const* p, const size_t* n, int count) {
+static inline double sum_of_squares_list(const float* const* p, const size_t* n, int count) {
     enum { CHUNKS = SQUARES_CHUNKS, MAX_BUFFERS = 16 };
     double partial[MAX_BUFFERS * CHUNKS];
     if (count > MAX_BUFFERS) count = MAX_BUFFERS;
@@ -72,7 +72,7 @@ static inline void sum_of_squares_chunks(const float* g, size_t n, int first, in
 // The squares of layer l's slices of count tensors that lie one after the other from p,
 // tensor k of sizes[k] floats holding L slices of sizes[k] / L (the model's layer weights).
 // The model sums a layer's gradients so as soon as its backward is done, still in the cache.
-static double sum_of_squares_layer(const float* p, const size_t* sizes, int count, int L, int l) {
+static inline double sum_of_squares_layer(const float* p, const size_t* sizes, int count, int L, int l) {
     const float* slices[16];
     size_t n[16];
     for (int k = 0; k < count && k < 16; p += sizes[k], k++) {
@@ -83,7 +83,7 @@ static double sum_of_squares_layer(const float* p, const size_t* sizes, int coun
 }
 
 // g[0]^2 + ... + g[n-1]^2, as above
-static double sum_of_squares(const float* g, size_t n) {
+static inline double sum_of_squares(const float* g, size_t n) {
     return sum_of_squares_list(&g, &n, 1);
 }
 

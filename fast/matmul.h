@@ -18,19 +18,19 @@ NULL.
 
 // out (BT,OC) = inp (BT,C) @ weight^T + bias, the operands read in the precision p (NULL:
 // float32; a model's -prec, fast/gemm.h)
-void matmul_forward_in(const GemmPrecision* p, float* out, const float* inp, const float* weight,
-                       const float* bias, int BT, int C, int OC) {
+static inline void matmul_forward_in(const GemmPrecision* p, float* out, const float* inp,
+                                     const float* weight, const float* bias, int BT, int C, int OC) {
     sgemm_bias(p, 0, 1, BT, OC, C, inp, C, weight, C, out, OC, 0, bias);
 }
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int BT, int C,
-                    int OC) {
+static inline void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                                  int BT, int C, int OC) {
     matmul_forward_in(NULL, out, inp, weight, bias, BT, C, OC);
 }
 
 // dbias (OC) += the column sums of dout (BT,OC) (= without add): a weighted sum of
 // dout's rows with every weight 1 (w_stride 0). Thread t of T takes its share of the
 // 64-column blocks; each column's sum runs down the rows in order.
-static void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC, int add) {
+static inline void bias_grad_share(int t, int T, float* dbias, const float* dout, int BT, int OC, int add) {
     static const float one = 1.0f;
     int blocks = (OC + 63) / 64;
     for (int k = blocks * t / T; k < blocks * (t + 1) / T; k++) {
@@ -46,8 +46,9 @@ static void bias_grad_share(int t, int T, float* dbias, const float* dout, int B
 // The three products are independent: one team computes its share of each in turn,
 // with no barrier between them (a second and third parallel region would cost a thread
 // wake-up each, and the team's uneven shares even out over the three).
-void matmul_backward_in(const GemmPrecision* p, float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, int BT, int C, int OC, int add) {
+static inline void matmul_backward_in(const GemmPrecision* p, float* dinp, float* dweight, float* dbias,
+                                      const float* dout, const float* inp, const float* weight, int BT, int C,
+                                      int OC, int add) {
     int nt = sgemm_threads(BT, C, OC);
     (void)nt;  // (read only by the pragma: a build without OpenMP would warn)
     #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -61,8 +62,8 @@ void matmul_backward_in(const GemmPrecision* p, float* dinp, float* dweight, flo
         if (dbias) bias_grad_share(t, T, dbias, dout, BT, OC, add);
     }
 }
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int BT, int C, int OC, int add) {
+static inline void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                   const float* inp, const float* weight, int BT, int C, int OC, int add) {
     matmul_backward_in(NULL, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, add);
 }
 

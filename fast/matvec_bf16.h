@@ -41,13 +41,13 @@ typedef struct {
     size_t n;
 } WeightsBF16;
 
-static void weights_bf16_free(WeightsBF16* c) {
+static inline void weights_bf16_free(WeightsBF16* c) {
     aligned_free(c->own);
     *c = (WeightsBF16){0};
 }
 
 // (re)makes the copy of the n parameters at params, allocating it on first use
-static void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) {
+static inline void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) {
     if (!c->own || c->n != n) {
         weights_bf16_free(c);
         c->own = alignedMallocCheck(n * sizeof(uint16_t));
@@ -58,7 +58,8 @@ static void weights_bf16_refresh(WeightsBF16* c, const float* params, size_t n) 
 
 // before generating: with -prec bf16 (kind GEMM_BF16, fast/gemm.h) the model's own copy
 // `kept` if it has one (current: AdamW rewrites it), else a fresh copy; without, none
-static void weights_bf16_sync(WeightsBF16* c, int kind, const float* params, size_t n, const uint16_t* kept) {
+static inline void weights_bf16_sync(WeightsBF16* c, int kind, const float* params, size_t n,
+                                     const uint16_t* kept) {
     if (kind != GEMM_BF16 || kept) weights_bf16_free(c);
     if (kind != GEMM_BF16) return;
     if (kept) c->w = kept, c->base = params, c->n = n;  // read, never freed, here
@@ -68,8 +69,8 @@ static void weights_bf16_sync(WeightsBF16* c, int kind, const float* params, siz
 // out[o] (o < OC) = sum over i < IC of bf16 weight[o*IC + i] * x[i], + bias[o]: rows o0..o0+3,
 // 16 partial sums each (lane j sums i = j, j+16, ...), then the tail i >= IC/16*16, then the
 // lanes in order. Plain twin of the AVX-512 kernel below.
-static void matvec_bf16_rows_plain(float* out, const float* x, const uint16_t* weight, const float* bias,
-                                   int IC, int o0, int rows) {
+static inline void matvec_bf16_rows_plain(float* out, const float* x, const uint16_t* weight, const float* bias,
+                                          int IC, int o0, int rows) {
     float acc[4][16] = {{0}};
     int i = 0;
     for (; i + 16 <= IC; i += 16)
@@ -94,8 +95,8 @@ static inline __m512 bf16x16_load(const uint16_t* p) {
 }
 
 // the same sums with four rows' 16 lanes in four registers (four independent FMA chains)
-static void matvec_bf16_rows(float* out, const float* x, const uint16_t* weight, const float* bias,
-                             int IC, int o0, int rows) {
+static inline void matvec_bf16_rows(float* out, const float* x, const uint16_t* weight, const float* bias,
+                                    int IC, int o0, int rows) {
     if (rows < 4 || IC % 16) {
         matvec_bf16_rows_plain(out, x, weight, bias, IC, o0, rows);
         return;
@@ -129,8 +130,8 @@ static void matvec_bf16_rows(float* out, const float* x, const uint16_t* weight,
 #endif
 
 // out (OC) = W (OC,IC) x (IC) + b with W in bf16: one position through a linear layer
-static void matvec_bf16(float* out, const float* x, const uint16_t* weight, const float* bias,
-                        int IC, int OC) {
+static inline void matvec_bf16(float* out, const float* x, const uint16_t* weight, const float* bias,
+                               int IC, int OC) {
     #pragma omp parallel for schedule(static)
     for (int o0 = 0; o0 < OC; o0 += 4)
         matvec_bf16_rows(out, x, weight, bias, IC, o0, OC - o0 < 4 ? OC - o0 : 4);

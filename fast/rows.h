@@ -157,7 +157,8 @@ static inline float dot16_finish(const float acc[16], const float* w, const floa
     return sum;
 }
 
-void matvec_forward(float* out, const float* x, const float* weight, const float* bias, int IC, int OC) {
+static inline void matvec_forward(float* out, const float* x, const float* weight, const float* bias, int IC,
+                                  int OC) {
     #pragma omp parallel for schedule(static)
     for (int o0 = 0; o0 < OC; o0 += 4) {
         int rows = OC - o0 < 4 ? OC - o0 : 4;

@@ -134,9 +134,10 @@ list_mutants() {
 list_mutants > "$work/mutants"
 if [ "${MUTATE_LIST:-0}" == 1 ]; then cat "$work/dead" "$work/mutants"; exit 0; fi
 # the matrix multiply (fast/gemm.c: no line of it is mutated) compiled once, as make does, and
-# linked into every mutant (-DFAST_GEMM_SEPARATE: fast/gemm.h then declares it only)
+# linked into every mutant (-DFAST_GEMM_SEPARATE: fast/gemm.h then declares it only; the object
+# shares util/io.h's state with the mutant, -DUTIL_IO_EXTERN, as make's does)
 GEMM_OBJ="$work/gemm.o"
-$CC $CFLAGS -c -o "$GEMM_OBJ" fast/gemm.c || { echo "FAIL fast/gemm.c does not compile"; echo "0 passed, 1 failed"; exit 1; }
+$CC $CFLAGS -DUTIL_IO_EXTERN -c -o "$GEMM_OBJ" fast/gemm.c || { echo "FAIL fast/gemm.c does not compile"; echo "0 passed, 1 failed"; exit 1; }
 # MUTATE_JOBS workers (default: one per CPU; compiling a mutant is most of its time), each in a
 # copy of the sources of its own, worker j trying mutants j, j + J, ...; each line printed as
 # its mutant is done

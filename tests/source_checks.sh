@@ -52,11 +52,16 @@ command -v mpicc > /dev/null && compile_checks+=("mpicc -DUSE_MPI -O0 -c -o /dev
 for cc in "${compile_checks[@]}"; do
     command -v ${cc%% *} > /dev/null || { bad "${cc%% *} is not installed"; continue; }
     warned=""
+    # each as one file, and as make compiles the pieces of train_gpt2 and test_gpt2 (the story
+    # apart: its programs against train_gpt2.h, the objects beside them sharing util/io.h's state)
     srcs=(fast/gemm.c train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c test_gpt2.c train_seq2seq_main.c test_seq2seq.c
-          data/prepare.c data/make_pairs.c)
-    [[ $cc == mpicc* ]] && srcs=(train_gpt2_main.c)
+          data/prepare.c data/make_pairs.c "-DUTIL_IO_EXTERN -DFAST_GEMM_SEPARATE train_gpt2.c"
+          "-DUTIL_IO_EXTERN fast/gemm.c" "-DTRAIN_GPT2_SEPARATE -DFAST_GEMM_SEPARATE train_gpt2_main.c"
+          "-DTRAIN_GPT2_SEPARATE -DFAST_GEMM_SEPARATE test_gpt2.c")
+    [[ $cc == mpicc* ]] && srcs=(train_gpt2_main.c "-DTRAIN_GPT2_SEPARATE -DFAST_GEMM_SEPARATE train_gpt2_main.c")
     for src in "${srcs[@]}"; do
-        $cc -Wall -Wextra -Werror -std=c11 -fopenmp "$src" > "$TMP/warn.log" 2>&1 \
+        # shellcheck disable=SC2086  # $src: the flags, then the file
+        $cc -Wall -Wextra -Werror -std=c11 -fopenmp $src > "$TMP/warn.log" 2>&1 \
             || warned+="$src: $(grep -m1 -E 'error|warning' "$TMP/warn.log"); "
     done
     if [ -z "$warned" ]; then ok "${cc%% -o*} -Wall -Wextra: no warning in ${srcs[*]}"; else bad "${cc%% -o*} warns: $warned"; fi
@@ -66,13 +71,13 @@ done
 # only at a line of another file. util/, the ground floor, includes nothing outside util/
 # and names no type of a model in its code (llm.c's llmc/*.h never names GPT2)
 alone=""
-for h in fast/*.h util/*.h; do
+for h in fast/*.h util/*.h train_gpt2.h; do
     printf '#include "%s"\nint main(void) { return 0; }\n' "$h" > "$TMP/alone.c"
     gcc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I. -Wall -Wextra -Werror -std=c11 -fopenmp \
         -fsyntax-only "$TMP/alone.c" > "$TMP/alone.log" 2>&1 \
         || alone+="$h: $(grep -m1 -E 'error|warning' "$TMP/alone.log" | sed 's/^[^ ]* //'); "
 done
-if [ -z "$alone" ]; then ok "each of the $(ls fast/*.h util/*.h | wc -l | tr -d ' ') headers of fast/ and util/ compiles alone"
+if [ -z "$alone" ]; then ok "each of the $(ls fast/*.h util/*.h | wc -l | tr -d ' ') headers of fast/ and util/, and train_gpt2.h, compiles alone"
 else bad "a header does not compile alone: $alone"; fi
 upward=$(grep -nE '^#include "\.\./' util/*.h)
 model=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; s{//[^\n]*}{}g; s{"(\\.|[^"\\\n])*"}{""}g; print "$ARGV: $1\n" while /\b(GPT2\w*|Seq2Seq\w*|S2S\w*|ParameterTensors|ActivationTensors)\b/g' util/*.h | sort -u)
@@ -96,8 +101,8 @@ for cc in cc clang; do
         [[ " $line " == *" -O3 "* ]] && missing+="${line##* -o } has -O3; "
     done <<< "$lines"
     n=$(grep -c . <<< "$lines")
-    if [ "$n" -eq 5 ] && [ -z "$missing" ]; then
-        ok "make CC=$cc CFLAGS=-O2: the 5 compile lines (fast/gemm.c's too) keep -march=native${omp:+, $omp} and -std=c11, with -O2"
+    if [ "$n" -eq 6 ] && [ -z "$missing" ]; then
+        ok "make CC=$cc CFLAGS=-O2: the 6 compile lines (fast/gemm.c's and train_gpt2.c's too) keep -march=native${omp:+, $omp} and -std=c11, with -O2"
     else
         bad "make CC=$cc CFLAGS=-O2: $n compile lines; $missing"
     fi

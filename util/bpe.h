@@ -103,7 +103,7 @@ static int class_at(const unsigned char* s, size_t n, size_t p, int* len) {
 
 // the end of the piece that starts at s[p] (p < n): the pattern's alternatives are tried in
 // order and the first that matches wins, as in a backtracking regex
-size_t bpe_piece_end(const unsigned char* s, size_t n, size_t p) {
+static inline size_t bpe_piece_end(const unsigned char* s, size_t n, size_t p) {
     if (s[p] == '\'' && p + 1 < n) {  // 's 't 're 've 'm 'll 'd: lowercase only
         unsigned char a = s[p + 1], b = p + 2 < n ? s[p + 2] : 0;
         if (a == 's' || a == 't' || a == 'm' || a == 'd') return p + 2;
@@ -140,7 +140,7 @@ size_t bpe_piece_end(const unsigned char* s, size_t n, size_t p) {
 // never looks back, so from the '\n' on both scans agree. (Cutting after the '\n', before the
 // non-space, is not safe: "a\n\nb" is "a" "\n" "\n" "b", but "a\n\n" alone is "a" "\n\n".)
 // Returns the first such cut at or after `from`, or n if there is none.
-size_t bpe_next_cut(const unsigned char* text, size_t n, size_t from) {
+static inline size_t bpe_next_cut(const unsigned char* text, size_t n, size_t from) {
     for (size_t i = from; i < n; i++) {
         const unsigned char* nl = memchr(text + i, '\n', n - i);
         if (!nl) return n;
@@ -193,7 +193,7 @@ static int bpe_rank(const BPE* bpe, const unsigned char* s, size_t n) {
 // token of its own: then some texts could not be encoded. GPT-2's <|endoftext|> is in the
 // table like any token, but no piece is ever its bytes (they mix classes), so it never comes
 // out of bpe_encode, as in tiktoken's encode_ordinary.
-void bpe_init(BPE* bpe, int vocab_size, char* const* token_bytes, const int* token_length) {
+static inline void bpe_init(BPE* bpe, int vocab_size, char* const* token_bytes, const int* token_length) {
     bpe->vocab_size = vocab_size;
     bpe->token_bytes = token_bytes;
     bpe->token_length = token_length;
@@ -225,7 +225,7 @@ void bpe_init(BPE* bpe, int vocab_size, char* const* token_bytes, const int* tok
                 "(as GPT-2's is)", b);
 }
 
-void bpe_free(BPE* bpe) {
+static inline void bpe_free(BPE* bpe) {
     free(bpe->slot_token);
     free(bpe->slot_hash);
 }
@@ -354,7 +354,7 @@ static size_t bpe_encode_piece(const BPE* bpe, const unsigned char* s, size_t n,
 
 // the ids of text[0..n) into out, which has room for n (never more ids than bytes);
 // returns their number. Thread-safe: the BPE is only read.
-size_t bpe_encode(const BPE* bpe, const unsigned char* text, size_t n, int* out) {
+static inline size_t bpe_encode(const BPE* bpe, const unsigned char* text, size_t n, int* out) {
     size_t count = 0;
     for (size_t p = 0; p < n;) {
         size_t end = bpe_piece_end(text, n, p);

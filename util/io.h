@@ -30,17 +30,29 @@ file or the new one, never half of one.
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
 
+// The state below (the program's name, the atomic writes under way, the hooks, the stop
+// signal) is one per program. A program of one file defines it here. A program linked from
+// several objects (make's train_gpt2: train_gpt2.o, the model, compiled apart) defines it in
+// its main object, and the others, compiled with -DUTIL_IO_EXTERN, only declare it here: else
+// each object would keep a copy of its own (a checkpoint written by the model would miss the
+// group that the run's loop began, an error in the model would miss the processes' hook).
+#ifdef UTIL_IO_EXTERN
+#define IO_STATE extern
+extern const char* error_program;
+#else
+#define IO_STATE
 // the program that errors name (data/prepare sets its own)
-static const char* error_program = "train_gpt2";
+const char* error_program = "train_gpt2";
+#endif
 
 // Atomic writes (atomic_open below). A group of them (a checkpoint, its state file and the
 // loss curve; a -hf export's two files; data/prepare's outputs), begun by atomic_begin(),
 // lands together: each file is written to its .tmp and flushed, and only atomic_keep()
 // renames them all over their targets. An error before that removes the .tmp files and
 // leaves every previous file as it was (a full disk at loss.svg keeps the old loss.tsv).
-static char atomic_pending[4096];        // the temporary file being written, or ""
-static struct { char tmp[4096], path[4096]; } atomic_staged[8];  // flushed, not yet renamed
-static int atomic_staged_count, atomic_grouped;
+IO_STATE char atomic_pending[4096];        // the temporary file being written, or ""
+IO_STATE struct { char tmp[4096], path[4096]; } atomic_staged[8];  // flushed, not yet renamed
+IO_STATE int atomic_staged_count, atomic_grouped;
 static inline void atomic_undo(void) {
     if (atomic_pending[0]) remove(atomic_pending);
     for (int i = 0; i < atomic_staged_count; i++)
@@ -55,8 +67,8 @@ static inline void atomic_undo(void) {
 // util/dist.h when several processes train together; it says the line once for all of
 // them and ends them all (together: every process meets this error at the same step, as
 // a stop they agreed on).
-static void (*print_usage_to)(FILE*);
-static void (*dist_exit_hook)(const char* line, int status, int together);
+IO_STATE void (*print_usage_to)(FILE*);
+IO_STATE void (*dist_exit_hook)(const char* line, int status, int together);
 // "error: " before a failure's line; "" before a stop the user asked for (Ctrl-C)
 static const char* fail_label = "error: ";
 
@@ -129,8 +141,8 @@ static inline void fread_check(void* dst, size_t size, size_t count, FILE* f, co
 // The CRC-32C of the file atomic_open is writing, over the bytes fwrite_check wrote to it, and of
 // the last such file committed: a training state records its checkpoint's (util/run.h), computed
 // as the checkpoint is written rather than read back.
-static FILE* atomic_file;
-static uint32_t atomic_crc, atomic_committed_crc;
+IO_STATE FILE* atomic_file;
+IO_STATE uint32_t atomic_crc, atomic_committed_crc;
 
 static inline void fwrite_check(const void* src, size_t size, size_t count, FILE* f, const char* path) {
     if (fwrite(src, size, count, f) != count) die("cannot write '%s' (%s)", path, strerror(errno));
@@ -425,7 +437,7 @@ static inline void require_file(const char* path, const char* flag, int is_defau
 
 // Ctrl-C (SIGINT) and SIGTERM, remembered rather than obeyed at once, so that the training
 // loop can finish its step, save and stop (train_gpt2_main.c's train(), util/run.h's stop_after)
-static volatile sig_atomic_t stop_signal = 0;
+IO_STATE volatile sig_atomic_t stop_signal;
 static void on_stop_signal(int sig) { stop_signal = sig; }
 static inline void catch_stop_signals(void) { compat_catch_stop_signals(on_stop_signal); }
 

@@ -20,13 +20,13 @@ typedef struct {
     int* order;         // (V) scratch for top-k
 } Sampler;
 
-void sampler_init(Sampler* s, int V, float temperature, int top_k, uint64_t seed) {
+static inline void sampler_init(Sampler* s, int V, float temperature, int top_k, uint64_t seed) {
     s->V = V; s->temperature = temperature; s->top_k = top_k; s->rng = splitmix64(seed);
     s->probs = mallocCheck((size_t)V * sizeof(float));
     s->order = mallocCheck((size_t)V * sizeof(int));
 }
 
-void sampler_free(Sampler* s) { free(s->probs); free(s->order); }
+static inline void sampler_free(Sampler* s) { free(s->probs); free(s->order); }
 
 static const float* sort_probs;  // for qsort's comparator
 static int compare_by_prob(const void* a, const void* b) {
@@ -35,7 +35,7 @@ static int compare_by_prob(const void* a, const void* b) {
     return i - j;  // ties by id, so the order is deterministic
 }
 
-int sampler_sample(Sampler* s, const float* logits) {
+static inline int sampler_sample(Sampler* s, const float* logits) {
     int V = s->V;
     if (s->temperature <= 0.0f) {
         int best = 0;

@@ -14,7 +14,8 @@ enum { LR_COSINE, LR_LINEAR, LR_CONSTANT, LR_WSD };  // -k: llm.c's schedules (u
 // final_frac * lr at max_steps along half a cosine (the default) or a line; or (wsd:
 // warmup-stable-decay) lr until 80% of max_steps, then down as 1 - sqrt(progress); or the
 // constant lr, without warmup
-float learning_rate(int schedule, int step, float lr, int warmup, int max_steps, float final_frac) {
+static inline float learning_rate(int schedule, int step, float lr, int warmup, int max_steps,
+                                  float final_frac) {
     if (schedule == LR_CONSTANT) return lr;
     if (step < warmup) return lr * (step + 1) / warmup;
     int start = schedule == LR_WSD ? (int)(0.8f * max_steps) : warmup;  // where the decay starts

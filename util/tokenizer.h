@@ -29,7 +29,7 @@ typedef struct {
 // they do not stop a vocabulary from being character level
 static const char* const PAIR_SPECIAL_NAMES[3] = {"<pad>", "<bos>", "<eos>"};
 
-void tokenizer_init(Tokenizer* tk, const char* path) {
+static inline void tokenizer_init(Tokenizer* tk, const char* path) {
     FILE* f = fopenCheck(path, "rb");
     int32_t h[256];
     read_header(f, path, h, 20240328, "llm.c tokenizer");
@@ -93,7 +93,7 @@ static size_t encode_chars(const Tokenizer* tk, const char* text, size_t n, int*
 // Text to token ids: one per character for a character-level vocabulary, GPT-2's byte-pair
 // encoding for any other. Returns the number of tokens; stops with an error naming a
 // character the vocabulary lacks, or when the text needs more than max_tokens.
-int tokenizer_encode(const Tokenizer* tk, const char* text, int* out, int max_tokens) {
+static inline int tokenizer_encode(const Tokenizer* tk, const char* text, int* out, int max_tokens) {
     size_t n = strlen(text), count;
     int* ids = mallocCheck(n * sizeof(int));  // never more tokens than bytes
     if (tk->char_level) {
@@ -115,20 +115,20 @@ int tokenizer_encode(const Tokenizer* tk, const char* text, int* out, int max_to
 
 // prints token id as text (its bytes, a 0 byte included), or as a number when there is no
 // tokenizer (tk NULL)
-void print_token(const Tokenizer* tk, int id, FILE* out) {
+static inline void print_token(const Tokenizer* tk, int id, FILE* out) {
     if (!tk) fprintf(out, "%d ", id);
     else if (id < 0 || id >= tk->vocab_size) fputs("?", out);
     else fwrite(tk->token_table[id], 1, (size_t)tk->token_length[id], out);
 }
 
 // stops with an error naming `what` if a token id is outside the vocabulary 0..V-1
-void check_tokens(const int* tokens, size_t n, int V, const char* what) {
+static inline void check_tokens(const int* tokens, size_t n, int V, const char* what) {
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
             die("%s: token %d at position %zu is outside the vocabulary (0..%d)", what, tokens[i], i, V - 1);
 }
 
-void tokenizer_free(Tokenizer* tk) {
+static inline void tokenizer_free(Tokenizer* tk) {
     for (int i = 0; i < tk->vocab_size; i++)
         free(tk->token_table[i]);
     free(tk->token_table);
