@@ -594,7 +594,7 @@ int main(int argc, char** argv) {
 
     // the vocabulary: GPT-2's from -tok, or the text's characters
     Encoder enc = {NULL, 0, NULL};
-    Tokenizer tk;
+    Tokenizer tk = {0};  // (read only with -tok; zeroed, so that no compiler sees it unset)
     BPE bpe;
     uint32_t* chars = NULL;
     uint16_t* id_of = NULL;
