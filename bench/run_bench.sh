@@ -384,8 +384,8 @@ isa_build() {
 
 # part 10: the training step with bf16 matmul operands (-prec bf16, fast/bf16.h) against
 # float32 in three builds: this one, the AVX2 build (-march=x86-64-v3) and the baseline
-# (no -march: SSE2), and this one with each bf16 kernel forced (BF16_KERNEL=dpbf16, widen:
-# what the other choice would do here). Alternating every variant, round after round
+# (no -march: SSE2), and this one with each bf16 kernel forced (BF16_KERNEL=dpbf16, widen,
+# packed: what the other choices would do here). Alternating every variant, round after round
 # (BF16_ROUNDS, default 3), on BF16_THREADS threads (default 1: a step's CPU time, which
 # another process on the machine inflates least; more: the wall clock); medians, minimums
 # and fp32/bf16 (> 1: bf16 is faster) per build and shape
@@ -396,7 +396,8 @@ bf16_speed() {
     local key=ms; [ "$threads" = 1 ] && key=cpu_ms
     isa_build bench_avx2 x86-64-v3 || { echo "!! the AVX2 build of the benchmark does not build"; crashed=1; return; }
     isa_build bench_sse2 "" || { echo "!! the baseline build of the benchmark does not build"; crashed=1; return; }
-    local variants=("this fp32" "this bf16" "avx2 fp32" "avx2 bf16" "sse2 fp32" "sse2 bf16" "this bf16:widen")
+    local variants=("this fp32" "this bf16" "avx2 fp32" "avx2 bf16" "sse2 fp32" "sse2 bf16" "this bf16:widen"
+                    "this bf16:packed")
     BF16_KERNEL=dpbf16 "$BIN" --kernels > /dev/null 2>&1 && variants+=("this bf16:dpbf16")  # (AVX512-BF16)
     local which
     for which in this avx2 sse2; do
@@ -433,6 +434,7 @@ bf16_speed() {
                 printf "@ prec.%s.%s %s\n", shape, bf, r }
             END { row("this", "this_bf16", "this build")
                   row("this", "this_bf16_widen", "this, BF16_KERNEL=widen")
+                  row("this", "this_bf16_packed", "this, BF16_KERNEL=packed")
                   row("this", "this_bf16_dpbf16", "this, BF16_KERNEL=dpbf16")
                   row("avx2", "avx2_bf16", "AVX2 build")
                   row("sse2", "sse2_bf16", "baseline build") }' \

@@ -322,27 +322,64 @@ static void gemm_kernel_bf16_widen(int kc2, const uint32_t* restrict a, const ui
     GEMM_BY_ROWS(m, gemm_kernel_bf16w_rows, kc2, a, b, C, ldc, m, n, overwrite, bias);
 }
 
-// Which kernel runs the products: vdpbf16ps where the CPU has it and it is the faster, else
-// the widened FMAs. How fast vdpbf16ps runs differs between CPUs (Zen 5: 1.9x the FMA's
-// flops; Sapphire and Emerald Rapids: 0.5x), so the first bf16 product measures both on
-// one tile (bf16_kernel_probe, about 3 ms) and keeps the faster. BF16_KERNEL=dpbf16 or
-// BF16_KERNEL=widen in the environment forces one (the tests, the benchmark). Both compute
-// the plain twin's sums; they differ only where vdpbf16ps flushes a denormal float32 (a sum
-// or product below 2^-126) to 0, which the FMA keeps (doc/precision.md).
-enum { BF16_UNCHOSEN = 0, BF16_DPBF16 = 1, BF16_WIDEN = 2 };
-static _Atomic int bf16_kernel = BF16_UNCHOSEN;
-static double bf16_probe_ratio;  // the probe's widen time / vdpbf16ps time; 0: not measured
-static const char* bf16_kernel_how = "";  // "measured", "forced by BF16_KERNEL", "the only one"
+// Widened once, when packed: a sliver of R rows of kc2 pairs becomes R rows of 2 kc2 float32,
+// each pair as the widened kernel takes it, its odd k first, then its even k. The float32
+// kernel (gemm_kernel.h) then makes the widened kernel's FMAs in the widened kernel's order,
+// so the bits are the same, without the widening beside the FMAs: a block's sliver is
+// widened once and read by every tile of its row or column (sgemm packs it so, gemm.c).
+static void bf16_widen_sliver(const uint32_t* restrict pairs, int kc2, int R, float* restrict dst) {
+    for (int p = 0; p < kc2; p++)
+        for (int r = 0; r < R; r++) {
+            uint32_t w = pairs[(size_t)p * R + r], odd = w & BF16_HIGH, even = w << 16;
+            memcpy(dst + (size_t)(2 * p) * R + r, &odd, sizeof odd);
+            memcpy(dst + (size_t)(2 * p + 1) * R + r, &even, sizeof even);
+        }
+}
 
-#if defined(__AVX512BF16__)
-// seconds per call of the kernel on the probe's tile: the best of 3 rounds of `calls` calls
-static double bf16_probe_time(int dp, const uint32_t* a, const uint32_t* b, float* c, int kc2, int calls) {
+// the same as a kernel of pairs (the probe, the tests): both slivers widened, then float32's
+static _Thread_local float* bf16_widened;  // the two slivers widened, 2 kc2 deep
+static _Thread_local int bf16_widened_kc2;
+static void gemm_kernel_bf16_packed(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                                    int ldc, int m, int n, int overwrite, const float* bias) {
+    size_t a_floats = (2 * (size_t)kc2 * GEMM_MR + 15) / 16 * 16;  // (bw aligned: the kernel's loads)
+    if (kc2 > bf16_widened_kc2) {
+        aligned_free(bf16_widened);
+        bf16_widened = alignedMallocCheck(sizeof(float) * (a_floats + 2 * (size_t)kc2 * GEMM_NR));
+        bf16_widened_kc2 = kc2;
+    }
+    float *aw = bf16_widened, *bw = bf16_widened + a_floats;
+    bf16_widen_sliver(a, kc2, GEMM_MR, aw);
+    bf16_widen_sliver(b, kc2, GEMM_NR, bw);
+    gemm_kernel(2 * kc2, aw, bw, C, ldc, m, n, overwrite, bias);
+}
+
+// Which kernel runs the products: three compute the same sums. vdpbf16ps where the CPU has
+// it and it is the faster (Zen 5: 1.9x the FMA's flops; Sapphire and Emerald Rapids: 0.5x);
+// else the widened FMAs, widened once as sgemm packs its slivers and run by the float32
+// kernel ("packed", at float32's speed), or widened inside the kernel beside the FMAs
+// ("widen", which packs half the bytes). The first bf16 product measures them on one tile
+// (bf16_kernel_probe, a few ms) and keeps the fastest; BF16_KERNEL=dpbf16, packed or widen
+// in the environment forces one (the tests, the benchmark). All compute the plain twin's
+// sums; vdpbf16ps differs only where it flushes a denormal float32 (a sum or product below
+// 2^-126) to 0, which the FMA keeps (doc/precision.md).
+enum { BF16_UNCHOSEN = 0, BF16_DPBF16 = 1, BF16_WIDEN = 2, BF16_PACKED = 3 };
+static const char* const BF16_KERNEL_NAMES[] = {"", "dpbf16", "widen", "packed"};
+static _Atomic int bf16_kernel = BF16_UNCHOSEN;
+static double bf16_probe_times[4];  // the probe's seconds per tile of each kernel; 0: not measured
+static const char* bf16_kernel_how = "";  // "measured", "forced by BF16_KERNEL"
+
+// seconds per call of a kernel on the probe's tile: the best of 3 rounds of `calls` calls
+static double bf16_probe_time(int kind, const uint32_t* a, const uint32_t* b, const float* aw,
+                              const float* bw, float* c, int kc2, int calls) {
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = now_seconds();
         for (int k = 0; k < calls; k++) {
-            if (dp) gemm_kernel_bf16_dp(kc2, a, b, c, GEMM_NR, GEMM_MR, GEMM_NR, k == 0, NULL);
-            else    gemm_kernel_bf16_widen(kc2, a, b, c, GEMM_NR, GEMM_MR, GEMM_NR, k == 0, NULL);
+#if defined(__AVX512BF16__)
+            if (kind == BF16_DPBF16) gemm_kernel_bf16_dp(kc2, a, b, c, GEMM_NR, GEMM_MR, GEMM_NR, !k, NULL);
+#endif
+            if (kind == BF16_WIDEN) gemm_kernel_bf16_widen(kc2, a, b, c, GEMM_NR, GEMM_MR, GEMM_NR, !k, NULL);
+            if (kind == BF16_PACKED) gemm_kernel(2 * kc2, aw, bw, c, GEMM_NR, GEMM_MR, GEMM_NR, !k, NULL);
         }
         double dt = (now_seconds() - t0) / calls;
         best = dt < best ? dt : best;
@@ -350,30 +387,44 @@ static double bf16_probe_time(int dp, const uint32_t* a, const uint32_t* b, floa
     return best;
 }
 
-// the faster kernel on a full tile 256 pairs deep (operands in L1, as in the blocked product),
-// alternating the two; vdpbf16ps wins only if 10% faster (the widened kernel is the plain
-// twin's own arithmetic, denormals included)
+// the fastest kernel on a full tile 256 pairs deep (operands in L1, as in the blocked
+// product), alternating them; the packed one as sgemm runs it, its slivers widened before.
+// vdpbf16ps wins only if 10% faster (the FMAs are the plain twin's own arithmetic,
+// denormals included), the widened one only if 10% faster than the packed one (which reads
+// each sliver widened once, where the widened kernel widens it for every tile)
 static int bf16_kernel_probe(void) {
     int kc2 = 256;
     uint32_t* a = compat_aligned_alloc(64, sizeof(uint32_t) * kc2 * (GEMM_MR + GEMM_NR));
+    float* aw = compat_aligned_alloc(64, sizeof(float) * 2 * kc2 * (GEMM_MR + GEMM_NR));
     float* c = compat_aligned_alloc(64, sizeof(float) * GEMM_MR * GEMM_NR);
-    if (!a || !c) die("out of memory for the bf16 kernel's probe");
+    if (!a || !aw || !c) die("out of memory for the bf16 kernel's probe");
     uint32_t* b = a + (size_t)kc2 * GEMM_MR;
+    float* bw = aw + 2 * (size_t)kc2 * GEMM_MR;
     for (int i = 0; i < kc2 * (GEMM_MR + GEMM_NR); i++)
         a[i] = bf16_pair(1.0f + (float)(i % 7) / 64, 1.0f - (float)(i % 5) / 64);
-    double dp = 1e30, widen = 1e30;
-    for (int round = 0; round < 3; round++) {
-        double t = bf16_probe_time(1, a, b, c, kc2, 40);
-        dp = t < dp ? t : dp;
-        t = bf16_probe_time(0, a, b, c, kc2, 40);
-        widen = t < widen ? t : widen;
-    }
-    aligned_free(a);
-    aligned_free(c);
-    bf16_probe_ratio = widen / dp;
-    return dp * 1.1 < widen ? BF16_DPBF16 : BF16_WIDEN;
-}
+    bf16_widen_sliver(a, kc2, GEMM_MR, aw);
+    bf16_widen_sliver(b, kc2, GEMM_NR, bw);
+    double* t = bf16_probe_times;
+    t[BF16_DPBF16] = t[BF16_WIDEN] = t[BF16_PACKED] = 1e30;
+    for (int round = 0; round < 3; round++)
+        for (int kind = BF16_DPBF16; kind <= BF16_PACKED; kind++) {
+#if !defined(__AVX512BF16__)
+            if (kind == BF16_DPBF16) continue;
 #endif
+            double dt = bf16_probe_time(kind, a, b, aw, bw, c, kc2, 40);
+            t[kind] = dt < t[kind] ? dt : t[kind];
+        }
+    aligned_free(a);
+    aligned_free(aw);
+    aligned_free(c);
+    int fma = t[BF16_WIDEN] * 1.1 < t[BF16_PACKED] ? BF16_WIDEN : BF16_PACKED;
+#if defined(__AVX512BF16__)
+    if (t[BF16_DPBF16] * 1.1 < t[fma]) return BF16_DPBF16;
+#else
+    t[BF16_DPBF16] = 0;
+#endif
+    return fma;
+}
 
 // chooses the kernel once (BF16_KERNEL, or the probe); any thread may call it, the first
 // call chooses
@@ -385,22 +436,20 @@ static int bf16_kernel_choose(void) {
         k = atomic_load_explicit(&bf16_kernel, memory_order_relaxed);
         if (!k) {
             const char* force = getenv("BF16_KERNEL");
-            if (force && strcmp(force, "widen") == 0) k = BF16_WIDEN, bf16_kernel_how = "forced by BF16_KERNEL";
-            else if (force && strcmp(force, "dpbf16") == 0) {
-#if defined(__AVX512BF16__)
-                k = BF16_DPBF16, bf16_kernel_how = "forced by BF16_KERNEL";
-#else
-                die("BF16_KERNEL=dpbf16: this build has no vdpbf16ps (AVX512-BF16); use widen or unset it");
+            if (force && force[0]) {
+                for (int i = BF16_DPBF16; i <= BF16_PACKED; i++)
+                    if (strcmp(force, BF16_KERNEL_NAMES[i]) == 0) k = i;
+                if (!k)
+                    die("BF16_KERNEL=%s: expected dpbf16, packed or widen (or unset: measured at start)",
+                        force);
+#if !defined(__AVX512BF16__)
+                if (k == BF16_DPBF16)
+                    die("BF16_KERNEL=dpbf16: this build has no vdpbf16ps (AVX512-BF16); use packed or widen, "
+                        "or unset it");
 #endif
-            } else if (force && force[0])
-                die("BF16_KERNEL=%s: expected dpbf16 or widen (or unset: measured at start)", force);
-            else {
-#if defined(__AVX512BF16__)
+                bf16_kernel_how = "forced by BF16_KERNEL";
+            } else
                 k = bf16_kernel_probe(), bf16_kernel_how = "measured";
-#else
-                k = BF16_WIDEN, bf16_kernel_how = "the only one in this build";
-#endif
-            }
             atomic_store_explicit(&bf16_kernel, k, memory_order_release);
         }
     }
@@ -409,16 +458,25 @@ static int bf16_kernel_choose(void) {
 
 // the chosen kernel in words, for the run's header and the benchmark
 const char* bf16_kernel_describe(void) {
-    static char text[160];
+    static const char* const words[] = {"", "vdpbf16ps", "widened to float32 FMA in the kernel",
+                                        "widened to float32 when packed, float32's kernel"};
+    static char text[240];
     int k = bf16_kernel_choose();
-    if (bf16_probe_ratio > 0)
-        snprintf(text, sizeof text, "%s (%s: vdpbf16ps %.2fx the widened FMAs' speed)",
-                 k == BF16_DPBF16 ? "vdpbf16ps" : "widened to float32 FMA", bf16_kernel_how, bf16_probe_ratio);
-    else
-        snprintf(text, sizeof text, "%s (%s)", k == BF16_DPBF16 ? "vdpbf16ps" : "widened to float32 FMA",
-                 bf16_kernel_how);
+    const double* t = bf16_probe_times;
+    int n = snprintf(text, sizeof text, "%s (%s", words[k], bf16_kernel_how);
+    if (t[BF16_PACKED] > 0) {  // each kernel's speed against the packed one's
+        double widen = t[BF16_PACKED] / t[BF16_WIDEN];
+        n += snprintf(text + n, sizeof text - n, ": widened in the kernel %.2fx", widen);
+        if (t[BF16_DPBF16] > 0)
+            n += snprintf(text + n, sizeof text - n, ", vdpbf16ps %.2fx", t[BF16_PACKED] / t[BF16_DPBF16]);
+        n += snprintf(text + n, sizeof text - n, " the packed one's speed");
+    }
+    snprintf(text + n, sizeof text - n, ")");
     return text;
 }
+
+// the kind sgemm packs its slivers for: pairs of bf16, or float32 already widened (BF16_PACKED)
+static int bf16_kernel_packed(void) { return bf16_kernel_choose() == BF16_PACKED; }
 
 // C[m x n] (=, or +=) a-sliver * b-sliver over kc2 pairs of k, with the chosen kernel
 static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
@@ -429,7 +487,10 @@ static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t
         return;
     }
 #endif
-    gemm_kernel_bf16_widen(kc2, a, b, C, ldc, m, n, overwrite, bias);
+    if (atomic_load_explicit(&bf16_kernel, memory_order_relaxed) == BF16_PACKED)
+        gemm_kernel_bf16_packed(kc2, a, b, C, ldc, m, n, overwrite, bias);
+    else
+        gemm_kernel_bf16_widen(kc2, a, b, C, ldc, m, n, overwrite, bias);
 }
 
 #endif

@@ -104,10 +104,11 @@ static _Thread_local int gemm_Bp_cols;  // gemm_Bp's columns: GEMM_KC x gemm_Bp_
 #endif
 
 // a sliver of R rows (GEMM_MR of A, GEMM_NR of B), kc deep, of which n are real: from a
-// matrix whose sliver lies in rows (by_rows) or in columns; float32, or pairs of bf16
+// matrix whose sliver lies in rows (by_rows) or in columns; float32 (bf16 = 0), pairs of bf16
+// (1), or those pairs widened to float32, 2 (kc + 1) / 2 deep (2: BF16_PACKED, fast/bf16.h)
 __attribute__((always_inline))
-static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld, int n,
-                             int R, int kc, float* dst) {
+static inline void gemm_pack_one(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld,
+                                 int n, int R, int kc, float* dst) {
     const uint16_t* copy = bf16 ? gemm_bf16_copy_of(p, src) : NULL;  // weights: their bf16 copy
     if (copy && by_rows) bf16_pack_rows_copy(copy, ld, n, R, kc, (uint32_t*)dst);
     else if (copy)       bf16_pack_cols_copy(copy, ld, n, R, kc, (uint32_t*)dst);
@@ -116,11 +117,21 @@ static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, cons
     else if (by_rows)    gemm_pack_rows(src, ld, n, R, kc, dst);
     else                 gemm_pack_cols(src, ld, n, R, kc, dst);
 }
+__attribute__((always_inline))
+static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld, int n,
+                             int R, int kc, float* dst) {
+    if (bf16 == 2) {  // the pairs first, then widened into dst
+        _Alignas(64) uint32_t pairs[(GEMM_MR > GEMM_NR ? GEMM_MR : GEMM_NR) * (GEMM_KC_BF16 / 2)];
+        gemm_pack_one(p, 1, by_rows, src, ld, n, R, kc, (float*)pairs);
+        bf16_widen_sliver(pairs, (kc + 1) / 2, R, dst);
+    } else
+        gemm_pack_one(p, bf16, by_rows, src, ld, n, R, kc, dst);
+}
 
 // One thread's share: the m x n block of C whose top-left is C, with A and B already
-// offset to the matching row / column. bf16 is a constant where this is called, so
-// each precision compiles to its own loops; a sliver is ks rows deep: kc floats, or
-// (kc + 1) / 2 pairs of bf16.
+// offset to the matching row / column. bf16 is a constant where this is called (gemm_pack's),
+// so each precision compiles to its own loops; a sliver is ks rows deep: kc floats, (kc + 1) / 2
+// pairs of bf16, or those pairs widened, 2 (kc + 1) / 2 floats.
 __attribute__((always_inline))
 static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int tB, int m, int n, int K,
                                  const float* A, int lda, const float* B, int ldb, float* C, int ldc,
@@ -131,11 +142,11 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
         aligned_free(gemm_Ap), aligned_free(gemm_Bp);
         gemm_Bp_cols = (NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
         gemm_Ap = compat_aligned_alloc(64, sizeof(float) * GEMM_AP_FLOATS);
-        gemm_Bp = compat_aligned_alloc(64, sizeof(float) * GEMM_KC * gemm_Bp_cols);
+        gemm_Bp = compat_aligned_alloc(64, sizeof(float) * GEMM_KC_BF16 * gemm_Bp_cols);  // (bf16 == 2's)
         if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
     }
     float *Ap = gemm_Ap, *Bp = gemm_Bp;
-    int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC, KS = bf16 ? (KC + 1) / 2 : KC;  // (KS: a block's depth)
+    int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC, KS = bf16 == 1 ? (KC + 1) / 2 : KC;  // (KS: a block's depth)
     // op(A) is packed again for every block of columns, unless all of it fits gemm_Ap: then
     // once, at jc = 0, each (pc, ic) block in a place of its own, and read again by the
     // other blocks (a thread's share of the 124M LM head spans 33 blocks of columns)
@@ -144,7 +155,7 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
     for (int jc = 0; jc < n; jc += NC) {
         int nc = gemm_imin(NC, n - jc);
         for (int pc = 0; pc < K; pc += KC) {
-            int kc = gemm_imin(KC, K - pc), ks = bf16 ? (kc + 1) / 2 : kc;
+            int kc = gemm_imin(KC, K - pc), ks = bf16 == 1 ? (kc + 1) / 2 : bf16 ? (kc + 1) / 2 * 2 : kc;
             float* A_pc = keep_A ? Ap + m_pad * KS * (pc / KC) : Ap;  // this K block's op(A)
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
@@ -171,7 +182,7 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
                         int mr = gemm_imin(GEMM_MR, mc - ir), nr = gemm_imin(GEMM_NR, nc - jr);
                         int overwrite = !accumulate && pc == 0;
                         const float* bias_j = bias ? bias + jc + jr : NULL;
-                        if (bf16)
+                        if (bf16 == 1)
                             gemm_kernel_bf16(ks, (const uint32_t*)a, (const uint32_t*)b, c, ldc, mr, nr,
                                              overwrite, bias_j);
                         else
@@ -190,10 +201,11 @@ static void gemm_block(const GemmPrecision* p, int tA, int tB, int m, int n, int
         return;
     }
 #endif
-    if (gemm_kind(p) == GEMM_BF16) {
-        bf16_kernel_choose();  // (once: vdpbf16ps or the widened FMAs, bf16.h)
+    if (gemm_kind(p) == GEMM_BF16 && bf16_kernel_packed())  // (chosen once, bf16.h)
+        gemm_block_in(p, 2, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+    else if (gemm_kind(p) == GEMM_BF16)
         gemm_block_in(p, 1, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
-    } else
+    else
         gemm_block_in(p, 0, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
@@ -277,7 +289,7 @@ const GemmKernels gemm_kernels = {
 #else
     NULL,
 #endif
-    bf16_pack_rows, bf16_pack_cols,
+    gemm_kernel_bf16_packed, bf16_pack_rows, bf16_pack_cols,
 };
 
 #endif

@@ -95,6 +95,9 @@ typedef struct {
                        int overwrite, const float* bias);
     void (*bf16_dp)(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int m, int n,
                     int overwrite, const float* bias);
+    // packed: both slivers widened to float32 (each pair odd k, even k), then the f32 kernel
+    void (*bf16_packed)(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int m, int n,
+                        int overwrite, const float* bias);
     // a sliver of R rows of pairs from rows (pack_rows) or columns (pack_cols) of src
     void (*pack_rows)(const float* src, int ld, int rows, int R, int kc, uint32_t* dst);
     void (*pack_cols)(const float* src, int ld, int cols, int R, int kc, uint32_t* dst);

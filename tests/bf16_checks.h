@@ -67,7 +67,7 @@ static int bf16_pack_cols_differs(const float* src, int ld, int cols, int R, int
 // same slivers, against its plain twin, bit for bit
 static void test_bf16_pack_kernel(void) {
     uint64_t rng = 7;
-    int worst_pack = 0, worst_kernel = 0, worst_widen = 0;
+    int worst_pack = 0, worst_kernel = 0, worst_widen = 0, worst_packed = 0;
     (void)worst_kernel;  // (set only in a build with vdpbf16ps)
     for (int kc = 1; kc <= 37; kc += 9) {
         for (int cols = 1; cols <= GEMM_NR; cols += 5) {
@@ -91,13 +91,15 @@ static void test_bf16_pack_kernel(void) {
             uint32_t* acols = compat_aligned_alloc(64, ((size_t)kc2 * GEMM_MR * 4 + 63) / 64 * 64);
             worst_pack |= bf16_pack_cols_differs(at, GEMM_MR, rows, GEMM_MR, kc, acols);
             aligned_free(acols);
-            float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR], C3[GEMM_MR * GEMM_NR];
+            float C1[GEMM_MR * GEMM_NR], C2[GEMM_MR * GEMM_NR], C3[GEMM_MR * GEMM_NR], C4[GEMM_MR * GEMM_NR];
             for (int acc = 0; acc < 2; acc++) {
                 for (int i = 0; i < GEMM_MR * GEMM_NR; i++)
-                    C1[i] = C2[i] = C3[i] = (float)i * 0.01f;
+                    C1[i] = C2[i] = C3[i] = C4[i] = (float)i * 0.01f;
                 gemm_kernels.bf16_widen(kc2, a, packed, C1, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 gemm_kernels.bf16_plain(kc2, a, packed, C2, GEMM_NR, GEMM_MR, cols, !acc, NULL);
+                gemm_kernels.bf16_packed(kc2, a, packed, C4, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 worst_widen |= memcmp(C1, C2, sizeof C1) != 0;
+                worst_packed |= memcmp(C4, C2, sizeof C1) != 0;
 #if defined(__AVX512BF16__)
                 gemm_kernels.bf16_dp(kc2, a, packed, C3, GEMM_NR, GEMM_MR, cols, !acc, NULL);
                 worst_kernel |= memcmp(C3, C2, sizeof C1) != 0;
@@ -110,6 +112,8 @@ static void test_bf16_pack_kernel(void) {
           "its definition: pairs of k, zero-padded");
     check(!worst_widen, "bf16 kernel widened to float32 FMA (%s) equals its plain twin bit for bit, = and +=, "
           "kc 1..37", GEMM_ISA);
+    check(!worst_packed, "bf16 pairs widened when packed, then the float32 kernel (%s), equal the plain twin "
+          "bit for bit, = and +=, kc 1..37", GEMM_ISA);
 #if defined(__AVX512BF16__)
     check(!worst_kernel, "bf16 kernel (vdpbf16ps) equals its plain twin bit for bit, = and +=, kc 1..37");
 #endif
@@ -127,12 +131,14 @@ static void test_bf16_denormals(void) {
         a[i] = bf16_pair(0x1p-68f * (1 + (i % 17) / 64.0f), 0x1p-68f * (1 + (i % 13) / 64.0f));
     for (int j = 0; j < kc2 * GEMM_NR; j++)
         b[j] = bf16_pair(0x1p-68f * (1 + (j % 11) / 128.0f), 0x1p-68f * (1 + (j % 7) / 128.0f));
-    float Cw[GEMM_MR * GEMM_NR], Cp[GEMM_MR * GEMM_NR];
+    float Cw[GEMM_MR * GEMM_NR], Cp[GEMM_MR * GEMM_NR], Cf[GEMM_MR * GEMM_NR];
     gemm_kernels.bf16_widen(kc2, a, b, Cw, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
     gemm_kernels.bf16_plain(kc2, a, b, Cp, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
+    gemm_kernels.bf16_packed(kc2, a, b, Cf, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);
     int denormal = Cw[0] > 0 && Cw[0] < 0x1p-126f;  // (the sums stay below 2^-126: all exact)
-    check(denormal && memcmp(Cw, Cp, sizeof Cw) == 0, "bf16 widened kernel keeps denormal products and sums "
-          "(%.3e): its plain twin's bits", (double)Cw[0]);
+    check(denormal && memcmp(Cw, Cp, sizeof Cw) == 0 && memcmp(Cf, Cp, sizeof Cf) == 0,
+          "bf16 widened kernel, in the kernel and when packed, keeps denormal products and sums (%.3e): its "
+          "plain twin's bits", (double)Cw[0]);
 #if defined(__AVX512BF16__)
     float Cd[GEMM_MR * GEMM_NR];
     gemm_kernels.bf16_dp(kc2, a, b, Cd, GEMM_NR, GEMM_MR, GEMM_NR, 1, NULL);

@@ -282,10 +282,11 @@ if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { 
 else
     bad "-prec bf16: losses $first -> $last, repeatable: '$same'"
 fi
-# the two bf16 kernels (vdpbf16ps, widened FMAs: doc/precision.md), forced: the same losses bit
+# the three bf16 kernels (vdpbf16ps, FMAs widened in the kernel or when packed: doc/precision.md),
+# forced: the same losses bit
 # for bit as the run above (whichever the probe chose); a bad BF16_KERNEL: one line, exit 1
 klosses() { grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$1"; }
-for k in widen dpbf16; do
+for k in widen packed dpbf16; do
     BF16_KERNEL=$k ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_$k.log" 2>&1; rc=$?
     if [ $k = dpbf16 ] && [ $rc -ne 0 ] && grep -q 'this build has no vdpbf16ps' "$TMP/bf16_$k.log"; then
         ok "BF16_KERNEL=dpbf16: refused in a build without AVX512-BF16, in one line"
@@ -297,7 +298,7 @@ for k in widen dpbf16; do
     fi
 done
 BF16_KERNEL=fast ./train_gpt2 "${SMALL[@]}" -x 2 -o "" -prec bf16 > "$TMP/bf16_bad.log" 2>&1; rc=$?
-if [ $rc -ne 0 ] && grep -q 'error: BF16_KERNEL=fast: expected dpbf16 or widen' "$TMP/bf16_bad.log"; then
+if [ $rc -ne 0 ] && grep -q 'error: BF16_KERNEL=fast: expected dpbf16, packed or widen' "$TMP/bf16_bad.log"; then
     ok "BF16_KERNEL=fast: refused in one line, exit $rc"
 else
     bad "BF16_KERNEL=fast: exit $rc"; tail -n 2 "$TMP/bf16_bad.log"
