@@ -31,7 +31,8 @@ root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=(${MUTATE_FILES:-train_gpt2.c fast/matmul.h fast/rows.h train_seq2seq.c})
-cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c test_gpt2.c train_seq2seq.c test_seq2seq.c fast util "$work/"
+cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c test_gpt2.c train_seq2seq.c test_seq2seq.c \
+    fast util "$work/"
 mkdir -p "$work/tests" && cp tests/*.h "$work/tests/"  # the headers test_gpt2.c and test_seq2seq.c include
 CC=${CC:-cc}
 ARCH=${ARCH--march=native}
@@ -143,7 +144,7 @@ $CC $CFLAGS -DUTIL_IO_EXTERN -c -o "$GEMM_OBJ" fast/gemm.c || { echo "FAIL fast/
 # its mutant is done
 jobs=${MUTATE_JOBS:-$(cpu_count)}
 for ((j = 0; j < jobs; j++)); do
-    mkdir "$work/w$j" && cp -r "$work"/*.c "$work"/fast "$work"/util "$work"/tests "$work/w$j/"
+    mkdir "$work/w$j" && cp -r "$work"/*.c "$work"/*.h "$work"/fast "$work"/util "$work"/tests "$work/w$j/"
     awk -v j=$j -v J=$jobs '(NR - 1) % J == j { print NR "\t" $0 }' "$work/mutants" |
         while IFS=$'\t' read -r k file n mutated; do
             try_mutant "$work/w$j" "$file" "$n" "$mutated" | tee "$work/result.$k"

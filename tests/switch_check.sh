@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A block variant's new value must be handled at every dispatch site, or the build fails.
-# train_gpt2.c's option enums (PosEncoding, LnPlace, Activation, Mask) are dispatched by
+# train_gpt2.h's option enums (PosEncoding, LnPlace, Activation, Mask) are dispatched by
 # switches that name every value, with no default, and the Makefile's WARN has
 # -Wswitch-enum (CI fails on any warning). For each enum this script compiles a mutant
 # with one value added and nothing else changed, with -Werror=switch-enum, and requires
@@ -22,7 +22,7 @@ compilers=("${CC:-cc}")
 command -v clang > /dev/null 2>&1 && [ "${CC:-cc}" != clang ] && compilers+=(clang)
 FLAGS="-std=c11 -Wswitch-enum -Werror=switch-enum -Wno-unknown-pragmas -fsyntax-only"
 mkdir -p "$work/src"
-cp -r ./*.c fast util "$work/src/"  # (every program at the top: what the two include)
+cp -r ./*.c ./*.h fast util "$work/src/"  # (every program at the top: what the two include)
 
 # compile SRC_DIR: both programs with every compiler; the errors in $work/log
 compile() {
@@ -46,9 +46,9 @@ for enum in PosEncoding LnPlace Activation Mask; do
     rm -rf "$work/mutant"; cp -r "$work/src" "$work/mutant"
     # "typedef enum { A, B } Name;" -> "typedef enum { A, B, MUTANT_VALUE } Name;"
     sed -E "s/^(typedef enum \{[^}]*[^ }]) *\} $enum;/\1, MUTANT_VALUE } $enum;/" \
-        train_gpt2.c > "$work/mutant/train_gpt2.c"
-    if cmp -s train_gpt2.c "$work/mutant/train_gpt2.c"; then
-        bad "$enum: no 'typedef enum { ... } $enum;' line in train_gpt2.c to add a value to"
+        train_gpt2.h > "$work/mutant/train_gpt2.h"
+    if cmp -s train_gpt2.h "$work/mutant/train_gpt2.h"; then
+        bad "$enum: no 'typedef enum { ... } $enum;' line in train_gpt2.h to add a value to"
         continue
     fi
     if compile "$work/mutant"; then
