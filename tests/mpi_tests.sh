@@ -73,7 +73,7 @@ fi
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
 # (-z 0: with -z 1 each shard's new weights come from its owner, so they agree by construction)
 mkdir -p "$TMP/diverge/util"
-cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
+cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
 sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
     > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
@@ -318,7 +318,7 @@ fi
 zero_mutant() {  # name, the file mutated (train_gpt2_parallel.c or util/dist.h), sed expression on it, flags
     local name=$1 file=$2 dir="$TMP/mutant"  # (the program, train_gpt2_main.c, includes both)
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
+    cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
     sed "$3" "$file" > "$dir/$file"
     if cmp -s "$file" "$dir/$file" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
@@ -442,7 +442,7 @@ done
 tp_mutant() {  # name, sed expression on train_gpt2.c (whose branch_sum calls the hook of -tpar's sums)
     local name=$1 dir="$TMP/tp_mutant"
     rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
+    cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
     sed "$2" train_gpt2.c > "$dir/train_gpt2.c"
     if cmp -s train_gpt2.c "$dir/train_gpt2.c" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then

@@ -30,7 +30,7 @@ fi
 
 # the planted factor 2: the plain run must see it, the fast run must not
 mkdir -p "$TMP/mutant"
-cp -r train_gpt2.c train_gpt2_parallel.c train_gpt2_main.c fast util "$TMP/mutant/"
+cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast util "$TMP/mutant/"
 sed 's|^            out\[(size_t)bt \* OC + o\] = sum;|            out[(size_t)bt * OC + o] = 2 * sum;|' train_gpt2.c > "$TMP/mutant/train_gpt2.c"
 if cmp -s train_gpt2.c "$TMP/mutant/train_gpt2.c" || ! ${CC:-cc} -O2 ${ARCH--march=native} -fopenmp -std=c11 \
       -o "$TMP/mutant/train_gpt2" "$TMP/mutant/train_gpt2_main.c" -lm 2> "$TMP/build.log"; then
