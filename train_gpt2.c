@@ -6,8 +6,8 @@ backward pass; then the model, AdamW, one training step and generation with a KV
 It reads and writes llm.c's file formats (doc/formats.md). Reading order:
   1. the layers: encoder (llm.c's name for the embedding), layernorm, matmul, attention, gelu,
      residual, dropout, softmax + cross-entropy, each _forward next to its _backward;
-  2. the model: GPT2Config, parameters, activations, initialisation, checkpoints (the
-     structs, as every struct of this file, are in train_gpt2.h, read first);
+  2. the model: GPT2Config, parameters, activations, initialisation, checkpoints (their
+     structs, as every struct the model uses, are in train_gpt2.h: read it first);
   3. gpt2_forward and gpt2_backward: the layers chained (block_forward, block_backward);
   4. AdamW, one name per level: adamw_update (the formula), gpt2_update (on the model),
      gpt2_optimizer_step (norm, clipping, learning rate), gpt2_train_step (the whole step);
