@@ -3034,6 +3034,7 @@ static const CheckGroup CHECK_GROUPS[] = {
     {"errata articles", test_errata_articles},
     {"errata reread", test_errata_reread},
     {"bf16", refs_bf16},
+    {"bf16 sgemm bits", test_bf16_sgemm_bits},
     {"bf16 generation", refs_gen_bf16},
     {"hugging face", refs_hf},
     {"bpe", test_bpe},

@@ -336,6 +336,118 @@ static void bf16_widen_sliver(const uint32_t* restrict pairs, int kc2, int R, fl
         }
 }
 
+// The same sliver in one pass, as sgemm packs for the packed kernel: each value rounded to
+// bf16 (as the pairs' packing rounds it) and kept in a float32's top half, a pair's odd k
+// first; ks = kc rounded up to even rows of R (an odd kc's last pair: 0, then its even k).
+// From float32 (rounding) or from the weights' bf16 copy (widening only); a sliver lying in
+// rows of src (by_rows, contiguous in k) or in columns (each k a row of src).
+#if defined(__AVX512BF16__)
+static inline __m512 bf16_round16(__m512 x) {  // vcvtneps2bf16: as bf16_pack_* round (denormals: 0)
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x)), 16));
+}
+#elif defined(__AVX512F__)
+static inline __m512 bf16_round16(__m512 x) {  // bf16_round_top, 16 lanes
+    bf16_vw u = bf16_round_top((bf16_vw)_mm512_castps_si512(x)) & BF16_HIGH;
+    return _mm512_castsi512_ps((__m512i)u);
+}
+#endif
+static inline float bf16_round_float(float x) { return bf16_to_float(bf16_round_packed(x)); }
+
+#ifdef __AVX512F__
+static inline __m512 bf16_load16(const float* s, __mmask16 lanes) {
+    return bf16_round16(_mm512_maskz_loadu_ps(lanes, s));
+}
+static inline __m512 bf16_load16_copy(const uint16_t* s, __mmask16 lanes) {
+    __m512i words = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, s));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+}
+
+// 16 rows x 16 k at a time: load (rounded or widened), swap each pair's two k, transpose
+#define BF16_PACK_ROWS_WIDENED(LOAD)                                                           \
+    for (int r0 = 0; r0 < R; r0 += 16) {                                                       \
+        int nr = rows - r0, w = gemm_imin(16, R - r0);                                         \
+        for (int k0 = 0; k0 < kc; k0 += 16) {                                                  \
+            int nk = gemm_imin(16, kc - k0), nk2 = (nk + 1) / 2 * 2;                           \
+            __m512 v[16];                                                                      \
+            for (int i = 0; i < 16; i++) {                                                     \
+                __m512 row = LOAD(src + (size_t)(r0 + i) * ld + k0, gemm_lanes(nk));           \
+                v[i] = i >= nr ? _mm512_setzero_ps() : _mm512_permute_ps(row, 0xB1);           \
+            }                                                                                  \
+            transpose16(v);                                                                    \
+            for (int k = 0; k < nk2; k++)                                                      \
+                _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);   \
+        }                                                                                      \
+    }
+#endif
+
+static void bf16_pack_rows_widened(const float* src, int ld, int rows, int R, int kc, float* dst) {
+#ifdef __AVX512F__
+    BF16_PACK_ROWS_WIDENED(bf16_load16)
+#else
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < kc; k += 2) {
+            float even = r < rows ? src[(size_t)r * ld + k] : 0.0f;
+            float odd = r < rows && k + 1 < kc ? src[(size_t)r * ld + k + 1] : 0.0f;
+            dst[(size_t)k * R + r] = bf16_round_float(odd);
+            dst[(size_t)(k + 1) * R + r] = bf16_round_float(even);
+        }
+#endif
+}
+
+static void bf16_pack_rows_copy_widened(const uint16_t* src, int ld, int rows, int R, int kc, float* dst) {
+#ifdef __AVX512F__
+    BF16_PACK_ROWS_WIDENED(bf16_load16_copy)
+#else
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < kc; k += 2) {
+            uint16_t even = r < rows ? src[(size_t)r * ld + k] : 0;
+            uint16_t odd = r < rows && k + 1 < kc ? src[(size_t)r * ld + k + 1] : 0;
+            dst[(size_t)k * R + r] = bf16_to_float(odd);
+            dst[(size_t)(k + 1) * R + r] = bf16_to_float(even);
+        }
+#endif
+}
+
+// one row of a sliver lying in columns: d[c] = s[c] rounded for c < cols, 0 up to R (s NULL: 0)
+static inline void bf16_round_row(const float* s, int cols, int R, float* d) {
+    int c = 0;
+#ifdef __AVX512F__
+    for (; c < R; c += 16)
+        _mm512_mask_storeu_ps(d + c, gemm_lanes(R - c),
+                              s ? bf16_load16(s + c, gemm_lanes(cols - c)) : _mm512_setzero_ps());
+#else
+    if (s)
+        for (; c + VEC_W <= cols && c + VEC_W <= R; c += VEC_W)
+            *(bf16_vwu*)(d + c) = bf16_round_top(*(const bf16_vwu*)(s + c)) & BF16_HIGH;
+    for (; c < R; c++)
+        d[c] = s && c < cols ? bf16_round_float(s[c]) : 0.0f;
+#endif
+}
+static inline void bf16_widen_row(const uint16_t* s, int cols, int R, float* d) {
+    int c = 0;
+#ifdef __AVX512F__
+    for (; c < R; c += 16)
+        _mm512_mask_storeu_ps(d + c, gemm_lanes(R - c),
+                              s ? bf16_load16_copy(s + c, gemm_lanes(cols - c)) : _mm512_setzero_ps());
+#endif
+    for (; c < R; c++)
+        d[c] = s && c < cols ? bf16_to_float(s[c]) : 0.0f;
+}
+
+static void bf16_pack_cols_widened(const float* src, int ld, int cols, int R, int kc, float* dst) {
+    for (int k = 0; k < kc; k += 2) {  // row k + 1 (the pair's odd k) first, then row k
+        bf16_round_row(k + 1 < kc ? src + (size_t)(k + 1) * ld : NULL, cols, R, dst + (size_t)k * R);
+        bf16_round_row(src + (size_t)k * ld, cols, R, dst + (size_t)(k + 1) * R);
+    }
+}
+
+static void bf16_pack_cols_copy_widened(const uint16_t* src, int ld, int cols, int R, int kc, float* dst) {
+    for (int k = 0; k < kc; k += 2) {
+        bf16_widen_row(k + 1 < kc ? src + (size_t)(k + 1) * ld : NULL, cols, R, dst + (size_t)k * R);
+        bf16_widen_row(src + (size_t)k * ld, cols, R, dst + (size_t)(k + 1) * R);
+    }
+}
+
 // the same as a kernel of pairs (the probe, the tests): both slivers widened, then float32's
 static _Thread_local float* bf16_widened;  // the two slivers widened, 2 kc2 deep
 static _Thread_local int bf16_widened_kc2;

@@ -105,27 +105,29 @@ static _Thread_local int gemm_Bp_cols;  // gemm_Bp's columns: GEMM_KC x gemm_Bp_
 
 // a sliver of R rows (GEMM_MR of A, GEMM_NR of B), kc deep, of which n are real: from a
 // matrix whose sliver lies in rows (by_rows) or in columns; float32 (bf16 = 0), pairs of bf16
-// (1), or those pairs widened to float32, 2 (kc + 1) / 2 deep (2: BF16_PACKED, fast/bf16.h)
-__attribute__((always_inline))
-static inline void gemm_pack_one(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld,
-                                 int n, int R, int kc, float* dst) {
-    const uint16_t* copy = bf16 ? gemm_bf16_copy_of(p, src) : NULL;  // weights: their bf16 copy
-    if (copy && by_rows) bf16_pack_rows_copy(copy, ld, n, R, kc, (uint32_t*)dst);
-    else if (copy)       bf16_pack_cols_copy(copy, ld, n, R, kc, (uint32_t*)dst);
-    else if (bf16 && by_rows) bf16_pack_rows(src, ld, n, R, kc, (uint32_t*)dst);
-    else if (bf16)       bf16_pack_cols(src, ld, n, R, kc, (uint32_t*)dst);
-    else if (by_rows)    gemm_pack_rows(src, ld, n, R, kc, dst);
-    else                 gemm_pack_cols(src, ld, n, R, kc, dst);
-}
+// (1), or those pairs widened to float32, 2 (kc + 1) / 2 deep (2: BF16_PACKED, fast/bf16.h);
+// under bf16 an operand among the weights is packed from their bf16 copy
 __attribute__((always_inline))
 static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld, int n,
                              int R, int kc, float* dst) {
-    if (bf16 == 2) {  // the pairs first, then widened into dst
-        _Alignas(64) uint32_t pairs[(GEMM_MR > GEMM_NR ? GEMM_MR : GEMM_NR) * (GEMM_KC_BF16 / 2)];
-        gemm_pack_one(p, 1, by_rows, src, ld, n, R, kc, (float*)pairs);
-        bf16_widen_sliver(pairs, (kc + 1) / 2, R, dst);
-    } else
-        gemm_pack_one(p, bf16, by_rows, src, ld, n, R, kc, dst);
+    const uint16_t* copy = bf16 ? gemm_bf16_copy_of(p, src) : NULL;
+    uint32_t* pairs = (uint32_t*)dst;
+    if (bf16 == 2 && copy) {
+        if (by_rows) bf16_pack_rows_copy_widened(copy, ld, n, R, kc, dst);
+        else         bf16_pack_cols_copy_widened(copy, ld, n, R, kc, dst);
+    } else if (bf16 == 2) {
+        if (by_rows) bf16_pack_rows_widened(src, ld, n, R, kc, dst);
+        else         bf16_pack_cols_widened(src, ld, n, R, kc, dst);
+    } else if (copy) {
+        if (by_rows) bf16_pack_rows_copy(copy, ld, n, R, kc, pairs);
+        else         bf16_pack_cols_copy(copy, ld, n, R, kc, pairs);
+    } else if (bf16) {
+        if (by_rows) bf16_pack_rows(src, ld, n, R, kc, pairs);
+        else         bf16_pack_cols(src, ld, n, R, kc, pairs);
+    } else {
+        if (by_rows) gemm_pack_rows(src, ld, n, R, kc, dst);
+        else         gemm_pack_cols(src, ld, n, R, kc, dst);
+    }
 }
 
 // One thread's share: the m x n block of C whose top-left is C, with A and B already

@@ -5,7 +5,8 @@ tests/bf16_checks.h: the tests of -prec bf16 (fast/bf16.h), included by test_gpt
   kernels (vdpbf16ps, the widened FMAs) against their plain twin, bit for bit; on denormal
   products, the one difference between them (vdpbf16ps flushes them to 0);
 - sgemm with bf16 operands against a float64 product of the same rounded operands, for
-  every transpose (the only difference left: float32 sums);
+  every transpose (the only difference left: float32 sums), and against the plain twin's
+  float32 sums, bit for bit (each kernel forced, by tests/run_tests.sh);
 - the gradients of the reference configurations against PyTorch's float64 ones, per
   tensor, relative to each tensor's largest value; the tolerances are from the measured
   errors (doc/tests.md, "Test tolerances");
@@ -242,6 +243,62 @@ static void test_bf16_determinism(const char* model_path) {
     same &= memcmp(losses[0], losses[2], sizeof losses[0]) == 0;
     check(same, "-prec bf16: 6 training steps give the same losses twice and on 1 thread (last %.7f)",
           losses[0][5]);
+}
+
+// sgemm with bf16 operands against the plain twin's sums, bit for bit, whichever kernel runs
+// (the probe's choice; run_tests.sh runs this group with each BF16_KERNEL): per block of
+// GEMM_KC_BF16 k, a chain from 0 of the odd k's product, then the even k's, for each pair; C
+// (or the bias) plus the blocks in order. Every transpose, = and += (a bias with =), K odd and
+// over one block, an operand rounded while packed or packed from its bf16 copy.
+static float bf16_chain_element(const float* A, const float* B, int tA, int tB, int M, int N, int K,
+                                int i, int j, float c, int accumulate, const float* bias) {
+    for (int k0 = 0; k0 < K; k0 += GEMM_KC_BF16) {
+        float acc = 0.0f;
+        for (int k = k0; k < K && k < k0 + GEMM_KC_BF16; k += 2) {
+            float a[2] = {0, 0}, b[2] = {0, 0};
+            for (int q = 0; q < 2 && k + q < K; q++) {
+                float av = tA ? A[(size_t)(k + q) * M + i] : A[(size_t)i * K + k + q];
+                float bv = tB ? B[(size_t)j * K + k + q] : B[(size_t)(k + q) * N + j];
+                a[q] = bf16_to_float(bf16_round_packed(av)), b[q] = bf16_to_float(bf16_round_packed(bv));
+            }
+            acc = fmaf(a[1], b[1], acc);
+            acc = fmaf(a[0], b[0], acc);
+        }
+        c = k0 == 0 && !accumulate ? (bias ? acc + bias[j] : acc) : c + acc;
+    }
+    return c;
+}
+
+static void test_bf16_sgemm_bits(void) {
+    uint64_t rng = 17;
+    int M = 37, N = 45, K = GEMM_KC_BF16 + 89, same = 1, cases = 0;
+    for (int copy_of = 0; copy_of < 3; copy_of++)  // none, A's, B's
+        for (int tA = 0; tA < 2; tA++)
+            for (int tB = 0; tB < 2; tB++)
+                for (int accumulate = 0; accumulate < 2; accumulate++) {
+                    float *A = uniform_floats(&rng, (size_t)M * K), *B = uniform_floats(&rng, (size_t)K * N);
+                    float *C = uniform_floats(&rng, (size_t)M * N), *bias = uniform_floats(&rng, N);
+                    float* C0 = malloc((size_t)M * N * sizeof(float));
+                    memcpy(C0, C, (size_t)M * N * sizeof(float));
+                    const float* w = copy_of == 1 ? A : B;
+                    size_t n = (size_t)(copy_of == 1 ? M * K : K * N);
+                    uint16_t* copy = malloc(n * sizeof(uint16_t));
+                    bf16_round_all(copy, w, n);
+                    GemmPrecision p = {GEMM_BF16, copy_of ? w : NULL, copy_of ? copy : NULL, copy_of ? n : 0};
+                    sgemm_bias(&p, tA, tB, M, N, K, A, tA ? M : K, B, tB ? K : N, C, N, accumulate, bias);
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            size_t at = (size_t)i * N + j;
+                            float want =
+                                bf16_chain_element(A, B, tA, tB, M, N, K, i, j, C0[at], accumulate, bias);
+                            same &= memcmp(&want, &C[at], sizeof want) == 0;
+                        }
+                    cases++;
+                    free(A); free(B); free(C); free(C0); free(bias); free(copy);
+                }
+    check(same, "sgemm with bf16 operands (%s) equals the plain twin's sums bit for bit: %d cases (4 "
+          "transposes, = with a bias and +=, rounded or from the copy), 37x45x%d", bf16_kernel_describe(),
+          cases, K);
 }
 
 // sgemm with an operand given as weights (packed from its bf16 copy: GemmPrecision) against

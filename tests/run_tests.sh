@@ -283,8 +283,8 @@ else
     bad "-prec bf16: losses $first -> $last, repeatable: '$same'"
 fi
 # the three bf16 kernels (vdpbf16ps, FMAs widened in the kernel or when packed: doc/precision.md),
-# forced: the same losses bit
-# for bit as the run above (whichever the probe chose); a bad BF16_KERNEL: one line, exit 1
+# forced: the same losses bit for bit as the run above (whichever the probe chose), and sgemm's
+# products the plain twin's; a bad BF16_KERNEL: one line, exit 1
 klosses() { grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$1"; }
 for k in widen packed dpbf16; do
     BF16_KERNEL=$k ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_$k.log" 2>&1; rc=$?
@@ -295,6 +295,13 @@ for k in widen packed dpbf16; do
         ok "BF16_KERNEL=$k: named in the header, the same 40 losses bit for bit as the kernel the probe chose"
     else
         bad "BF16_KERNEL=$k: exit $rc"; grep -E 'bf16 products|loss' "$TMP/bf16_$k.log" | tail -n 2
+    fi
+    if [ $rc -eq 0 ]; then  # its sgemm (with its own packing) against the plain twin's sums
+        if BF16_KERNEL=$k ./test_gpt2 -k "bf16 sgemm bits" > "$TMP/bf16_bits_$k.log" 2>&1; then
+            ok "BF16_KERNEL=$k: sgemm equals the plain twin's sums bit for bit (-k 'bf16 sgemm bits')"
+        else
+            bad "BF16_KERNEL=$k: sgemm differs from the plain twin's sums"; tail -n 3 "$TMP/bf16_bits_$k.log"
+        fi
     fi
 done
 BF16_KERNEL=fast ./train_gpt2 "${SMALL[@]}" -x 2 -o "" -prec bf16 > "$TMP/bf16_bad.log" 2>&1; rc=$?
