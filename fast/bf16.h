@@ -354,97 +354,72 @@ static inline __m512 bf16_round16(__m512 x) {  // bf16_round_top, 16 lanes
 static inline float bf16_round_float(float x) { return bf16_to_float(bf16_round_packed(x)); }
 
 #ifdef __AVX512F__
-static inline __m512 bf16_load16(const float* s, __mmask16 lanes) {
-    return bf16_round16(_mm512_maskz_loadu_ps(lanes, s));
-}
-static inline __m512 bf16_load16_copy(const uint16_t* s, __mmask16 lanes) {
-    __m512i words = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, s));
+// 16 values of a row of the source: f's rounded, or (f NULL) h's widened
+static inline __m512 bf16_load16(const float* f, const uint16_t* h, size_t at, __mmask16 lanes) {
+    if (f) return bf16_round16(_mm512_maskz_loadu_ps(lanes, f + at));
+    __m512i words = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, h + at));
     return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
 }
+#endif
+static inline float bf16_load1(const float* f, const uint16_t* h, size_t at) {
+    return f ? bf16_round_float(f[at]) : bf16_to_float(h[at]);
+}
 
-// 16 rows x 16 k at a time: load (rounded or widened), swap each pair's two k, transpose
-#define BF16_PACK_ROWS_WIDENED(LOAD)                                                           \
-    for (int r0 = 0; r0 < R; r0 += 16) {                                                       \
-        int nr = rows - r0, w = gemm_imin(16, R - r0);                                         \
-        for (int k0 = 0; k0 < kc; k0 += 16) {                                                  \
-            int nk = gemm_imin(16, kc - k0), nk2 = (nk + 1) / 2 * 2;                           \
-            __m512 v[16];                                                                      \
-            for (int i = 0; i < 16; i++) {                                                     \
-                __m512 row = LOAD(src + (size_t)(r0 + i) * ld + k0, gemm_lanes(nk));           \
-                v[i] = i >= nr ? _mm512_setzero_ps() : _mm512_permute_ps(row, 0xB1);           \
-            }                                                                                  \
-            transpose16(v);                                                                    \
-            for (int k = 0; k < nk2; k++)                                                      \
-                _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);   \
-        }                                                                                      \
+// from the float32 f (rounding) or from h, the weights' bf16 copy (f NULL): rows of the
+// source contiguous in k
+static void bf16_pack_rows_widened(const float* f, const uint16_t* h, int ld, int rows, int R, int kc,
+                                   float* dst) {
+#ifdef __AVX512F__
+    for (int r0 = 0; r0 < R; r0 += 16) {  // 16 rows x 16 k: load, swap each pair's two k, transpose
+        int nr = rows - r0, w = gemm_imin(16, R - r0);
+        for (int k0 = 0; k0 < kc; k0 += 16) {
+            int nk = gemm_imin(16, kc - k0), nk2 = (nk + 1) / 2 * 2;
+            __m512 v[16];
+            for (int i = 0; i < 16; i++) {
+                size_t at = (size_t)(r0 + i) * ld + k0;  // (rows past the matrix are not read)
+                v[i] = i >= nr ? _mm512_setzero_ps() : bf16_load16(f, h, at, gemm_lanes(nk));
+                v[i] = _mm512_permute_ps(v[i], 0xB1);
+            }
+            transpose16(v);
+            for (int k = 0; k < nk2; k++)
+                _mm512_mask_storeu_ps(dst + (size_t)(k0 + k) * R + r0, gemm_lanes(w), v[k]);
+        }
     }
-#endif
-
-static void bf16_pack_rows_widened(const float* src, int ld, int rows, int R, int kc, float* dst) {
-#ifdef __AVX512F__
-    BF16_PACK_ROWS_WIDENED(bf16_load16)
 #else
     for (int r = 0; r < R; r++)
         for (int k = 0; k < kc; k += 2) {
-            float even = r < rows ? src[(size_t)r * ld + k] : 0.0f;
-            float odd = r < rows && k + 1 < kc ? src[(size_t)r * ld + k + 1] : 0.0f;
-            dst[(size_t)k * R + r] = bf16_round_float(odd);
-            dst[(size_t)(k + 1) * R + r] = bf16_round_float(even);
+            size_t at = (size_t)r * ld + k;
+            dst[(size_t)k * R + r] = r < rows && k + 1 < kc ? bf16_load1(f, h, at + 1) : 0.0f;  // odd k
+            dst[(size_t)(k + 1) * R + r] = r < rows ? bf16_load1(f, h, at) : 0.0f;
         }
 #endif
 }
 
-static void bf16_pack_rows_copy_widened(const uint16_t* src, int ld, int rows, int R, int kc, float* dst) {
-#ifdef __AVX512F__
-    BF16_PACK_ROWS_WIDENED(bf16_load16_copy)
-#else
-    for (int r = 0; r < R; r++)
-        for (int k = 0; k < kc; k += 2) {
-            uint16_t even = r < rows ? src[(size_t)r * ld + k] : 0;
-            uint16_t odd = r < rows && k + 1 < kc ? src[(size_t)r * ld + k + 1] : 0;
-            dst[(size_t)k * R + r] = bf16_to_float(odd);
-            dst[(size_t)(k + 1) * R + r] = bf16_to_float(even);
-        }
-#endif
-}
-
-// one row of a sliver lying in columns: d[c] = s[c] rounded for c < cols, 0 up to R (s NULL: 0)
-static inline void bf16_round_row(const float* s, int cols, int R, float* d) {
+// one row of a sliver lying in columns: d[c] = the source's row at `at`, c < cols, then 0 up to R
+// (no row: 0)
+static inline void bf16_widened_row(const float* f, const uint16_t* h, size_t at, int has_row, int cols,
+                                    int R, float* d) {
     int c = 0;
 #ifdef __AVX512F__
-    for (; c < R; c += 16)
-        _mm512_mask_storeu_ps(d + c, gemm_lanes(R - c),
-                              s ? bf16_load16(s + c, gemm_lanes(cols - c)) : _mm512_setzero_ps());
+    for (; c < R; c += 16) {
+        __m512 v = has_row ? bf16_load16(f, h, at + c, gemm_lanes(cols - c)) : _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(d + c, gemm_lanes(R - c), v);
+    }
 #else
-    if (s)
+    if (has_row && f)
         for (; c + VEC_W <= cols && c + VEC_W <= R; c += VEC_W)
-            *(bf16_vwu*)(d + c) = bf16_round_top(*(const bf16_vwu*)(s + c)) & BF16_HIGH;
-    for (; c < R; c++)
-        d[c] = s && c < cols ? bf16_round_float(s[c]) : 0.0f;
-#endif
-}
-static inline void bf16_widen_row(const uint16_t* s, int cols, int R, float* d) {
-    int c = 0;
-#ifdef __AVX512F__
-    for (; c < R; c += 16)
-        _mm512_mask_storeu_ps(d + c, gemm_lanes(R - c),
-                              s ? bf16_load16_copy(s + c, gemm_lanes(cols - c)) : _mm512_setzero_ps());
+            *(bf16_vwu*)(d + c) = bf16_round_top(*(const bf16_vwu*)(f + at + c)) & BF16_HIGH;
 #endif
     for (; c < R; c++)
-        d[c] = s && c < cols ? bf16_to_float(s[c]) : 0.0f;
+        d[c] = has_row && c < cols ? bf16_load1(f, h, at + c) : 0.0f;
 }
 
-static void bf16_pack_cols_widened(const float* src, int ld, int cols, int R, int kc, float* dst) {
-    for (int k = 0; k < kc; k += 2) {  // row k + 1 (the pair's odd k) first, then row k
-        bf16_round_row(k + 1 < kc ? src + (size_t)(k + 1) * ld : NULL, cols, R, dst + (size_t)k * R);
-        bf16_round_row(src + (size_t)k * ld, cols, R, dst + (size_t)(k + 1) * R);
-    }
-}
-
-static void bf16_pack_cols_copy_widened(const uint16_t* src, int ld, int cols, int R, int kc, float* dst) {
+// the same, each k a row of the source: row k + 1 (the pair's odd k) first, then row k
+static void bf16_pack_cols_widened(const float* f, const uint16_t* h, int ld, int cols, int R, int kc,
+                                   float* dst) {
     for (int k = 0; k < kc; k += 2) {
-        bf16_widen_row(k + 1 < kc ? src + (size_t)(k + 1) * ld : NULL, cols, R, dst + (size_t)k * R);
-        bf16_widen_row(src + (size_t)k * ld, cols, R, dst + (size_t)(k + 1) * R);
+        bf16_widened_row(f, h, (size_t)(k + 1) * ld, k + 1 < kc, cols, R, dst + (size_t)k * R);
+        bf16_widened_row(f, h, (size_t)k * ld, 1, cols, R, dst + (size_t)(k + 1) * R);
     }
 }
 

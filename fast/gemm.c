@@ -112,12 +112,9 @@ static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, cons
                              int R, int kc, float* dst) {
     const uint16_t* copy = bf16 ? gemm_bf16_copy_of(p, src) : NULL;
     uint32_t* pairs = (uint32_t*)dst;
-    if (bf16 == 2 && copy) {
-        if (by_rows) bf16_pack_rows_copy_widened(copy, ld, n, R, kc, dst);
-        else         bf16_pack_cols_copy_widened(copy, ld, n, R, kc, dst);
-    } else if (bf16 == 2) {
-        if (by_rows) bf16_pack_rows_widened(src, ld, n, R, kc, dst);
-        else         bf16_pack_cols_widened(src, ld, n, R, kc, dst);
+    if (bf16 == 2) {  // from src rounded, or from the copy
+        if (by_rows) bf16_pack_rows_widened(copy ? NULL : src, copy, ld, n, R, kc, dst);
+        else         bf16_pack_cols_widened(copy ? NULL : src, copy, ld, n, R, kc, dst);
     } else if (copy) {
         if (by_rows) bf16_pack_rows_copy(copy, ld, n, R, kc, pairs);
         else         bf16_pack_cols_copy(copy, ld, n, R, kc, pairs);
