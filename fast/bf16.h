@@ -351,7 +351,6 @@ static inline __m512 bf16_round16(__m512 x) {  // bf16_round_top, 16 lanes
     return _mm512_castsi512_ps((__m512i)u);
 }
 #endif
-static inline float bf16_round_float(float x) { return bf16_to_float(bf16_round_packed(x)); }
 
 #ifdef __AVX512F__
 // 16 values of a row of the source: f's rounded, or (f NULL) h's widened

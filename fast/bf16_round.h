@@ -38,6 +38,9 @@ static inline float bf16_to_float(uint16_t h) {
     return x;
 }
 
+// x rounded as the packing rounds it, as a float32
+static inline float bf16_round_float(float x) { return bf16_to_float(bf16_round_packed(x)); }
+
 // bf16_round of VEC_W floats at once (the packing, where there is no vcvtne2ps2bf16): each
 // word's rounded bf16 in its top half (the bottom half: left over)
 typedef uint32_t bf16_vw __attribute__((vector_size(4 * VEC_W)));

@@ -259,7 +259,7 @@ static float bf16_chain_element(const float* A, const float* B, int tA, int tB, 
             for (int q = 0; q < 2 && k + q < K; q++) {
                 float av = tA ? A[(size_t)(k + q) * M + i] : A[(size_t)i * K + k + q];
                 float bv = tB ? B[(size_t)j * K + k + q] : B[(size_t)(k + q) * N + j];
-                a[q] = bf16_to_float(bf16_round_packed(av)), b[q] = bf16_to_float(bf16_round_packed(bv));
+                a[q] = bf16_round_float(av), b[q] = bf16_round_float(bv);
             }
             acc = fmaf(a[1], b[1], acc);
             acc = fmaf(a[0], b[0], acc);

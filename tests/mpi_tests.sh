@@ -26,6 +26,11 @@ make -s train_gpt2 MPI=1 || { echo "0 passed, 1 failed"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi() { local n=$1; shift; with_timeout 120 mpirun -q --oversubscribe -np "$n" "$@"; }
 SMALL=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1)
+# the sources train_gpt2_main.c builds from, copied into the folder $1 (a mutant's)
+copy_sources() {
+    mkdir -p "$1/util"
+    cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$1/"; cp util/*.h "$1/util/"
+}
 losses() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+)' "$1"; }
 # the largest relative difference between the losses (training and validation) of two logs
 max_rel() {
@@ -72,8 +77,7 @@ fi
 # ---- 3. the weights stay identical across the processes: checked at every validation (-v 10);
 # a build in which process 1 scales its averaged gradients by 1.001 must be stopped by that check
 # (-z 0: with -z 1 each shard's new weights come from its owner, so they agree by construction)
-mkdir -p "$TMP/diverge/util"
-cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$TMP/diverge/"; cp util/*.h "$TMP/diverge/util/"
+copy_sources "$TMP/diverge"
 sed 's|float scale = 1.0f / dist.size;|float scale = (dist.rank ? 1.001f : 1.0f) / dist.size;|' util/dist.h \
     > "$TMP/diverge/util/dist.h"
 if grep -q '1.001f' "$TMP/diverge/util/dist.h" && OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp -o "$TMP/diverge/train_gpt2" \
@@ -317,8 +321,7 @@ fi
 # copy. The bits check must fail on each
 zero_mutant() {  # name, the file mutated (train_gpt2_parallel.c or util/dist.h), sed expression on it, flags
     local name=$1 file=$2 dir="$TMP/mutant"  # (the program, train_gpt2_main.c, includes both)
-    rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
+    rm -rf "$dir"; copy_sources "$dir"
     sed "$3" "$file" > "$dir/$file"
     if cmp -s "$file" "$dir/$file" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
@@ -441,8 +444,7 @@ done
 # input gradient: the losses must leave the tolerance
 tp_mutant() {  # name, sed expression on train_gpt2.c (whose branch_sum calls the hook of -tpar's sums)
     local name=$1 dir="$TMP/tp_mutant"
-    rm -rf "$dir"; mkdir -p "$dir/util"
-    cp -r train_gpt2.c train_gpt2.h train_gpt2_parallel.c train_gpt2_main.c fast "$dir/"; cp util/*.h "$dir/util/"
+    rm -rf "$dir"; copy_sources "$dir"
     sed "$2" train_gpt2.c > "$dir/train_gpt2.c"
     if cmp -s train_gpt2.c "$dir/train_gpt2.c" || ! OMPI_CC=${CC:-cc} mpicc -DUSE_MPI -O2 -fopenmp \
           -o "$dir/train_gpt2" "$dir/train_gpt2_main.c" -lm 2> "$dir/build.log"; then
