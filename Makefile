@@ -9,8 +9,8 @@
 # make reference  rewrite data/ref/ with PyTorch (Debian's python3-torch)
 # make gpt2-tokenizer  rewrite GPT-2's tokenizer file, the Unicode tables and tiktoken's test ids (npm)
 # make asan       the tests under AddressSanitizer and UBSan
-# make mpi        the trainer with Open MPI (`make` does this too when mpicc works with CC);
-#                 make MPI=0 builds it without
+# make mpi        train_gpt2_mpi: the trainer for several processes, with Open MPI (make all
+#                 builds it too when mpicc works with CC; make MPI=0 leaves it out)
 # make pictures   the default run, then doc/pictures/: its loss curve, its model, and the
 #                 attention maps of a prompt with where each head looks (doc/README.md)
 # Override the compiler or the optimisation as usual: make CC=clang CFLAGS=-O2. CFLAGS holds
@@ -106,10 +106,11 @@ endif
 # every C compilation: the user's CFLAGS, then what the program needs
 ALL_CFLAGS = $(CFLAGS) $(ARCH) $(FP) $(WARN) $(OMP_FLAGS) $(BLAS_FLAGS)
 
-# Open MPI when mpicc is there (Debian: openmpi-bin, libopenmpi-dev): train_gpt2 is then
-# built with mpicc and -DUSE_MPI, so that `mpirun -np N ./train_gpt2` trains on N
-# processes (util/dist.h); started without mpirun it is the one-process program. MPI is 1
-# when mpicc links an MPI program with CC: not so for a cross compiler and the host's library
+# Open MPI when mpicc is there (Debian: openmpi-bin, libopenmpi-dev): train_gpt2_mpi is the
+# same program as train_gpt2 built with mpicc and -DUSE_MPI, so that `mpirun -np N
+# ./train_gpt2_mpi` trains on N processes (train_gpt2_parallel.c, util/dist.h); train_gpt2 is
+# one process, compiled by CC without MPI. MPI is 1 when mpicc links an MPI program with CC:
+# not so for a cross compiler and the host's library
 MPICC ?= mpicc
 ifndef MPI
 MPI := $(shell printf 'int main(int c, char** v) { MPI_Init(&c, &v); return MPI_Finalize(); }' \
@@ -117,15 +118,14 @@ MPI := $(shell printf 'int main(int c, char** v) { MPI_Init(&c, &v); return MPI_
     && echo 1 || echo 0)
 endif
 ifeq ($(MPI),1)
-TRAIN_CC = OMPI_CC="$(CC)" MPICH_CC="$(CC)" $(MPICC) -DUSE_MPI
-else
-TRAIN_CC = $(CC)
+MPI_CC = OMPI_CC="$(CC)" MPICH_CC="$(CC)" $(MPICC) -DUSE_MPI
+MPI_PROGRAM = train_gpt2_mpi$(EXE)
 endif
 
 # The compiler and flags of the last build (.build-flags): when they change (make ARCH=...,
 # BLAS=1, MPI=0, CC=clang after a plain make), every program is rebuilt with them instead
 # of being left as it was. (make -n writes nothing: it shows the rebuild.)
-BUILD_ID = $(TRAIN_CC) | $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS)
+BUILD_ID = $(MPI_CC) | $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS)
 ifneq ($(shell printf '%s\n' '$(BUILD_ID)' | cmp -s - .build-flags 2> /dev/null && echo same),same)
 ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
 $(shell printf '%s\n' '$(BUILD_ID)' > .build-flags)
@@ -169,7 +169,7 @@ gpt2: train_gpt2$(EXE) $(DATA)
 # article 003's encoder-decoder and its demonstration task
 seq2seq: train_seq2seq$(EXE) $(REVERSE)
 
-all: train_gpt2$(EXE) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) compare_runs$(EXE) $(REVERSE)
+all: train_gpt2$(EXE) $(MPI_PROGRAM) test_gpt2$(EXE) train_seq2seq$(EXE) test_seq2seq$(EXE) $(DATA) data/make_pairs$(EXE) compare_runs$(EXE) $(REVERSE)
 
 $(GEMM_OBJ): fast/gemm.c $(wildcard fast/*.h) util/io.h util/compat.h .build-flags
 	$(CC) $(COMPILE_CFLAGS) -DUTIL_IO_EXTERN -c -o $@ $<
@@ -178,11 +178,19 @@ $(GEMM_OBJ): fast/gemm.c $(wildcard fast/*.h) util/io.h util/compat.h .build-fla
 $(STORY_OBJ): train_gpt2.c train_gpt2.h $(wildcard fast/*.h util/*.h) .build-flags
 	$(CC) $(COMPILE_CFLAGS) $(SEPARATE) -DUTIL_IO_EXTERN -o $@ $<
 
-# its program (setup, training loop, main) in train_gpt2_main.c, with the parallel sequel
+# its program (setup, training loop, main) in train_gpt2_main.c: one process
 train_gpt2_main.o: train_gpt2_main.c $(STORY_H)
-	$(TRAIN_CC) $(COMPILE_CFLAGS) $(STORY_SEPARATE) -o $@ $<
+	$(CC) $(COMPILE_CFLAGS) $(STORY_SEPARATE) -o $@ $<
 train_gpt2$(EXE): train_gpt2_main.o $(STORY_OBJ) $(GEMM_OBJ)
-	$(TRAIN_CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# the same program with MPI: the sequel for several processes (train_gpt2_parallel.c, article
+# 004), `mpirun -np N ./train_gpt2_mpi`
+train_gpt2_mpi.o: train_gpt2_main.c $(STORY_H)
+	$(if $(MPI_CC),,$(error train_gpt2_mpi needs Open MPI (mpicc working with $(CC)); Debian: openmpi-bin, libopenmpi-dev))
+	$(MPI_CC) $(COMPILE_CFLAGS) $(STORY_SEPARATE) -o $@ $<
+train_gpt2_mpi$(EXE): train_gpt2_mpi.o $(STORY_OBJ) $(GEMM_OBJ)
+	$(MPI_CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 test_gpt2.o: test_gpt2.c tests/check.h tests/errata_checks.h tests/bf16_checks.h tests/gen_bf16_checks.h tests/hf_checks.h tests/compat_checks.h $(STORY_H)
 	$(CC) $(COMPILE_CFLAGS) $(STORY_SEPARATE) -o $@ $<
@@ -219,7 +227,7 @@ tests/article002: tests/article002.c $(SRC)
 	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
 mpi:
-	$(MAKE) train_gpt2 MPI=1
+	$(MAKE) train_gpt2_mpi MPI=1
 
 # any UTF-8 text -> token files: characters, or GPT-2's BPE (util/bpe.h); see data/prepare.c
 data/prepare$(EXE): data/prepare.c .build-flags util/io.h util/compat.h util/tokenizer.h util/bpe.h util/unicode_tables.h util/pairs.h
@@ -254,7 +262,7 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 bash tests/run_tests.sh
 	$(MAKE) clean-bin
 
-bench: train_gpt2 data/prepare $(DATA)
+bench: train_gpt2 $(MPI_PROGRAM) data/prepare $(DATA)
 	$(CC) $(ALL_CFLAGS) -o bench/bench_gpt2 bench/bench_gpt2.c $(LDLIBS)
 	CC="$(CC)" BENCH_CFLAGS="$(CFLAGS) $(ARCH) $(FP) $(OMP_FLAGS)" BASE="$(BASE)" bash bench/run_bench.sh
 
@@ -297,7 +305,7 @@ tests/bpe_ids: tests/bpe_ids.c util/io.h util/tokenizer.h util/bpe.h util/unicod
 	$(CC) $(CFLAGS) $(WARN) -o $@ $<
 
 clean-bin:
-	rm -f train_gpt2 test_gpt2 train_seq2seq test_seq2seq compare_runs *.o fast/*.o tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
+	rm -f train_gpt2 train_gpt2_mpi test_gpt2 train_seq2seq test_seq2seq compare_runs *.o fast/*.o tests/seq2seq_sin_scale tests/article002 tests/article003_layer tests/bpe_ids bench/bench_gpt2 data/prepare data/make_pairs .build-flags
 	rm -f *.exe data/*.exe
 
 clean: clean-bin

@@ -2,9 +2,12 @@
 train_gpt2_main.c: the program train_gpt2, around train_gpt2.c's GPT-2 and its sequel for
 several processes, train_gpt2_parallel.c: the validation loss, Hugging Face's GPT-2 files
 (-e, -hf), the run's setup from the flags (util/cli.h), the training loop (train() calls
-run_step() once per step) and the attention maps (-am). Resume, checkpoints, the stops and the step's line are util/run.h's, the same
-as train_seq2seq's. Plumbing: a reader of the model may skip it; main() at the bottom shows
-what each part is for.
+run_step() once per step) and the attention maps (-am). Resume, checkpoints, the stops and
+the step's line are util/run.h's, the same as train_seq2seq's. Plumbing: a reader of the
+model may skip it; main() at the bottom shows what each part is for.
+Compiled by the C compiler it is train_gpt2, one process (util/dist.h's functions are then
+those of one process); by Open MPI's mpicc with -DUSE_MPI, train_gpt2_mpi, which `mpirun -np
+N` starts N times (make mpi).
 */
 #include "train_gpt2_parallel.c"  // train_gpt2.c, the model, and its run on N processes (MPI)
 #include <sys/stat.h>

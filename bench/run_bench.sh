@@ -8,7 +8,7 @@
 #   5. PyTorch's training step of the same models, when /usr/bin/python3 imports torch
 #   6. the summary: fractions of the peaks, ours/PyTorch, the targets as a checklist
 #   7. our GPT-2 encoder (data/prepare) against tiktoken, MB/s
-#   9. (when train_gpt2 is built with Open MPI) 1 process x all threads against N processes x
+#   9. (when train_gpt2_mpi is built, with Open MPI) 1 process x all threads against N processes x
 #      1 thread with ZeRO-1 (-z 1) and without (-z 0), the same global batch, default and 124M
 #      shapes (B=4 per process): the ratio, the gradients' sum hidden behind the backward pass
 #      and exposed after it, the optimizer's time and memory per process; tensor parallelism
@@ -289,9 +289,10 @@ ab_against_base() {
 
 # part 9: data parallelism (util/dist.h). The same global batch on 1 process with all the
 # threads and on N processes (one per CPU) of one thread each, with ZeRO-1 (-z 1, the
-# default) and without (-z 0); train_gpt2's own step time (the mean after the first step),
-# the ratio N x 1 / 1 x N, the gradients' sum per step, hidden behind the backward pass
-# (buckets) and exposed after it, and the optimizer's time and state memory per process.
+# default) and without (-z 0), train_gpt2 against train_gpt2_mpi; their own step time (the
+# mean after the first step), the ratio N x 1 / 1 x N, the gradients' sum per step, hidden
+# behind the backward pass (buckets) and exposed after it, and the optimizer's time and state
+# memory per process.
 # The 124M shape (B=4 per process, as in issue 27) uses GPT-2's tokenizer (V = 50257), on
 # Tiny Shakespeare encoded with it. Then the sweep of piece sizes for the 124M gradient
 # (bench/allreduce_sweep.c, 3 rounds). Between them, tensor parallelism (-tpar N, doc/mpi.md):
@@ -301,8 +302,8 @@ ab_against_base() {
 # with no all-reduce).
 mpi_scaling() {
     section "9. data parallelism over MPI: 1 process x $(cpu_count) threads vs $(cpu_count) processes x 1 thread"
-    if ! command -v mpirun > /dev/null || ! ldd ./train_gpt2 2> /dev/null | grep -q libmpi; then
-        echo "train_gpt2 is not built with MPI here (Open MPI: openmpi-bin, libopenmpi-dev); skipped"; return
+    if ! command -v mpirun > /dev/null || ! [ -x ./train_gpt2_mpi ]; then
+        echo "train_gpt2_mpi is not built here (Open MPI: openmpi-bin, libopenmpi-dev); skipped"; return
     fi
     local n; n=$(cpu_count)
     local mpirun=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
@@ -323,7 +324,7 @@ mpi_scaling() {
         echo "$shape, B=$B T=64, $x steps:"
         echo "  1 process x $n threads:   ${one:-!! no result}"
         for z in 1 0; do  # ZeRO-1 (-z 1, the default under mpirun: doc/mpi.md), then unsharded
-            out=$("${mpirun[@]}" ./train_gpt2 "${args[@]}" -b $((B / n)) -x $x -z $z 2>&1)
+            out=$("${mpirun[@]}" ./train_gpt2_mpi "${args[@]}" -b $((B / n)) -x $x -z $z 2>&1)
             many=$(echo "$out" | grep '^done:')
             echo "  $n processes x 1 thread, -z $z:  ${many:-!! no result}"
             local a b
@@ -359,7 +360,7 @@ tensor_parallel() {
     [ $((heads % n)) -eq 0 ] || { echo "  $shape: -tpar $n does not divide the $heads heads; skipped"; return; }
     local out many a b share mem
     out=$(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
-          mpirun -q --oversubscribe -np "$n" ./train_gpt2 "$@" -b "$B" -x "$x" -tpar "$n" 2>&1)
+          mpirun -q --oversubscribe -np "$n" ./train_gpt2_mpi "$@" -b "$B" -x "$x" -tpar "$n" 2>&1)
     many=$(echo "$out" | grep '^done:')
     echo "  $n processes x 1 thread, -tpar $n (one model, B=$B each):  ${many:-!! no result}"
     a=$(echo "$one" | capture '([0-9.]+) ms/step'); b=$(echo "$many" | capture '^done: [0-9]+ steps, ([0-9.]+)')

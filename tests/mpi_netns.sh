@@ -26,7 +26,7 @@ give_up() { bad "$*"; echo "$pass passed, $fail failed"; exit 1; }
 
 command -v mpirun > /dev/null && command -v ip > /dev/null && command -v tc > /dev/null \
     || give_up "needs mpirun (openmpi-bin), ip and tc (iproute2)"
-make -s train_gpt2 data/prepare MPI=1 || give_up "could not build train_gpt2 (with MPI) and data/prepare"
+make -s train_gpt2_mpi data/prepare MPI=1 || give_up "could not build train_gpt2_mpi and data/prepare"
 NA=llmc_a_$$ NB=llmc_b_$$ A=10.77.0.1 B=10.77.0.2
 cleanup() { ip netns del "$NA" 2> /dev/null; ip netns del "$NB" 2> /dev/null; }  # the veth pair goes with them
 trap cleanup EXIT
@@ -75,8 +75,8 @@ fi
 
 # the same bits over TCP: buckets against the blocking reduction (a small model, 20 steps)
 SMALL=(-nl 2 -nh 4 -nc 64 -t 32 -g 0 -v 10 -u 5 -dr 0.1 -b 4 -x 20 -n 20)
-two_hosts ./train_gpt2 "${SMALL[@]}" -zg 1 -o "$TMP/bk" > "$TMP/bk.log" 2>&1  # (-zg 1: the gather too)
-two_hosts -x DIST_BLOCKING=1 ./train_gpt2 "${SMALL[@]}" -o "$TMP/bl" > "$TMP/bl.log" 2>&1
+two_hosts ./train_gpt2_mpi "${SMALL[@]}" -zg 1 -o "$TMP/bk" > "$TMP/bk.log" 2>&1  # (-zg 1: the gather too)
+two_hosts -x DIST_BLOCKING=1 ./train_gpt2_mpi "${SMALL[@]}" -o "$TMP/bl" > "$TMP/bl.log" 2>&1
 losses() { capture '^step +([0-9]+/[0-9]+ [|] loss [0-9.]+)' "$1"; }
 if [ -n "$(losses "$TMP/bk.log")" ] && [ "$(losses "$TMP/bk.log")" == "$(losses "$TMP/bl.log")" ] \
       && cmp -s "$TMP/bk/model_00000020.bin" "$TMP/bl/model_00000020.bin"; then
@@ -105,7 +105,7 @@ measure() {  # rate, B per process[, blocking]: one row of the table; sets expos
     [ "${3:-}" = blocking ] && how=(-x DIST_BLOCKING=1)
     [ "${3:-}" = z0 ] && flags=(-z 0)  # the optimizer not sharded: an all-reduce, no gather
     [ "${3:-}" = zg ] && flags=(-zg 1)  # -z 1's gather overlapped with the next forward pass
-    two_hosts ${how[@]+"${how[@]}"} ./train_gpt2 "${BIG[@]}" -b "$2" ${flags[@]+"${flags[@]}"} > "$log" 2>&1
+    two_hosts ${how[@]+"${how[@]}"} ./train_gpt2_mpi "${BIG[@]}" -b "$2" ${flags[@]+"${flags[@]}"} > "$log" 2>&1
     local done_line; done_line=$(grep '^done:' "$log")
     local sum_share; sum_share=$(echo "$done_line" | capture 'exposed [(]([0-9.]+)%[)]')
     if [ -z "$sum_share" ]; then bad "124M at $1 Gbit/s, B=$2: no result ($(tail -n 1 "$log"))"; exposed_share=""; return 1; fi

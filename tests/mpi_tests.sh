@@ -21,7 +21,7 @@ bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 if ! command -v mpirun > /dev/null || ! command -v mpicc > /dev/null; then
     echo "Open MPI is not installed (openmpi-bin, libopenmpi-dev)"; echo "0 passed, 1 failed"; exit 1
 fi
-make -s train_gpt2 MPI=1 || { echo "0 passed, 1 failed"; exit 1; }
+make -s train_gpt2 train_gpt2_mpi MPI=1 || { echo "0 passed, 1 failed"; exit 1; }
 # as root (CI), Open MPI wants these two; -q: no banners of its own, only our error lines
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi() { local n=$1; shift; with_timeout 120 mpirun -q --oversubscribe -np "$n" "$@"; }
@@ -41,7 +41,7 @@ max_rel() {
 
 # ---- 1. N = 2 processes of B = 4 against one process of B = 8: the same global batch,
 # shuffled, with dropout (each process draws the masks of its own rows of the global batch)
-mpi 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 30 -o "$TMP/two" > "$TMP/two.log" 2>&1; rc2=$?
+mpi 2 ./train_gpt2_mpi "${SMALL[@]}" -b 4 -x 30 -o "$TMP/two" > "$TMP/two.log" 2>&1; rc2=$?
 ./train_gpt2 "${SMALL[@]}" -b 8 -x 30 -o "$TMP/one" > "$TMP/one.log" 2>&1; rc1=$?
 rel=$(max_rel "$TMP/two.log" "$TMP/one.log")
 n=$(grep -c 'loss' "$TMP/two.log")
@@ -67,7 +67,7 @@ else
 fi
 
 # ---- 2. determinism: the same N, flags and threads give the same losses, bit for bit
-mpi 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 30 -o "" > "$TMP/two_again.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${SMALL[@]}" -b 4 -x 30 -o "" > "$TMP/two_again.log" 2>&1
 if [ -n "$(losses "$TMP/two.log")" ] && [ "$(losses "$TMP/two.log")" == "$(losses "$TMP/two_again.log")" ]; then
     ok "2 processes, run twice: the same losses bit for bit"
 else
@@ -96,11 +96,11 @@ fi
 # ---- 4. a process killed mid-run ends the job (no hang), with an error, and leaves the last
 # checkpoint whole; resuming from it on 2 processes reproduces the uninterrupted losses bit for bit
 RUN=("${SMALL[@]}" -b 4 -x 120 -n 20)
-mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/full" > "$TMP/full.log" 2>&1
-mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/part" > "$TMP/part.log" 2>&1 &
+mpi 2 ./train_gpt2_mpi "${RUN[@]}" -o "$TMP/full" > "$TMP/full.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${RUN[@]}" -o "$TMP/part" > "$TMP/part.log" 2>&1 &
 job=$!
 for ((try = 0; try < 2000; try++)); do [ -f "$TMP/part/state_00000040.bin" ] && break; sleep 0.01; done
-victim=$(pgrep -f "^\./train_gpt2 .*-o $TMP/part" | tail -n 1)  # a process, not mpirun
+victim=$(pgrep -f "^\./train_gpt2_mpi .*-o $TMP/part" | tail -n 1)  # a process, not mpirun
 kill -KILL "$victim" 2> /dev/null
 t0=$(now_ms); wait $job; rc=$?; secs=$(awk -v a="$t0" -v b="$(now_ms)" 'BEGIN { print (b - a) / 1000 }')
 last=$(ls "$TMP/part"/model_*.bin 2> /dev/null | tail -n 1)
@@ -113,7 +113,7 @@ step=$(basename "$last" .bin); step=$((10#${step##*_}))
 for f in "$TMP"/part/*.bin; do  # what the run wrote after the checkpoint kept, as if it had died there
     s=$(basename "$f" .bin); [ $((10#${s##*_})) -gt $step ] && rm -f "$f"
 done
-mpi 2 ./train_gpt2 "${RUN[@]}" -o "$TMP/part" -y 1 > "$TMP/resumed.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${RUN[@]}" -o "$TMP/part" -y 1 > "$TMP/resumed.log" 2>&1
 after() { losses "$1" | awk -F/ -v s="$2" '$1 > s'; }
 if [ "$(after "$TMP/resumed.log" $step | wc -l)" -eq $((120 - step)) ] && [ "$(after "$TMP/resumed.log" $step)" == "$(after "$TMP/full.log" $step)" ]; then
     ok "resumed on 2 processes from step $step: the $((120 - step)) remaining losses equal the uninterrupted run's, bit for bit"
@@ -125,15 +125,15 @@ fi
 # step, they agree to stop, process 0 writes the checkpoint, the job exits 1; resume continues
 for target in process mpirun; do
     rm -rf "$TMP/sig"
-    mpi 2 ./train_gpt2 "${RUN[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
+    mpi 2 ./train_gpt2_mpi "${RUN[@]}" -n 0 -o "$TMP/sig" > "$TMP/sig.log" 2> "$TMP/sig.err" &
     job=$!
     for ((try = 0; try < 2000; try++)); do [ "$(grep -c '^step' "$TMP/sig.log" 2> /dev/null)" -ge 30 ] && break; sleep 0.01; done
-    if [ $target == process ]; then pid=$(pgrep -f "^\./train_gpt2 .*-o $TMP/sig" | tail -n 1)
+    if [ $target == process ]; then pid=$(pgrep -f "^\./train_gpt2_mpi .*-o $TMP/sig" | tail -n 1)
     else pid=$(pgrep -f "^mpirun .*-o $TMP/sig"); fi
     kill -TERM $pid
     wait $job; rc=$?
     at=$(capture 'stopped by signal 15 after ([0-9]+) steps; saved' "$TMP/sig.err")
-    mpi 2 ./train_gpt2 "${RUN[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
+    mpi 2 ./train_gpt2_mpi "${RUN[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
     if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$(wc -l < "$TMP/sig.err")" -eq 1 ] \
           && [ "$(after "$TMP/sig_resumed.log" "$at" | wc -l)" -eq $((120 - at)) ] \
           && [ "$(after "$TMP/sig_resumed.log" "$at")" == "$(after "$TMP/full.log" "$at")" ]; then
@@ -176,16 +176,19 @@ expect_mpi_error() {  # name, expected text, then the mpirun arguments
 mkdir -p "$TMP/elsewhere"  # process 1 runs there, where the same relative -i is missing
 expect_mpi_error "process 1 cannot open its training file" \
     "process 1 of 2: -i 'data/tiny_shakespeare_train.bin': No such file" \
-    -np 1 ./train_gpt2 "${SMALL[@]}" -x 5 -o "" -i data/tiny_shakespeare_train.bin \
-    : -np 1 -wdir "$TMP/elsewhere" "$PWD/train_gpt2" "${SMALL[@]}" -x 5 -o "" -i data/tiny_shakespeare_train.bin
+    -np 1 ./train_gpt2_mpi "${SMALL[@]}" -x 5 -o "" -i data/tiny_shakespeare_train.bin \
+    : -np 1 -wdir "$TMP/elsewhere" "$PWD/train_gpt2_mpi" "${SMALL[@]}" -x 5 -o "" -i data/tiny_shakespeare_train.bin
 expect_mpi_error "a global batch larger than the data" "fewer than one batch of B*T+1 = 1280001 (-b times the processes, -t)" \
-    -np 2 ./train_gpt2 "${SMALL[@]}" -b 20000 -x 5 -o ""
+    -np 2 ./train_gpt2_mpi "${SMALL[@]}" -b 20000 -x 5 -o ""
 head -c 3000 data/tiny_shakespeare_val.bin > "$TMP/short.bin"
 expect_mpi_error "a truncated validation file" "'$TMP/short.bin' is truncated" \
-    -np 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 5 -o "" -j "$TMP/short.bin"
-expect_mpi_error "a nonsense flag (-kv 3 with 4 heads)" "-kv 3 must divide" -np 2 ./train_gpt2 "${SMALL[@]}" -kv 3
+    -np 2 ./train_gpt2_mpi "${SMALL[@]}" -b 4 -x 5 -o "" -j "$TMP/short.bin"
+expect_mpi_error "a nonsense flag (-kv 3 with 4 heads)" "-kv 3 must divide" -np 2 ./train_gpt2_mpi "${SMALL[@]}" -kv 3
 touch "$TMP/a_file"
-expect_mpi_error "-o naming a file" "$TMP/a_file" -np 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 5 -o "$TMP/a_file"
+expect_mpi_error "-o naming a file" "$TMP/a_file" -np 2 ./train_gpt2_mpi "${SMALL[@]}" -b 4 -x 5 -o "$TMP/a_file"
+# the one-process program under mpirun would train a model per process into the same files
+expect_mpi_error "train_gpt2 (no MPI) under mpirun" "run train_gpt2_mpi (make mpi) under mpirun" \
+    -np 2 ./train_gpt2 "${SMALL[@]}" -b 4 -x 5 -o "$TMP/no_mpi"
 
 # ---- 8. buckets (util/dist.h): the gradients summed in buckets while the backward pass runs
 # give the same bits on 2 processes as the blocking sum after it (DIST_BLOCKING=1, the code
@@ -208,8 +211,8 @@ buckets_vs_blocking() {
         local extra=() name=$label bk="$TMP/${prefix}bk$accum" bl="$TMP/${prefix}bl$accum"
         [ $accum -gt 0 ] && { extra=(-d $accum); name="$label, -d $accum (2 micro-batches)"; }
         # (${extra[@]+...}: bash before 4.4 calls an empty array unset under set -u)
-        mpi 2 ./train_gpt2 "$@" ${extra[@]+"${extra[@]}"} -o "$bk" > "$bk.log" 2>&1
-        mpi 2 -x DIST_BLOCKING=1 ./train_gpt2 "$@" ${extra[@]+"${extra[@]}"} -o "$bl" > "$bl.log" 2>&1
+        mpi 2 ./train_gpt2_mpi "$@" ${extra[@]+"${extra[@]}"} -o "$bk" > "$bk.log" 2>&1
+        mpi 2 -x DIST_BLOCKING=1 ./train_gpt2_mpi "$@" ${extra[@]+"${extra[@]}"} -o "$bl" > "$bl.log" 2>&1
         same_run "$name, buckets vs the blocking reduction" "$bk" "$bl"
     done
 }
@@ -236,8 +239,8 @@ fi
 # 3 processes (oversubscribed): buckets against the blocking path; the weights stay the same
 # on all three (checked at each validation); the sums of 3 numbers may round differently
 # when Open MPI picks another algorithm for the buckets' smaller messages
-mpi 3 ./train_gpt2 "${BK[@]}" -o "$TMP/bk3" > "$TMP/bk3.log" 2>&1; rc3=$?
-mpi 3 -x DIST_BLOCKING=1 ./train_gpt2 "${BK[@]}" -o "$TMP/bl3" > "$TMP/bl3.log" 2>&1
+mpi 3 ./train_gpt2_mpi "${BK[@]}" -o "$TMP/bk3" > "$TMP/bk3.log" 2>&1; rc3=$?
+mpi 3 -x DIST_BLOCKING=1 ./train_gpt2_mpi "${BK[@]}" -o "$TMP/bl3" > "$TMP/bl3.log" 2>&1
 rel=$(max_rel "$TMP/bk3.log" "$TMP/bl3.log")
 if [ $rc3 -eq 0 ] && [ "$rel" != mismatch ] && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-6) }'; then
     ok "3 processes: buckets vs blocking, losses agree to $rel relative, $(cmp -l "$TMP/bk3/model_00000020.bin" "$TMP/bl3/model_00000020.bin" 2> /dev/null | wc -l) checkpoint bytes differ"
@@ -256,7 +259,7 @@ same_bits() {  # dir A, dir B: the same step lines and checkpoint files, bit for
 }
 zero_vs_unsharded() {  # label, the -z 1 run's dir, then train_gpt2's flags: a -z 0 run beside it
     local label=$1 z1=$2; shift 2
-    mpi 2 ./train_gpt2 "$@" -z 0 -o "${z1}_z0" > "${z1}_z0.log" 2>&1
+    mpi 2 ./train_gpt2_mpi "$@" -z 0 -o "${z1}_z0" > "${z1}_z0.log" 2>&1
     if grep -q 'optimizer: .* (-z 1' "$z1.log" && same_bits "$z1" "${z1}_z0"; then
         ok "ZeRO-1 vs -z 0, $label: the same $(steps "$z1.log" | wc -l) losses and norms, model and state files, bit for bit"
     else
@@ -266,14 +269,14 @@ zero_vs_unsharded() {  # label, the -z 1 run's dir, then train_gpt2's flags: a -
 zero_vs_unsharded "2 processes" "$TMP/bk0" "${BK[@]}"
 zero_vs_unsharded "2 processes, -d 512 (2 micro-batches)" "$TMP/bk512" "${BK[@]}" -d 512
 zero_vs_unsharded "2 processes, GPT-2's vocabulary (wte early)" "$TMP/bpe_bk0" "${BPE[@]}"
-mpi 2 ./train_gpt2 "${BK[@]}" -prec bf16 -o "$TMP/zbf16" > "$TMP/zbf16.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${BK[@]}" -prec bf16 -o "$TMP/zbf16" > "$TMP/zbf16.log" 2>&1
 zero_vs_unsharded "2 processes, -prec bf16 (the other shard's bf16 copy)" "$TMP/zbf16" "${BK[@]}" -prec bf16
 # -zg 1: the gather overlapped with the next forward pass, layer by layer (the embedding's rows
 # of wte first, packed): the same bits as -z 0, also where wte straddles the shards (GPT-2's
 # vocabulary) and with the bf16 copy rounded piece by piece
 zg_vs_unsharded() {  # label, the -z 0 run's dir (above), then train_gpt2's flags
     local label=$1 z0=$2 dir="$TMP/zg_$(basename "$2")"; shift 2
-    mpi 2 ./train_gpt2 "$@" -z 1 -zg 1 -o "$dir" > "$dir.log" 2>&1
+    mpi 2 ./train_gpt2_mpi "$@" -z 1 -zg 1 -o "$dir" > "$dir.log" 2>&1
     if grep -q 'all-gather .* exposed (waited for by the forward pass, -zg 1)' "$dir.log" && same_bits "$dir" "$z0"; then
         ok "ZeRO-1 -zg 1 vs -z 0, $label: the same $(steps "$dir.log" | wc -l) losses and norms, model and state files, bit for bit"
     else
@@ -298,7 +301,7 @@ fi
 # 1 x B=8 (the losses agree to rounding), and -z 0 continues -z 1 on 2 processes, bit for bit
 ./train_gpt2 "${SMALL[@]}" -b 8 -x 120 -n 20 -o "$TMP/one_full" > "$TMP/one_full.log" 2>&1
 cp -r "$TMP/one_full" "$TMP/one_to_two"; rm -f "$TMP"/one_to_two/*_000001[0-2]0.bin
-mpi 2 ./train_gpt2 "${RUN[@]}" -z 1 -o "$TMP/one_to_two" -y 1 > "$TMP/one_to_two.log" 2>&1; rc=$?
+mpi 2 ./train_gpt2_mpi "${RUN[@]}" -z 1 -o "$TMP/one_to_two" -y 1 > "$TMP/one_to_two.log" 2>&1; rc=$?
 rel=$(max_rel <(after "$TMP/one_to_two.log" 80) <(after "$TMP/one_full.log" 80))
 if [ $rc -eq 0 ] && grep -q 'resuming from .* at step 80' "$TMP/one_to_two.log" && [ "$rel" != mismatch ] \
       && awk -v r="$rel" 'BEGIN { exit !(r <= 1e-5) }'; then
@@ -307,7 +310,7 @@ else
     bad "resume of 1 x B=8 by 2 x B=4 -z 1: exit $rc, difference $rel"
 fi
 cp -r "$TMP/full" "$TMP/z1_to_z0"; rm -f "$TMP"/z1_to_z0/*_000001[0-2]0.bin
-mpi 2 ./train_gpt2 "${RUN[@]}" -z 0 -o "$TMP/z1_to_z0" -y 1 > "$TMP/z1_to_z0.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${RUN[@]}" -z 0 -o "$TMP/z1_to_z0" -y 1 > "$TMP/z1_to_z0.log" 2>&1
 if [ "$(after "$TMP/z1_to_z0.log" 80 | wc -l)" -eq 40 ] && [ "$(after "$TMP/z1_to_z0.log" 80)" == "$(after "$TMP/full.log" 80)" ]; then
     ok "a -z 1 run resumed with -z 0 on 2 processes at step 80: the 40 losses equal the uninterrupted run's, bit for bit"
 else
@@ -340,27 +343,28 @@ zero_mutant "the gather leaves out the head's group" util/dist.h \
 zero_mutant "wte's owner does not copy its rows for the embedding" util/dist.h \
     's|^                memcpy(q->packed + to\[b\], q->params + at\[b\],|                if (0) memcpy(q->packed + to[b], q->params + at[b],|' -zg 1
 
-# bad input: -z 1 on one process (run directly, or mpirun -np 1), a stage that is not 0 or 1,
-# a value that is not a number: one line naming -z, exit 2, from every process one line
+# bad input: -z 1 on one process (train_gpt2, which names train_gpt2_mpi; or mpirun -np 1), a
+# stage that is not 0 or 1, a value that is not a number: one line naming -z, exit 2, from
+# every process one line
 ./train_gpt2 "${SMALL[@]}" -z 1 -x 5 -o "" > /dev/null 2> "$TMP/z_one.err"; rc=$?
-if [ $rc -eq 2 ] && [ "$(grep -c 'error' "$TMP/z_one.err")" -eq 1 ] && grep -q 'error: -z 1 shards' "$TMP/z_one.err"; then
-    ok "-z 1 without mpirun: exit 2, one line: $(head -n 1 "$TMP/z_one.err")"
+if [ $rc -eq 2 ] && [ "$(grep -c 'error' "$TMP/z_one.err")" -eq 1 ] && grep -q 'error: -z 1 shards.*train_gpt2_mpi' "$TMP/z_one.err"; then
+    ok "-z 1 in train_gpt2: exit 2, one line: $(head -n 1 "$TMP/z_one.err")"
 else
-    bad "-z 1 without mpirun: exit $rc, $(cat "$TMP/z_one.err")"
+    bad "-z 1 in train_gpt2: exit $rc, $(cat "$TMP/z_one.err")"
 fi
 expect_mpi_error "-z 1 on one process" "-z 1 shards AdamW's state over the processes" \
-    -np 1 ./train_gpt2 "${SMALL[@]}" -z 1 -x 5 -o ""
-expect_mpi_error "-zg 1 with -z 0" "-zg 1 overlaps -z 1's gather" -np 2 ./train_gpt2 "${SMALL[@]}" -z 0 -zg 1 -x 5 -o ""
-expect_mpi_error "-zg 2" "-zg must be 0 or 1" -np 2 ./train_gpt2 "${SMALL[@]}" -zg 2 -x 5 -o ""
-expect_mpi_error "-z 2" "-z (ZeRO stage) must be 0 or 1" -np 2 ./train_gpt2 "${SMALL[@]}" -z 2 -x 5 -o ""
-expect_mpi_error "-z one" "flag -z expects an integer, got 'one'" -np 2 ./train_gpt2 "${SMALL[@]}" -z one -x 5 -o ""
+    -np 1 ./train_gpt2_mpi "${SMALL[@]}" -z 1 -x 5 -o ""
+expect_mpi_error "-zg 1 with -z 0" "-zg 1 overlaps -z 1's gather" -np 2 ./train_gpt2_mpi "${SMALL[@]}" -z 0 -zg 1 -x 5 -o ""
+expect_mpi_error "-zg 2" "-zg must be 0 or 1" -np 2 ./train_gpt2_mpi "${SMALL[@]}" -zg 2 -x 5 -o ""
+expect_mpi_error "-z 2" "-z (ZeRO stage) must be 0 or 1" -np 2 ./train_gpt2_mpi "${SMALL[@]}" -z 2 -x 5 -o ""
+expect_mpi_error "-z one" "flag -z expects an integer, got 'one'" -np 2 ./train_gpt2_mpi "${SMALL[@]}" -z one -x 5 -o ""
 # a sharded resume given the state file of another model: refused by every process before
 # training, one line naming the file, and the directory is left as it was
 ./train_gpt2 "${SMALL[@]}" -nc 32 -b 8 -x 1 -o "$TMP/other_shape" > /dev/null 2>&1
 cp -r "$TMP/full" "$TMP/shape"; cp "$TMP/other_shape/state_00000001.bin" "$TMP/shape/state_00000120.bin"
 before=$(cksum "$TMP"/shape/*)
 expect_mpi_error "-z 1 resuming the state file of another model" "'$TMP/shape/state_00000120.bin' belongs to a model with" \
-    -np 2 ./train_gpt2 "${RUN[@]}" -x 140 -z 1 -o "$TMP/shape" -y 1
+    -np 2 ./train_gpt2_mpi "${RUN[@]}" -x 140 -z 1 -o "$TMP/shape" -y 1
 [ "$before" == "$(cksum "$TMP"/shape/*)" ] && ok "  ... and wrote nothing: $TMP/shape is as it was" \
     || bad "  ... the refused resume changed $TMP/shape"
 
@@ -379,13 +383,13 @@ within() {  # label, log A, log B, tolerance: the losses of two runs agree to it
 # and a GQA/RoPE variant; validation on 10 batches at steps 0, 10, 20
 DEF=(-g 0 -v 10 -m 10 -u 5 -dr 0.1 -b 4 -x 20)
 ./train_gpt2 "${DEF[@]}" -o "$TMP/tp_def1" > "$TMP/tp_def1.log" 2>&1
-mpi 2 ./train_gpt2 "${DEF[@]}" -tpar 2 -o "$TMP/tp_def2" > "$TMP/tp_def2.log" 2>&1; rc=$?
+mpi 2 ./train_gpt2_mpi "${DEF[@]}" -tpar 2 -o "$TMP/tp_def2" > "$TMP/tp_def2.log" 2>&1; rc=$?
 [ $rc -eq 0 ] || bad "-tpar 2 on the default model: exit $rc, $(tail -n 2 "$TMP/tp_def2.log")"
 within "-tpar 2 vs 1 process, default model (L=4 NH=4 C=128, T=64 B=4, 20 steps, dropout 0.1)" \
     "$TMP/tp_def2.log" "$TMP/tp_def1.log" 1e-6
 GQA=("${SMALL[@]}" -kv 2 -pe rope -b 4 -x 20)
 ./train_gpt2 "${GQA[@]}" -o "$TMP/tp_gqa1" > "$TMP/tp_gqa1.log" 2>&1
-mpi 2 ./train_gpt2 "${GQA[@]}" -tpar 2 -o "$TMP/tp_gqa2" > "$TMP/tp_gqa2.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${GQA[@]}" -tpar 2 -o "$TMP/tp_gqa2" > "$TMP/tp_gqa2.log" 2>&1
 within "-tpar 2 vs 1 process, -kv 2 -pe rope (2 of 4 query heads and 1 of 2 K/V heads each)" \
     "$TMP/tp_gqa2.log" "$TMP/tp_gqa1.log" 1e-6
 # the header: each process's share, and the split matrices' memory per process half of one
@@ -404,11 +408,11 @@ fi
 # one-process checkpoint resumes with -tpar 2 (the losses of the uninterrupted run, to rounding)
 TPR=("${SMALL[@]}" -b 4 -x 40 -n 20)
 ./train_gpt2 "${TPR[@]}" -o "$TMP/tp_full" > "$TMP/tp_full.log" 2>&1
-mpi 2 ./train_gpt2 "${TPR[@]}" -tpar 2 -o "$TMP/tp_run" > "$TMP/tp_run.log" 2>&1
+mpi 2 ./train_gpt2_mpi "${TPR[@]}" -tpar 2 -o "$TMP/tp_run" > "$TMP/tp_run.log" 2>&1
 for way in "tp_to_one:tp_run:" "one_to_tp:tp_full:-tpar 2"; do
     name=${way%%:*}; from=${way#*:}; from=${from%%:*}; flag=${way##*:}
     cp -r "$TMP/$from" "$TMP/$name"; rm -f "$TMP/$name"/*_00000040.bin
-    if [ -n "$flag" ]; then mpi 2 ./train_gpt2 "${TPR[@]}" $flag -o "$TMP/$name" -y 1 > "$TMP/$name.log" 2>&1
+    if [ -n "$flag" ]; then mpi 2 ./train_gpt2_mpi "${TPR[@]}" $flag -o "$TMP/$name" -y 1 > "$TMP/$name.log" 2>&1
     else ./train_gpt2 "${TPR[@]}" -o "$TMP/$name" -y 1 > "$TMP/$name.log" 2>&1; fi
     if grep -q 'resuming from .* at step 20' "$TMP/$name.log" && [ "$(after "$TMP/$name.log" 20 | wc -l)" -eq 20 ]; then
         after "$TMP/$name.log" 20 > "$TMP/$name.after"; after "$TMP/tp_full.log" 20 > "$TMP/tp_full.after"
@@ -431,7 +435,7 @@ GEN=(-nl 2 -nh 4 -nc 64 -t 32 -v 0 -u 20 -kv 2 -pe rope -g 0 -j "" -b 8 -l 3e-3 
 for temp in 0 1; do
     SAY=(-e "$TMP/tp_gen/model_00000400.bin" -x 0 -g 300 -tp $temp -pr "ROMEO:")
     ./train_gpt2 "${SAY[@]}" 2>&1 | sed -n '/^ROMEO:/,$p' > "$TMP/tp_say1_$temp.txt"
-    mpi 2 ./train_gpt2 "${SAY[@]}" -tpar 2 2>&1 | sed -n '/^ROMEO:/,$p' > "$TMP/tp_say2_$temp.txt"
+    mpi 2 ./train_gpt2_mpi "${SAY[@]}" -tpar 2 2>&1 | sed -n '/^ROMEO:/,$p' > "$TMP/tp_say2_$temp.txt"
     if [ "$(wc -c < "$TMP/tp_say1_$temp.txt")" -gt 300 ] && cmp -s "$TMP/tp_say1_$temp.txt" "$TMP/tp_say2_$temp.txt"; then
         ok "-tpar 2 generates one process's 300 tokens (-tp $temp, GQA/RoPE, KV caches of 1 of 2 K/V heads): $(head -c 40 "$TMP/tp_say2_$temp.txt" | tr '\n' ' ')..."
     else
@@ -460,24 +464,24 @@ tp_mutant "the attention projection's all-reduce left out" \
     's|^    branch_sum(model, a.attproj, (size_t)BT \* C);.*||'
 tp_mutant "the MLP's input gradient not summed" 's|^    branch_sum(model, s->dln, BTC);.*||'
 
-# bad input: -tpar 2 on one process (run directly, or mpirun -np 1), -tpar that is not the
-# number of processes, that does not divide the heads or the key/value heads, with -z 1: one
-# line naming -tpar, a non-zero exit from every process, and nothing written
+# bad input: -tpar 2 on one process (train_gpt2, which names train_gpt2_mpi; or mpirun -np 1),
+# -tpar that is not the number of processes, that does not divide the heads or the key/value
+# heads, with -z 1: one line naming -tpar, a non-zero exit from every process, and nothing written
 TPB=("${SMALL[@]}" -x 5 -o "$TMP/tp_bad")
 ./train_gpt2 "${TPB[@]}" -tpar 2 > /dev/null 2> "$TMP/tp_one.err"; rc=$?
-if [ $rc -eq 2 ] && [ "$(grep -c 'error' "$TMP/tp_one.err")" -eq 1 ] && grep -q 'error: -tpar N splits' "$TMP/tp_one.err"; then
-    ok "-tpar 2 without mpirun: exit 2, one line: $(head -n 1 "$TMP/tp_one.err")"
+if [ $rc -eq 2 ] && [ "$(grep -c 'error' "$TMP/tp_one.err")" -eq 1 ] && grep -q 'error: -tpar N splits.*train_gpt2_mpi' "$TMP/tp_one.err"; then
+    ok "-tpar 2 in train_gpt2: exit 2, one line: $(head -n 1 "$TMP/tp_one.err")"
 else
-    bad "-tpar 2 without mpirun: exit $rc, $(cat "$TMP/tp_one.err")"
+    bad "-tpar 2 in train_gpt2: exit $rc, $(cat "$TMP/tp_one.err")"
 fi
-expect_mpi_error "-tpar 2 on one process" "-tpar N splits each layer's heads" -np 1 ./train_gpt2 "${TPB[@]}" -tpar 2
+expect_mpi_error "-tpar 2 on one process" "-tpar N splits each layer's heads" -np 1 ./train_gpt2_mpi "${TPB[@]}" -tpar 2
 expect_mpi_error "-tpar 3 on 2 processes" "-tpar 3 must be the number of processes (mpirun -np 2)" \
-    -np 2 ./train_gpt2 "${TPB[@]}" -tpar 3
-expect_mpi_error "-tpar 3 with 4 heads" "-tpar 3 must divide the heads (4)" -np 3 ./train_gpt2 "${TPB[@]}" -tpar 3
+    -np 2 ./train_gpt2_mpi "${TPB[@]}" -tpar 3
+expect_mpi_error "-tpar 3 with 4 heads" "-tpar 3 must divide the heads (4)" -np 3 ./train_gpt2_mpi "${TPB[@]}" -tpar 3
 expect_mpi_error "-tpar 2 with 1 key/value head" "-tpar 2 must divide the heads (4), the key/value heads (1)" \
-    -np 2 ./train_gpt2 "${TPB[@]}" -kv 1 -tpar 2
-expect_mpi_error "-tpar 2 -z 1" "-z 1 with -tpar" -np 2 ./train_gpt2 "${TPB[@]}" -tpar 2 -z 1
-expect_mpi_error "-tpar 0" "-tpar (tensor-parallel processes) must be >= 1" -np 2 ./train_gpt2 "${TPB[@]}" -tpar 0
+    -np 2 ./train_gpt2_mpi "${TPB[@]}" -kv 1 -tpar 2
+expect_mpi_error "-tpar 2 -z 1" "-z 1 with -tpar" -np 2 ./train_gpt2_mpi "${TPB[@]}" -tpar 2 -z 1
+expect_mpi_error "-tpar 0" "-tpar (tensor-parallel processes) must be >= 1" -np 2 ./train_gpt2_mpi "${TPB[@]}" -tpar 0
 [ ! -e "$TMP/tp_bad" ] && ok "  ... and none of them wrote anything ($TMP/tp_bad does not exist)" \
     || bad "  ... a refused -tpar run wrote $TMP/tp_bad"
 
@@ -491,7 +495,7 @@ mpmd_error() {  # name, the expected flag, process 0's extra flags, ":", process
     while [ "$1" != ":" ]; do a+=("$1"); shift; done; shift
     b=("$@")
     expect_mpi_error "$name" "were given different $flag (process 0: $flag" \
-        -np 1 ./train_gpt2 "${FA[@]}" "${a[@]}" : -np 1 ./train_gpt2 "${FA[@]}" "${b[@]}"
+        -np 1 ./train_gpt2_mpi "${FA[@]}" "${a[@]}" : -np 1 ./train_gpt2_mpi "${FA[@]}" "${b[@]}"
 }
 mpmd_error "-x 6 against -x 3 (hung)" -x -x 6 -o "" : -x 3 -o ""
 mpmd_error "-l 1e-3 against -l 1e-2 (trained, exit 0)" -l -l 1e-3 -o "" : -l 1e-2 -o ""
@@ -505,8 +509,8 @@ mpmd_error "-gc 1 against -gc 0" -gc -gc 1 -o "" : -gc 0 -o ""
 mpmd_error "-dr 0 against -dr 0.1" -dr -dr 0 -o "" : -dr 0.1 -o ""
 mpmd_error "-c 0 against -c 0.1" -c -c 0 -o "" : -c 0.1 -o ""
 expect_mpi_error "DIST_BLOCKING=1 on process 1 alone" "differ in DIST_BLOCKING" \
-    -np 1 ./train_gpt2 "${FA[@]}" -o "" : -np 1 -x DIST_BLOCKING=1 ./train_gpt2 "${FA[@]}" -o ""
-mpi 1 ./train_gpt2 "${FA[@]}" -o "$TMP/agree_0" -g 8 -pr "To be" -s 2 : -np 1 ./train_gpt2 "${FA[@]}" -o "$TMP/agree_1" \
+    -np 1 ./train_gpt2_mpi "${FA[@]}" -o "" : -np 1 -x DIST_BLOCKING=1 ./train_gpt2_mpi "${FA[@]}" -o ""
+mpi 1 ./train_gpt2_mpi "${FA[@]}" -o "$TMP/agree_0" -g 8 -pr "To be" -s 2 : -np 1 ./train_gpt2_mpi "${FA[@]}" -o "$TMP/agree_1" \
     > "$TMP/agree.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q '^step     4 | val loss' "$TMP/agree.log"; then
     ok "flags only process 0 acts on (-g -pr -s, the path of -o) may differ: exit 0, 4 steps"
@@ -522,8 +526,8 @@ stop_one() {  # name, then the environment's assignments (mpirun -x) for both pr
     for e in "$@"; do env+=(-x "$e"); done
     rm -f "$TMP/stopped.pid" "$TMP/stopped.log"
     DT=("${SMALL[@]}" -b 4 -v 0 -j "" -x 1000000 -o "" -dt 5)
-    with_timeout 120 mpirun -q --oversubscribe "${env[@]}" -np 1 ./train_gpt2 "${DT[@]}" \
-        : "${env[@]}" -np 1 sh -c 'echo $$ > "$0"; exec "$@"' "$TMP/stopped.pid" ./train_gpt2 "${DT[@]}" \
+    with_timeout 120 mpirun -q --oversubscribe "${env[@]}" -np 1 ./train_gpt2_mpi "${DT[@]}" \
+        : "${env[@]}" -np 1 sh -c 'echo $$ > "$0"; exec "$@"' "$TMP/stopped.pid" ./train_gpt2_mpi "${DT[@]}" \
         > "$TMP/stopped.log" 2>&1 &
     local job=$! waited=0
     while ! grep -q '^step     3/' "$TMP/stopped.log" 2> /dev/null && [ $waited -lt 600 ]; do sleep 0.1; waited=$((waited + 1)); done
@@ -544,8 +548,8 @@ stop_one "DIST_BLOCKING=1, the main thread waits" DIST_BLOCKING=1
 # every process agrees on the stop, exit 1 with the one "stopped" line (main: exit 0, no line)
 if strace -f -qq -o /dev/null true 2> /dev/null; then
     rm -rf "$TMP/sigint_end"
-    mpi 1 strace -f -qq -o /dev/null -e trace=rename -e inject=rename:signal=INT:when=5..6 ./train_gpt2 "${FA[@]}" \
-        -n 2 -o "$TMP/sigint_end" : -np 1 ./train_gpt2 "${FA[@]}" -n 2 -o "$TMP/sigint_end" > "$TMP/sigint_end.log" 2>&1
+    mpi 1 strace -f -qq -o /dev/null -e trace=rename -e inject=rename:signal=INT:when=5..6 ./train_gpt2_mpi "${FA[@]}" \
+        -n 2 -o "$TMP/sigint_end" : -np 1 ./train_gpt2_mpi "${FA[@]}" -n 2 -o "$TMP/sigint_end" > "$TMP/sigint_end.log" 2>&1
     rc=$?
     if [ $rc -eq 1 ] && [ "$(grep -c "stopped by signal 2 after the run's last write: its files are whole" "$TMP/sigint_end.log")" -eq 1 ]; then
         ok "two SIGINTs during the final checkpoint: exit 1, one line: the files are whole"

@@ -219,17 +219,17 @@ static const Flag FLAGS[] = {
      "variants"},
     {"-z", 'i', OPT(zero), "ZeRO stage: 1 = AdamW's state sharded over the processes",
      "1 under mpirun -np N >= 2",
-     "ZeRO stage (llm.c's): 1 = each of the `mpirun` processes runs AdamW on its shard of the parameters "
-     "and keeps that shard's moments (ZeRO-1, the same bits as 0 on 2 processes); 0 = each runs all of it; "
-     "needs 2 or more processes; 2 and 3 are refused"},
+     "ZeRO stage (llm.c's): 1 = each of the processes of `mpirun -np N ./train_gpt2_mpi` runs AdamW on "
+     "its shard of the parameters and keeps that shard's moments (ZeRO-1, the same bits as 0 on 2 "
+     "processes); 0 = each runs all of it; needs 2 or more processes; 2 and 3 are refused"},
     {"-zg", 'i', OPT(zero_gather), "-z 1: 1 = the weights' gather overlapped with the forward pass", "0",
      "with `-z 1`: 1 = each owner's new weights travel during the next forward pass, layer by layer, "
      "which waits for each layer's ([doc/mpi.md](mpi.md)); 0 = all of them right after AdamW. The "
      "same bits either way; on one 2-core machine 1 was slower (bench/README.md)"},
     {"-tpar", 'i', OPT(tpar), "tensor parallel: heads and MLP over N processes", "1 = none",
      "tensor parallelism ([doc/mpi.md](mpi.md)): each layer's heads and MLP hidden units split over the N "
-     "processes of `mpirun -np N` (N must be the number of processes and divide the heads, the key/value "
-     "heads and d_ff); they compute one model on the same rows; 1 = none"},
+     "processes of `mpirun -np N ./train_gpt2_mpi` (N must be the number of processes and divide the "
+     "heads, the key/value heads and d_ff); they compute one model on the same rows; 1 = none"},
     {"-dt", 'f', OPT(deadline), "mpirun: seconds to wait for the other processes", NULL,
      "under `mpirun`: the seconds a process waits for the others in one collective call before it ends "
      "the job, naming the process that does not answer (stopped, in a debugger, swapping; "
@@ -567,14 +567,15 @@ Options parse_args(int argc, char** argv) {
          "-z (ZeRO stage) must be 0 or 1: llm.c's stages 2 and 3 (gradients, weights sharded) are not here"},
         {o.zero == 1 && dist.size == 1, DIST_MPI ? "-z 1 shards AdamW's state over the processes of mpirun "
             "-np N (N >= 2): this run is one process (leave -z out, or -z 0)" : "-z 1 shards AdamW's state "
-            "over MPI processes: this train_gpt2 is built without MPI (make MPI=1; or leave -z out)"},
+            "over MPI processes: this program is one process (train_gpt2_mpi under mpirun; or leave -z out)"},
         {o.zero == 1 && dist.size > DIST_MAX_SHARDS, "-z 1 shards over at most 64 processes (or -z 0)"},
         {o.zero_gather != 0 && o.zero_gather != 1, "-zg must be 0 or 1"},
         {o.tpar < 1, "-tpar (tensor-parallel processes) must be >= 1"},
         {!(o.deadline > 0), "-dt (seconds to wait for the other processes) must be > 0"},
         {o.tpar > 1 && dist.size == 1, DIST_MPI ? "-tpar N splits each layer's heads and MLP over the N "
             "processes of mpirun -np N: this run is one process (leave -tpar out)" : "-tpar N splits each "
-            "layer's heads and MLP over MPI processes: this train_gpt2 is built without MPI (make MPI=1)"},
+            "layer's heads and MLP over MPI processes: this program is one process (train_gpt2_mpi "
+            "under mpirun)"},
         {o.tpar > 1 && dist.size > 1 && o.tpar != dist.size, tp_count},
         {o.tpar > 1 && o.zero == 1, "-z 1 with -tpar: ZeRO-1 and tensor parallelism do not combine here "
             "(leave -z out)"},

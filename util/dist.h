@@ -1,5 +1,5 @@
 /*
-util/dist.h: data-parallel training over MPI, `mpirun -np N ./train_gpt2 <flags>`.
+util/dist.h: data-parallel training over MPI, `mpirun -np N ./train_gpt2_mpi <flags>`.
 
 Data parallelism is three ideas, one function each:
 - every process holds the whole model and takes its own B rows of a global batch of N·B
@@ -29,8 +29,9 @@ all of them; then every process exits. During training an error of one process e
 job with MPI_Abort, and a stop all processes agreed on (die_together) ends it with
 MPI_Finalize, once the files are written.
 
-Built without -DUSE_MPI (the Makefile adds it when it finds mpicc), or started without
-mpirun, these functions are those of a single process: N = 1, no communication.
+Built without -DUSE_MPI (train_gpt2; the Makefile builds train_gpt2_mpi with it when it finds
+mpicc), or started without mpirun, these functions are those of a single process: N = 1, no
+communication.
 */
 #ifndef UTIL_DIST_H
 #define UTIL_DIST_H
@@ -1163,7 +1164,18 @@ static inline void dist_tp_collect(float* into, const float* mine, size_t n, int
     }
 }
 #else
-static inline void dist_init(int* argc, char*** argv) { (void)argc; (void)argv; }
+// A program built without MPI is one process. Started by mpirun as one of N >= 2 (Open MPI and
+// MPICH say so in the environment), it would train N separate models into the same files: it
+// stops, with one line from the first of them
+static inline void dist_init(int* argc, char*** argv) {
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!n) n = getenv("PMI_SIZE"), rank = getenv("PMI_RANK");
+    if (n && atoi(n) > 1 && rank && atoi(rank) > 0) exit(2);
+    if (n && atoi(n) > 1)
+        die("mpirun started %s processes of a program built without MPI, which would train one model "
+            "each: run train_gpt2_mpi (make mpi) under mpirun", n);
+    (void)argc, (void)argv;
+}
 static inline void dist_setup_done(void) { dist.training = 1; }
 static inline int dist_first_difference(const uint64_t* values, int n) { (void)values; (void)n; return -1; }
 static inline float dist_mean(float x) { return x; }
