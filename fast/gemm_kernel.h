@@ -197,8 +197,8 @@ static inline void gemm_tile_store_plain(float acc[GEMM_MR][GEMM_NR], float* C, 
 // loops unroll as the full kernel's do. The rows past m read the sliver's zero padding and are
 // not stored. Each element of C is its own chain of sums, so fewer rows change no bits. (One
 // instance per row count 1..13 saved at most 3 rows' FMAs more and doubled fast/gemm.o's
-// compile time: 7.9 s against 4.3 s, Intel Xeon.)
-#define GEMM_EDGE(r) ((r) < GEMM_MR ? (r) : GEMM_MR)  // (a smaller tile: r is then never called)
+// compile time: 7.9-11.7 s against 3.9-5.0 s, Intel Xeon.)
+#define GEMM_EDGE(r) ((r) < GEMM_MR ? (r) : GEMM_MR)  // (r past a smaller tile: a branch never taken)
 #define GEMM_BY_ROWS(m, kernel, ...)                                                    \
     do {                                                                                \
         if (GEMM_MR > 2 && (m) <= 2) kernel(GEMM_EDGE(2), __VA_ARGS__);                 \
