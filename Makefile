@@ -1,7 +1,8 @@
 # make            build train_gpt2 and prepare Tiny Shakespeare: what ./train_gpt2 needs first
 #                 (the same as make gpt2)
 # make seq2seq    build train_seq2seq and prepare the reversal pairs of the encoder-decoder
-# make all        every program: also test_gpt2, test_seq2seq, data/prepare, data/make_pairs
+# make all        every program: also test_gpt2, test_seq2seq, data/prepare, data/make_pairs,
+#                 and train_gpt2_mpi where Open MPI is (make mpi)
 # make test       make all, then reference tests, finite differences, command-line and
 #                 bad-input checks
 # make bench      speed benchmark (see bench/README.md); make bench BASE=REV also times
