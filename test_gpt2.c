@@ -816,9 +816,10 @@ static void test_kernel_plain(void) {
           VEC_FUSED ? "fused multiply-adds" : "products, then sums", differ, cases, GEMM_MR, GEMM_NR, GEMM_KC);
 }
 
-// The micro-kernels on an edge panel of m < GEMM_MR rows compute only those rows
-// (GEMM_BY_ROWS in fast/gemm_kernel.h); each element is its own chain of sums, so the m rows must
-// be bit for bit the full tile's first m rows: float32 and bf16, = (with a bias) and +=
+// The micro-kernels on an edge panel of m < GEMM_MR rows compute 2, 4 or 8 rows when they hold
+// m (GEMM_BY_ROWS in fast/gemm_kernel.h) and store m; each element is its own chain of sums, so
+// the m rows must be bit for bit the full tile's first m rows: float32 and bf16, = (with a
+// bias) and +=
 static void test_kernel_edge_rows(void) {
     uint64_t rng = 99;
     int kc = 37, differ = 0;

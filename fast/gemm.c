@@ -56,7 +56,7 @@ compiled on its own by make (fast/gemm.o), or included by fast/matmul.h in a one
 // of A, 28 FMAs. Zen 5 has 2 FMA pipes with 4-cycle latency, so >= 8
 // independent chains are needed; 28 is plenty and the 16 loads per 28 FMAs
 // stay under the 2-loads-per-cycle limit. 6x64, 8x48 and 12x32 were 2-5% slower. An edge
-// panel of m < MR rows runs the same kernel for its m rows only (GEMM_BY_ROWS).
+// panel of m < MR rows runs the same kernel for 2, 4 or 8 rows when they hold m (GEMM_BY_ROWS).
 //
 // Cache sizes (tuned on Zen 5: L1D 48 KB, L2 1 MB per core):
 //   B sliver  KC*NR*4 = 256*32*4 = 32 KB  -> fits L1 next to the A stream

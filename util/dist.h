@@ -1170,10 +1170,11 @@ static inline void dist_tp_collect(float* into, const float* mine, size_t n, int
 static inline void dist_init(int* argc, char*** argv) {
     const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *rank = getenv("OMPI_COMM_WORLD_RANK");
     if (!n) n = getenv("PMI_SIZE"), rank = getenv("PMI_RANK");
-    if (n && atoi(n) > 1 && rank && atoi(rank) > 0) exit(2);
-    if (n && atoi(n) > 1)
-        die("mpirun started %s processes of a program built without MPI, which would train one model "
-            "each: run train_gpt2_mpi (make mpi) under mpirun", n);
+    int size = n ? atoi(n) : 1;
+    if (size > 1 && rank && atoi(rank) > 0) exit(2);
+    if (size > 1)
+        die("mpirun started %d processes of a program built without MPI, which would train one model "
+            "each: run train_gpt2_mpi (make mpi) under mpirun", size);
     (void)argc, (void)argv;
 }
 static inline void dist_setup_done(void) { dist.training = 1; }
