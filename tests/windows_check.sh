@@ -93,7 +93,7 @@ if [ "$(losses full.log 0 | wc -l)" -eq 6 ] && [ -f full/model_00000006.bin ]; t
 else
     bad "train_gpt2.exe -x 6 -n 2: $(tail -n 3 full.log)"
 fi
-train -x 4 -n 2 -o part > part.log 2>&1
+train -x 4 -n 2 -o part > part.log 2>&1; part_rc=$?
 train -x 6 -n 2 -o part -y 1 > resumed.log 2>&1; rc=$?
 from=$(capture 'resuming from .* at step ([0-9]+)' resumed.log)
 if [ $rc -eq 0 ] && [ "$from" == 4 ] && [ "$(losses resumed.log 4 | wc -l)" -eq 2 ] \
@@ -102,7 +102,10 @@ if [ $rc -eq 0 ] && [ "$from" == 4 ] && [ "$(losses resumed.log 4 | wc -l)" -eq 
     ok "stopped at -x 4, resumed with -y 1 -x 6: steps 5-6 equal the uninterrupted run's bit for bit," \
        "model_00000006.bin written, loss.tsv replaced at each checkpoint (6 steps in it), no .tmp left"
 else
-    bad "resume from step '$from' (exit $rc): $(tail -n 3 resumed.log)"
+    # on one line (CI's summary keeps the lines that begin with FAIL): what -y 1 said, how the
+    # run it resumes ended, and what that run left in part/
+    bad "resume from step '$from' (exit $rc): $(grep -v '^step' resumed.log | tr '\n' ' ')" \
+        "| the stopped run (-x 4, exit $part_rc): $(tail -n 3 part.log | tr '\n' ' ')| in part/: $(ls part | tr '\n' ' ')"
 fi
 
 # Ctrl-C: Wine delivers SIGINT as a console Ctrl-C event, which the C library hands to the
