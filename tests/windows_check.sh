@@ -34,6 +34,14 @@ start=$SECONDS
 # at once, and two wines making a fresh prefix race ("wine: chdir to /tmp/wine-.../server-...:
 # No such file or directory", and the data step fails)
 wine wineboot --init > /dev/null 2>&1 || { bad "wine wineboot --init fails: no Wine prefix in $WINEPREFIX"; finish; }
+# Then one wineserver for the whole check (cleanup ends it): by default a wineserver exits 3 s
+# after its last program, and the next program starts another with Wine's services, racing
+# with the old one's end (CI once saw the run stopped at -x 4 leave no checkpoint, never
+# since). Its services start here, their output to /dev/null: started by a program whose
+# output is a pipe (train | tr), they would hold the pipe open until the server ends.
+wineserver -w
+wineserver -p && wine wineboot > /dev/null 2>&1 < /dev/null \
+    || { bad "a persistent wineserver (wineserver -p, then wine wineboot) does not start"; finish; }
 if make -j2 all CC=$CC RUN=wine > build.log 2>&1; then
     if grep -qi "warning" build.log; then
         bad "make CC=$CC prints warnings:"; grep -i -A3 "warning" build.log | head -n 40
