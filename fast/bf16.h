@@ -439,6 +439,82 @@ static void gemm_kernel_bf16_packed(int kc2, const uint32_t* restrict a, const u
     gemm_kernel(2 * kc2, aw, bw, C, ldc, m, n, overwrite, bias);
 }
 
+// AMX (Intel Sapphire Rapids and later): tile registers of 16 rows x 64 bytes, and
+// tdpbf16ps, C_tile += A_tile B_tile over 16 rows of A (16 pairs of k each) and 16 pairs of
+// k of B (16 columns each): 8,192 products an instruction. A tile row holds consecutive
+// pairs of one row of A, so A's sliver is laid out [row][pair] here (bf16_amx_layout), B's
+// as the other kernels have it, [pair][column]; both are padded with zero pairs to a depth
+// of 16. The tile adds its pairs in its own order (inside the instruction), so its sums
+// are not the plain twin's bits: they differ as float32 sums of the same exact products in
+// another order, which tests/bf16_checks.h bounds (doc/precision.md). Linux hands a process
+// the tiles' 8 KB of state only when asked (arch_prctl), once; each thread loads the tiles'
+// shapes before its first product.
+enum { BF16_AMX_DEPTH = 16 };  // pairs of k per tile
+static inline int bf16_amx_depth(int kc) {  // a sliver's pairs, padded to whole tiles
+    return ((kc + 1) / 2 + BF16_AMX_DEPTH - 1) / BF16_AMX_DEPTH * BF16_AMX_DEPTH;
+}
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__) && defined(__linux__) && defined(__x86_64__) \
+    && GEMM_MR <= 16 && GEMM_NR == 32
+#define BF16_HAS_AMX 1
+
+// 1 if Linux grants this process the tiles' state: arch_prctl(ARCH_REQ_XCOMP_PERM,
+// XFEATURE_XTILEDATA), by its number (glibc declares no wrapper); asked once
+static int bf16_amx_usable(void) {
+    static int state;  // 0: not asked, 1: granted, -1: refused (an old kernel, or no AMX)
+    if (!state) {
+        long ret;
+        __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+        state = ret == 0 ? 1 : -1;
+    }
+    return state == 1;
+}
+
+// this thread's tile shapes: tmm0, tmm1 the two halves of C's tile (GEMM_MR rows of 16
+// floats), tmm2 A's (GEMM_MR rows of 16 pairs), tmm3, tmm4 B's halves (16 pairs of 16 columns)
+static _Thread_local int bf16_amx_configured;
+static void bf16_amx_configure(void) {
+    struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; }
+        config = {.palette = 1};
+    for (int t = 0; t < 5; t++)
+        config.colsb[t] = 64, config.rows[t] = t < 3 ? GEMM_MR : BF16_AMX_DEPTH;
+    _tile_loadconfig(&config);
+    bf16_amx_configured = 1;
+}
+
+// the slivers in the tiles' layout, from the pairs as bf16_pack_* wrote them ([pair][R], kc2
+// deep): A's (a_rows) swapped into [row][pair], B's in place; ks (a multiple of 16) deep
+static void bf16_amx_layout(uint32_t* pairs, int kc2, int R, int ks, int a_rows, uint32_t* dst) {
+    if (!a_rows) {
+        memset(pairs + (size_t)kc2 * R, 0, sizeof(uint32_t) * (size_t)(ks - kc2) * R);
+        return;
+    }
+    for (int i = 0; i < R; i++)
+        for (int p = 0; p < ks; p++)
+            dst[(size_t)i * ks + p] = p < kc2 ? pairs[(size_t)p * R + i] : 0;
+}
+static _Thread_local uint32_t bf16_amx_pairs[GEMM_MR * GEMM_KC_BF16 / 2];  // A's pairs, before
+
+// C[m x n] (=, or +=) a-sliver * b-sliver over ks pairs (a multiple of 16): GEMM_MR x 32 of C
+// in two tiles, from zero; then C = acc (+ bias) or C += acc, as the plain twin ends
+static void gemm_kernel_bf16_amx(int ks, const uint32_t* restrict a, const uint32_t* restrict b, float* C,
+                                 int ldc, int m, int n, int overwrite, const float* bias) {
+    if (!bf16_amx_configured) bf16_amx_configure();
+    _tile_zero(0);
+    _tile_zero(1);
+    for (int p = 0; p < ks; p += BF16_AMX_DEPTH) {
+        _tile_loadd(2, a + p, ks * sizeof(uint32_t));  // row i: a[i ks + p ...]
+        _tile_loadd(3, b + (size_t)p * GEMM_NR, GEMM_NR * sizeof(uint32_t));
+        _tile_loadd(4, b + (size_t)p * GEMM_NR + 16, GEMM_NR * sizeof(uint32_t));
+        _tile_dpbf16ps(0, 2, 3);
+        _tile_dpbf16ps(1, 2, 4);
+    }
+    float acc[GEMM_MR][GEMM_NR];
+    _tile_stored(0, &acc[0][0], GEMM_NR * sizeof(float));
+    _tile_stored(1, &acc[0][16], GEMM_NR * sizeof(float));
+    gemm_tile_store_plain(acc, C, ldc, m, n, overwrite, bias);
+}
+#endif
+
 // Which kernel runs the products: three compute the same sums. vdpbf16ps where the CPU has
 // it and it is the faster (Zen 5: 1.9x the FMA's flops; Sapphire and Emerald Rapids: 0.5x);
 // else the widened FMAs, widened once as sgemm packs its slivers and run by the float32
@@ -447,11 +523,13 @@ static void gemm_kernel_bf16_packed(int kc2, const uint32_t* restrict a, const u
 // (bf16_kernel_probe, a few ms) and keeps the fastest; BF16_KERNEL=dpbf16, packed or widen
 // in the environment forces one (the tests, the benchmark). All compute the plain twin's
 // sums; vdpbf16ps differs only where it flushes a denormal float32 (a sum or product below
-// 2^-126) to 0, which the FMA keeps (doc/precision.md).
-enum { BF16_UNCHOSEN = 0, BF16_DPBF16 = 1, BF16_WIDEN = 2, BF16_PACKED = 3 };
-static const char* const BF16_KERNEL_NAMES[] = {"", "dpbf16", "widen", "packed"};
+// 2^-126) to 0, which the FMA keeps (doc/precision.md). A fourth, AMX's tiles, runs only when
+// asked (BF16_KERNEL=amx): 2x the bf16 step on an Intel Xeon with AMX, but its sums are in the
+// tile's order, not the plain twin's bits, so the probe never picks it.
+enum { BF16_UNCHOSEN = 0, BF16_DPBF16 = 1, BF16_WIDEN = 2, BF16_PACKED = 3, BF16_AMX = 4 };
+static const char* const BF16_KERNEL_NAMES[] = {"", "dpbf16", "widen", "packed", "amx"};
 static _Atomic int bf16_kernel = BF16_UNCHOSEN;
-static double bf16_probe_times[4];  // the probe's seconds per tile of each kernel; 0: not measured
+static double bf16_probe_times[5];  // the probe's seconds per tile of each kernel; 0: not measured
 static const char* bf16_kernel_how = "";  // "measured", "forced by BF16_KERNEL"
 
 // seconds per call of a kernel on the probe's tile: the best of 3 rounds of `calls` calls
@@ -523,11 +601,20 @@ static int bf16_kernel_choose(void) {
         if (!k) {
             const char* force = getenv("BF16_KERNEL");
             if (force && force[0]) {
-                for (int i = BF16_DPBF16; i <= BF16_PACKED; i++)
+                for (int i = BF16_DPBF16; i <= BF16_AMX; i++)
                     if (strcmp(force, BF16_KERNEL_NAMES[i]) == 0) k = i;
                 if (!k)
-                    die("BF16_KERNEL=%s: expected dpbf16, packed or widen (or unset: measured at start)",
+                    die("BF16_KERNEL=%s: expected dpbf16, packed, widen or amx (or unset: measured at start)",
                         force);
+#if defined(BF16_HAS_AMX)
+                if (k == BF16_AMX && !bf16_amx_usable())
+                    die("BF16_KERNEL=amx: Linux refused this process AMX's tile state (arch_prctl); use "
+                        "packed, or unset it");
+#else
+                if (k == BF16_AMX)
+                    die("BF16_KERNEL=amx: this build has no AMX (an x86-64 Linux build for a CPU with "
+                        "AMX-BF16, as -march=native on one); use packed, or unset it");
+#endif
 #if !defined(__AVX512BF16__)
                 if (k == BF16_DPBF16)
                     die("BF16_KERNEL=dpbf16: this build has no vdpbf16ps (AVX512-BF16); use packed or widen, "
@@ -542,10 +629,14 @@ static int bf16_kernel_choose(void) {
     return k;
 }
 
+// 1 if the chosen kernel computes the plain twin's sums bit for bit: all but AMX's (the tests)
+int bf16_kernel_exact(void) { return bf16_kernel_choose() != BF16_AMX; }
+
 // the chosen kernel in words, for the run's header and the benchmark
 const char* bf16_kernel_describe(void) {
     static const char* const words[] = {"", "vdpbf16ps", "widened to float32 FMA in the kernel",
-                                        "widened to float32 when packed, float32's kernel"};
+                                        "widened to float32 when packed, float32's kernel",
+                                        "AMX tiles, tdpbf16ps (sums in the tile's order)"};
     static char text[240];
     int k = bf16_kernel_choose();
     const double* t = bf16_probe_times;
@@ -563,6 +654,9 @@ const char* bf16_kernel_describe(void) {
 
 // the kind sgemm packs its slivers for: pairs of bf16, or float32 already widened (BF16_PACKED)
 static int bf16_kernel_packed(void) { return bf16_kernel_choose() == BF16_PACKED; }
+#if defined(BF16_HAS_AMX)
+static int bf16_kernel_amx(void) { return bf16_kernel_choose() == BF16_AMX; }  // [row][pair]
+#endif
 
 // C[m x n] (=, or +=) a-sliver * b-sliver over kc2 pairs of k, with the chosen kernel
 static void gemm_kernel_bf16(int kc2, const uint32_t* restrict a, const uint32_t* restrict b, float* C,

@@ -105,13 +105,17 @@ static _Thread_local int gemm_Bp_cols;  // gemm_Bp's columns: GEMM_KC x gemm_Bp_
 
 // a sliver of R rows (GEMM_MR of A, GEMM_NR of B), kc deep, of which n are real: from a
 // matrix whose sliver lies in rows (by_rows) or in columns; float32 (bf16 = 0), pairs of bf16
-// (1), or those pairs widened to float32, 2 (kc + 1) / 2 deep (2: BF16_PACKED, fast/bf16.h);
+// (1), or those pairs widened to float32, 2 (kc + 1) / 2 deep (2: BF16_PACKED, fast/bf16.h), or
+// pairs in AMX's layout, bf16_amx_depth(kc) deep (3: BF16_AMX);
 // under bf16 an operand among the weights is packed from their bf16 copy
 __attribute__((always_inline))
 static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, const float* src, int ld, int n,
                              int R, int kc, float* dst) {
     const uint16_t* copy = bf16 ? gemm_bf16_copy_of(p, src) : NULL;
     uint32_t* pairs = (uint32_t*)dst;
+#if defined(BF16_HAS_AMX)
+    if (bf16 == 3 && R == GEMM_MR) pairs = bf16_amx_pairs;  // A's, swapped below
+#endif
     if (bf16 == 2) {  // from src rounded, or from the copy
         if (by_rows) bf16_pack_rows_widened(copy ? NULL : src, copy, ld, n, R, kc, dst);
         else         bf16_pack_cols_widened(copy ? NULL : src, copy, ld, n, R, kc, dst);
@@ -125,6 +129,10 @@ static inline void gemm_pack(const GemmPrecision* p, int bf16, int by_rows, cons
         if (by_rows) gemm_pack_rows(src, ld, n, R, kc, dst);
         else         gemm_pack_cols(src, ld, n, R, kc, dst);
     }
+#if defined(BF16_HAS_AMX)
+    if (bf16 == 3)  // AMX's layout (fast/bf16.h): A's sliver (R = GEMM_MR) swapped, both padded
+        bf16_amx_layout(pairs, (kc + 1) / 2, R, bf16_amx_depth(kc), R == GEMM_MR, (uint32_t*)dst);
+#endif
 }
 
 // One thread's share: the m x n block of C whose top-left is C, with A and B already
@@ -145,7 +153,8 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
         if (!gemm_Ap || !gemm_Bp) die("out of memory for the matmul packing buffers");
     }
     float *Ap = gemm_Ap, *Bp = gemm_Bp;
-    int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC, KS = bf16 == 1 ? (KC + 1) / 2 : KC;  // (KS: a block's depth)
+    int KC = bf16 ? GEMM_KC_BF16 : GEMM_KC;
+    int KS = bf16 == 1 || bf16 == 3 ? (KC + 1) / 2 : KC;  // (KS: a block's depth)
     // op(A) is packed again for every block of columns, unless all of it fits gemm_Ap: then
     // once, at jc = 0, each (pc, ic) block in a place of its own, and read again by the
     // other blocks (a thread's share of the 124M LM head spans 33 blocks of columns)
@@ -154,7 +163,8 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
     for (int jc = 0; jc < n; jc += NC) {
         int nc = gemm_imin(NC, n - jc);
         for (int pc = 0; pc < K; pc += KC) {
-            int kc = gemm_imin(KC, K - pc), ks = bf16 == 1 ? (kc + 1) / 2 : bf16 ? (kc + 1) / 2 * 2 : kc;
+            int kc = gemm_imin(KC, K - pc), ks = bf16 == 1 ? (kc + 1) / 2 : bf16 == 3 ? bf16_amx_depth(kc)
+                                                : bf16 ? (kc + 1) / 2 * 2 : kc;
             float* A_pc = keep_A ? Ap + m_pad * KS * (pc / KC) : Ap;  // this K block's op(A)
             for (int jr = 0; jr < nc; jr += GEMM_NR) {
                 int w = gemm_imin(GEMM_NR, nc - jr);
@@ -181,6 +191,12 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
                         int mr = gemm_imin(GEMM_MR, mc - ir), nr = gemm_imin(GEMM_NR, nc - jr);
                         int overwrite = !accumulate && pc == 0;
                         const float* bias_j = bias ? bias + jc + jr : NULL;
+#if defined(BF16_HAS_AMX)
+                        if (bf16 == 3)
+                            gemm_kernel_bf16_amx(ks, (const uint32_t*)a, (const uint32_t*)b, c, ldc, mr, nr,
+                                                 overwrite, bias_j);
+                        else
+#endif
                         if (bf16 == 1)
                             gemm_kernel_bf16(ks, (const uint32_t*)a, (const uint32_t*)b, c, ldc, mr, nr,
                                              overwrite, bias_j);
@@ -199,6 +215,11 @@ static void gemm_block(const GemmPrecision* p, int tA, int tB, int m, int n, int
         blas_block(tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
         return;
     }
+#endif
+#if defined(BF16_HAS_AMX)
+    if (gemm_kind(p) == GEMM_BF16 && bf16_kernel_amx())
+        gemm_block_in(p, 3, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+    else
 #endif
     if (gemm_kind(p) == GEMM_BF16 && bf16_kernel_packed())  // (chosen once, bf16.h)
         gemm_block_in(p, 2, tA, tB, m, n, K, A, lda, B, ldb, C, ldc, accumulate, bias);

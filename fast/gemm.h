@@ -70,6 +70,7 @@ void sgemm(int transA, int transB, int M, int N, int K, const float* A, int lda,
 // bf16 products' kernel and why (fast/bf16.h), the cache blocking (fast/gemm_kernel.h), in words
 const char* gemm_products_name(void);
 const char* bf16_kernel_describe(void);
+int bf16_kernel_exact(void);  // 1: the chosen kernel computes the plain twin's sums bit for bit
 const char* gemm_blocking_describe(void);
 
 // The matrix products of attention, named by their formulas. Each runs on the calling

@@ -304,8 +304,30 @@ for k in widen packed dpbf16; do
         fi
     fi
 done
+# AMX's tiles (BF16_KERNEL=amx, fast/bf16.h), where the build and Linux have them: sums in the
+# tile's order, so its losses are the run above's within bf16's loss tolerance (5e-4 of each),
+# and test_gpt2's whole bf16 group holds with it (sgemm within 8e-7 of sum |terms| of the
+# plain twin's sums, the gradients against PyTorch's); elsewhere refused in one line
+BF16_KERNEL=amx ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_amx.log" 2>&1; rc=$?
+refused='error: BF16_KERNEL=amx: (this build has no AMX|Linux refused)'
+if [ $rc -ne 0 ] && grep -qE "$refused" "$TMP/bf16_amx.log"; then
+    ok "BF16_KERNEL=amx: refused in one line where the build or Linux has no AMX"
+elif [ $rc -eq 0 ] && grep -q "bf16 products: AMX tiles.*(forced by BF16_KERNEL)" "$TMP/bf16_amx.log" \
+      && [ "$(klosses "$TMP/bf16_amx.log" | wc -l)" = 40 ] \
+      && paste <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_amx.log") \
+         | awk '{ d = $5 - $10; if (d < 0) d = -d; if (d > 5e-4 * $5) bad++ } END { exit bad > 0 }'; then
+    ok "BF16_KERNEL=amx: named in the header, its 40 losses within 5e-4 of each of the probe's kernel's"
+    if BF16_KERNEL=amx ./test_gpt2 -k bf16 > "$TMP/bf16_amx_tests.log" 2>&1; then
+        ok "BF16_KERNEL=amx: test_gpt2's bf16 group passes ($(tail -n 1 "$TMP/bf16_amx_tests.log"))"
+    else
+        bad "BF16_KERNEL=amx: test_gpt2 -k bf16"; grep FAIL "$TMP/bf16_amx_tests.log" | head -n 3
+    fi
+else
+    bad "BF16_KERNEL=amx: exit $rc"; grep -E 'bf16 products|loss' "$TMP/bf16_amx.log" | tail -n 2
+fi
 BF16_KERNEL=fast ./train_gpt2 "${SMALL[@]}" -x 2 -o "" -prec bf16 > "$TMP/bf16_bad.log" 2>&1; rc=$?
-if [ $rc -ne 0 ] && grep -q 'error: BF16_KERNEL=fast: expected dpbf16, packed or widen' "$TMP/bf16_bad.log"; then
+refused='error: BF16_KERNEL=fast: expected dpbf16, packed, widen or amx'
+if [ $rc -ne 0 ] && grep -q "$refused" "$TMP/bf16_bad.log"; then
     ok "BF16_KERNEL=fast: refused in one line, exit $rc"
 else
     bad "BF16_KERNEL=fast: exit $rc"; tail -n 2 "$TMP/bf16_bad.log"
