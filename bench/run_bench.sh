@@ -385,11 +385,12 @@ isa_build() {
 
 # part 10: the training step with bf16 matmul operands (-prec bf16, fast/bf16.h) against
 # float32 in three builds: this one, the AVX2 build (-march=x86-64-v3) and the baseline
-# (no -march: SSE2), and this one with each bf16 kernel forced (BF16_KERNEL=dpbf16, widen,
-# packed: what the other choices would do here; amx where the build and Linux have AMX). Alternating every variant, round after round
-# (BF16_ROUNDS, default 3), on BF16_THREADS threads (default 1: a step's CPU time, which
-# another process on the machine inflates least; more: the wall clock); medians, minimums
-# and fp32/bf16 (> 1: bf16 is faster) per build and shape
+# (no -march: SSE2), and this one with each FMA bf16 kernel forced (BF16_KERNEL=dpbf16,
+# widen, packed: what the other choices would do here; where this build runs AMX's tiles, its
+# choice there, packed is what an Intel core before AMX runs). Alternating every variant,
+# round after round (BF16_ROUNDS, default 3), on BF16_THREADS threads (default 1: a step's
+# CPU time, which another process on the machine inflates least; more: the wall clock);
+# medians, minimums and fp32/bf16 (> 1: bf16 is faster) per build and shape
 bf16_speed() {
     section "10. -prec bf16 against fp32: the training step in three builds, alternating in this run"
     local rounds=${BF16_ROUNDS:-3} threads=${BF16_THREADS:-1} shape i v
@@ -400,7 +401,6 @@ bf16_speed() {
     local variants=("this fp32" "this bf16" "avx2 fp32" "avx2 bf16" "sse2 fp32" "sse2 bf16" "this bf16:widen"
                     "this bf16:packed")
     BF16_KERNEL=dpbf16 "$BIN" --kernels > /dev/null 2>&1 && variants+=("this bf16:dpbf16")  # (AVX512-BF16)
-    BF16_KERNEL=amx "$BIN" --kernels > /dev/null 2>&1 && variants+=("this bf16:amx")  # (AMX, Linux)
     local which
     for which in this avx2 sse2; do
         local bin=$BIN; [ $which != this ] && bin=$OUT/bench_$which
@@ -438,7 +438,6 @@ bf16_speed() {
                   row("this", "this_bf16_widen", "this, BF16_KERNEL=widen")
                   row("this", "this_bf16_packed", "this, BF16_KERNEL=packed")
                   row("this", "this_bf16_dpbf16", "this, BF16_KERNEL=dpbf16")
-                  row("this", "this_bf16_amx", "this, BF16_KERNEL=amx")
                   row("avx2", "avx2_bf16", "AVX2 build")
                   row("sse2", "sse2_bf16", "baseline build") }' \
             | awk -v res="$RES" '/^@ /{ print substr($0, 3) >> res; next } { print }'

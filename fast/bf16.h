@@ -524,12 +524,14 @@ static void gemm_kernel_bf16_amx(int ks, const uint32_t* restrict a, const uint3
 // else the widened FMAs, widened once as sgemm packs its slivers and run by the float32
 // kernel ("packed", at float32's speed), or widened inside the kernel beside the FMAs
 // ("widen", which packs half the bytes). The first bf16 product measures them on one tile
-// (bf16_kernel_probe, a few ms) and keeps the fastest; BF16_KERNEL=dpbf16, packed or widen
-// in the environment forces one (the tests, the benchmark). All compute the plain twin's
+// (bf16_kernel_probe, a few ms) and keeps the fastest; BF16_KERNEL=dpbf16, packed, widen or
+// amx in the environment forces one (the tests, the benchmark). All compute the plain twin's
 // sums; vdpbf16ps differs only where it flushes a denormal float32 (a sum or product below
-// 2^-126) to 0, which the FMA keeps (doc/precision.md). A fourth, AMX's tiles, runs only when
-// asked (BF16_KERNEL=amx): 1.9x float32's 124M step on an Intel Xeon with AMX, but its sums
-// are in the tile's order, not the plain twin's bits, so the probe never picks it.
+// 2^-126) to 0, which the FMA keeps (doc/precision.md). A fourth, AMX's tiles, runs wherever
+// the build, the CPU and Linux have them, without a measurement: 1.9x float32's 124M step on
+// an Intel Xeon with AMX. Its sums are in the tile's order, within a tested bound of the plain
+// twin's but not its bits, so a choice that followed the machine's load could change a run's
+// bits from one run to the next; a rule cannot. BF16_KERNEL=packed there runs the FMAs.
 enum { BF16_UNCHOSEN = 0, BF16_DPBF16 = 1, BF16_WIDEN = 2, BF16_PACKED = 3, BF16_AMX = 4 };
 static const char* const BF16_KERNEL_NAMES[] = {"", "dpbf16", "widen", "packed", "amx"};
 static _Atomic int bf16_kernel = BF16_UNCHOSEN;
@@ -594,8 +596,17 @@ static int bf16_kernel_probe(void) {
     return fma;
 }
 
-// chooses the kernel once (BF16_KERNEL, or the probe); any thread may call it, the first
-// call chooses
+// 1 if this build has AMX's kernel and Linux grants this process the tiles
+static int bf16_amx_present(void) {
+#if defined(BF16_HAS_AMX)
+    return bf16_amx_usable();
+#else
+    return 0;
+#endif
+}
+
+// chooses the kernel once (BF16_KERNEL, AMX where present, or the probe); any thread may
+// call it, the first call chooses
 static int bf16_kernel_choose(void) {
     int k = atomic_load_explicit(&bf16_kernel, memory_order_acquire);
     if (k) return k;
@@ -625,7 +636,9 @@ static int bf16_kernel_choose(void) {
                         "or unset it");
 #endif
                 bf16_kernel_how = "forced by BF16_KERNEL";
-            } else
+            } else if (bf16_amx_present())
+                k = BF16_AMX, bf16_kernel_how = "the CPU has AMX";
+            else
                 k = bf16_kernel_probe(), bf16_kernel_how = "measured";
             atomic_store_explicit(&bf16_kernel, k, memory_order_release);
         }
@@ -640,7 +653,7 @@ int bf16_kernel_exact(void) { return bf16_kernel_choose() != BF16_AMX; }
 const char* bf16_kernel_describe(void) {
     static const char* const words[] = {"", "vdpbf16ps", "widened to float32 FMA in the kernel",
                                         "widened to float32 when packed, float32's kernel",
-                                        "AMX tiles, tdpbf16ps (sums in the tile's order)"};
+                                        "AMX tiles, tdpbf16ps, sums in the tile's order"};
     static char text[240];
     int k = bf16_kernel_choose();
     const double* t = bf16_probe_times;

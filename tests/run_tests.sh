@@ -282,17 +282,26 @@ if [ -n "$first" ] && [ -n "$last" ] && awk -v a="$first" -v b="$last" 'BEGIN { 
 else
     bad "-prec bf16: losses $first -> $last, repeatable: '$same'"
 fi
-# the three bf16 kernels (vdpbf16ps, FMAs widened in the kernel or when packed: doc/precision.md),
-# forced: the same losses bit for bit as the run above (whichever the probe chose), and sgemm's
-# products the plain twin's; a bad BF16_KERNEL: one line, exit 1
+# the three FMA-exact bf16 kernels (vdpbf16ps, FMAs widened in the kernel or when packed:
+# doc/precision.md), forced: the same losses bit for bit as the packed one's, and sgemm's
+# products the plain twin's; AMX's tiles (where the build and Linux have them, the kernel
+# chosen there) add in the tile's order: their losses within bf16's loss tolerance (5e-4 of
+# each) of the packed one's. The kernel chosen when none is forced (the probe's, or AMX):
+# the same as its forced run. A bad BF16_KERNEL: one line, exit 1
 klosses() { grep -oE '^step +[0-9]+/40 [|] loss [0-9.]+' "$1"; }
-for k in widen packed dpbf16; do
+near_losses() {  # LOG1 LOG2: 40 losses each, each within 5e-4 (relative) of the other's
+    [ "$(klosses "$2" | wc -l)" = 40 ] && paste <(klosses "$1") <(klosses "$2") \
+        | awk '{ d = $5 - $10; if (d < 0) d = -d; if (d > 5e-4 * $5) bad++ } END { exit bad > 0 }'
+}
+for k in packed widen dpbf16; do
     BF16_KERNEL=$k ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_$k.log" 2>&1; rc=$?
     if [ $k = dpbf16 ] && [ $rc -ne 0 ] && grep -q 'this build has no vdpbf16ps' "$TMP/bf16_$k.log"; then
         ok "BF16_KERNEL=dpbf16: refused in a build without AVX512-BF16, in one line"
     elif [ $rc -eq 0 ] && grep -q "bf16 products: .*(forced by BF16_KERNEL)" "$TMP/bf16_$k.log" \
-          && diff <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_$k.log") > /dev/null; then
-        ok "BF16_KERNEL=$k: named in the header, the same 40 losses bit for bit as the kernel the probe chose"
+          && [ "$(klosses "$TMP/bf16_$k.log" | wc -l)" = 40 ] \
+          && diff <(klosses "$TMP/bf16_packed.log") <(klosses "$TMP/bf16_$k.log") > /dev/null; then
+        if [ $k = packed ]; then ok "BF16_KERNEL=packed: named in the header, 40 losses (the others' reference)"
+        else ok "BF16_KERNEL=$k: named in the header, the same 40 losses bit for bit as the packed kernel's"; fi
     else
         bad "BF16_KERNEL=$k: exit $rc"; grep -E 'bf16 products|loss' "$TMP/bf16_$k.log" | tail -n 2
     fi
@@ -304,19 +313,16 @@ for k in widen packed dpbf16; do
         fi
     fi
 done
-# AMX's tiles (BF16_KERNEL=amx, fast/bf16.h), where the build and Linux have them: sums in the
-# tile's order, so its losses are the run above's within bf16's loss tolerance (5e-4 of each),
-# and test_gpt2's whole bf16 group holds with it (sgemm within 8e-7 of sum |terms| of the
-# plain twin's sums, the gradients against PyTorch's); elsewhere refused in one line
+# AMX's tiles (BF16_KERNEL=amx, fast/bf16.h), where the build and Linux have them: test_gpt2's
+# whole bf16 group holds with them (sgemm within 8e-7 of sum |terms| of the plain twin's sums,
+# the gradients against PyTorch's); elsewhere refused in one line
 BF16_KERNEL=amx ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_amx.log" 2>&1; rc=$?
 refused='error: BF16_KERNEL=amx: (this build has no AMX|Linux refused)'
 if [ $rc -ne 0 ] && grep -qE "$refused" "$TMP/bf16_amx.log"; then
     ok "BF16_KERNEL=amx: refused in one line where the build or Linux has no AMX"
 elif [ $rc -eq 0 ] && grep -q "bf16 products: AMX tiles.*(forced by BF16_KERNEL)" "$TMP/bf16_amx.log" \
-      && [ "$(klosses "$TMP/bf16_amx.log" | wc -l)" = 40 ] \
-      && paste <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_amx.log") \
-         | awk '{ d = $5 - $10; if (d < 0) d = -d; if (d > 5e-4 * $5) bad++ } END { exit bad > 0 }'; then
-    ok "BF16_KERNEL=amx: named in the header, its 40 losses within 5e-4 of each of the probe's kernel's"
+      && near_losses "$TMP/bf16_packed.log" "$TMP/bf16_amx.log"; then
+    ok "BF16_KERNEL=amx: named in the header, its 40 losses within 5e-4 of each of the packed kernel's"
     if BF16_KERNEL=amx ./test_gpt2 -k bf16 > "$TMP/bf16_amx_tests.log" 2>&1; then
         ok "BF16_KERNEL=amx: test_gpt2's bf16 group passes ($(tail -n 1 "$TMP/bf16_amx_tests.log"))"
     else
@@ -324,6 +330,17 @@ elif [ $rc -eq 0 ] && grep -q "bf16 products: AMX tiles.*(forced by BF16_KERNEL)
     fi
 else
     bad "BF16_KERNEL=amx: exit $rc"; grep -E 'bf16 products|loss' "$TMP/bf16_amx.log" | tail -n 2
+fi
+# the kernel chosen when none is forced: AMX where the forced AMX run above ran, else one the
+# probe measured; its losses are that kernel's forced losses, bit for bit
+chosen=$(grep -oE 'bf16 products: [^(]*\((the CPU has AMX|measured)' "$TMP/bf16_a.log")
+amx=packed; grep -q "bf16 products: AMX.*(forced by" "$TMP/bf16_amx.log" && amx=amx
+want=packed; [ -n "$chosen" ] && [ -z "${chosen##*(the CPU has AMX}" ] && want=amx
+if [ -n "$chosen" ] && [ $want = $amx ] \
+      && diff <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_$want.log") > /dev/null; then
+    ok "-prec bf16, no kernel forced: ${chosen#bf16 products: }), the same 40 losses as BF16_KERNEL=$want's"
+else
+    bad "-prec bf16's kernel: '$chosen' (AMX forced: $amx), its losses against BF16_KERNEL=$want's"
 fi
 BF16_KERNEL=fast ./train_gpt2 "${SMALL[@]}" -x 2 -o "" -prec bf16 > "$TMP/bf16_bad.log" 2>&1; rc=$?
 refused='error: BF16_KERNEL=fast: expected dpbf16, packed, widen or amx'
