@@ -10,6 +10,11 @@ rm -rf "$TMP"; mkdir -p "$TMP"
 pass=0; fail=0
 ok()  { echo "PASS $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+# a helper called where it is not defined (or a tool that is not there) is a check that did not
+# run: noted here (from a subshell too) and failed at the end, never skipped in silence
+command_not_found_handle() {
+    echo "$1" >> "$TMP/not_a_command"; echo "run_tests.sh: $1: command not found" >&2; return 127
+}
 
 # a test program's checks, counted into ours: its last line is "N passed, M failed"
 run_test_program() {
@@ -360,6 +365,22 @@ expect_usage "-pe rope on a learned-position checkpoint" "-pe: the model in 'dat
     ./train_gpt2 -e data/ref/ref_a_model.bin -pe rope -x 0 -g 0
 expect_usage "-kv 1 on a resumed GQA model" "-kv: the model in" ./train_gpt2 -nl 2 -nh 4 -nc 32 -b 4 -t 32 -x 50 -o "$TMP/var" -y 1 -kv 1
 
+# expect_error NAME EXPECTED_TEXT COMMAND...: bad input (section 6) gets one error line naming the file
+# or flag, a non-zero exit, no crash (defined here: every scope runs it, section 9 too)
+expect_error() {
+    local name="$1" want="$2"; shift 2
+    "$@" > "$TMP/out" 2> "$TMP/err"
+    local rc=$?
+    local line; line=$(head -n 1 "$TMP/err")
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] \
+          && [[ "$line" =~ ^(train_gpt2|train_seq2seq|prepare|make_pairs|pairs_dump): ]] \
+          && ! grep -qiE 'sanitizer|runtime error|segmentation|core dumped' "$TMP/err"; then
+        ok "bad input: $name -> exit $rc: $line"
+    else
+        bad "bad input: $name -> exit $rc, expected '$want' in: $line"
+    fi
+}
+
 if all_scope; then
 # ---- 5c. pictures (SVG, written by the program): the attention maps of a prompt, and the loss curve
 # svg_check FILE L NH T CAUSAL: panels, tick labels, one cell per visible weight, every weight in [0,1],
@@ -429,20 +450,6 @@ fi
 
 # ---- 6. bad input: one error line naming the file or flag ("train_gpt2: error: ..." or "prepare: error:
 # ..."), non-zero exit, no crash
-# expect_error NAME EXPECTED_TEXT COMMAND...
-expect_error() {
-    local name="$1" want="$2"; shift 2
-    "$@" > "$TMP/out" 2> "$TMP/err"
-    local rc=$?
-    local line; line=$(head -n 1 "$TMP/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$line" == *"$want"* ]] \
-          && [[ "$line" =~ ^(train_gpt2|train_seq2seq|prepare|make_pairs|pairs_dump): ]] \
-          && ! grep -qiE 'sanitizer|runtime error|segmentation|core dumped' "$TMP/err"; then
-        ok "bad input: $name -> exit $rc: $line"
-    else
-        bad "bad input: $name -> exit $rc, expected '$want' in: $line"
-    fi
-}
 # crafted files: patch int32 slot N of a copy (little-endian)
 patch_int() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($3 & 255)) $((($3 >> 8) & 255)) $((($3 >> 16) & 255)) $((($3 >> 24) & 255)))" \
                 | dd of="$1" bs=1 seek=$((4 * $2)) conv=notrunc 2> /dev/null; }
@@ -1140,5 +1147,9 @@ source tests/svg_tests.sh
 
 fi  # (all_scope: 9b-11)
 
+if [ -s "$TMP/not_a_command" ]; then
+    sort "$TMP/not_a_command" | uniq -c | while read -r n name; do echo "$name ($n calls)"; done > "$TMP/not_found"
+    while read -r l; do bad "not a command here, so its checks did not run: $l"; done < "$TMP/not_found"
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
