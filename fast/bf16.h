@@ -359,10 +359,21 @@ static inline __m512 bf16_load16(const float* f, const uint16_t* h, size_t at, _
     __m512i words = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, h + at));
     return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
 }
-#endif
+#else
+// Elsewhere a sliver is placed first, as float32 is (f's values as they are, h's widened),
+// then rounded in place, VEC_W at a time over the whole sliver: a sliver narrower than a
+// vector (GEMM_MR 6 of AVX2's 8 lanes) or lying across rows is rounded at the vectors' rate
 static inline float bf16_load1(const float* f, const uint16_t* h, size_t at) {
-    return f ? bf16_round_float(f[at]) : bf16_to_float(h[at]);
+    return f ? f[at] : bf16_to_float(h[at]);
 }
+static void bf16_round_sliver(float* d, size_t n) {  // each float rounded as bf16_round_float
+    size_t i = 0;
+    for (; i + VEC_W <= n; i += VEC_W)
+        *(bf16_vwu*)(d + i) = bf16_round_top(*(const bf16_vwu*)(d + i)) & BF16_HIGH;
+    for (; i < n; i++)
+        d[i] = bf16_round_float(d[i]);
+}
+#endif
 
 // from the float32 f (rounding) or from h, the weights' bf16 copy (f NULL): rows of the
 // source contiguous in k
@@ -391,6 +402,7 @@ static void bf16_pack_rows_widened(const float* f, const uint16_t* h, int ld, in
             dst[(size_t)k * R + r] = r < rows && k + 1 < kc ? bf16_load1(f, h, at + 1) : 0.0f;  // odd k
             dst[(size_t)(k + 1) * R + r] = r < rows ? bf16_load1(f, h, at) : 0.0f;
         }
+    if (f) bf16_round_sliver(dst, (size_t)(kc + 1) / 2 * 2 * R);
 #endif
 }
 
@@ -398,19 +410,21 @@ static void bf16_pack_rows_widened(const float* f, const uint16_t* h, int ld, in
 // (no row: 0)
 static inline void bf16_widened_row(const float* f, const uint16_t* h, size_t at, int has_row, int cols,
                                     int R, float* d) {
-    int c = 0;
 #ifdef __AVX512F__
-    for (; c < R; c += 16) {
+    for (int c = 0; c < R; c += 16) {
         __m512 v = has_row ? bf16_load16(f, h, at + c, gemm_lanes(cols - c)) : _mm512_setzero_ps();
         _mm512_mask_storeu_ps(d + c, gemm_lanes(R - c), v);
     }
 #else
-    if (has_row && f)
-        for (; c + VEC_W <= cols && c + VEC_W <= R; c += VEC_W)
-            *(bf16_vwu*)(d + c) = bf16_round_top(*(const bf16_vwu*)(f + at + c)) & BF16_HIGH;
-#endif
+    int n = has_row ? gemm_imin(cols, R) : 0, c = 0;
+    if (f)  // (rounded after: bf16_round_sliver)
+        for (; c + VEC_W <= n; c += VEC_W)
+            vec_store(d + c, vec_load(f + at + c));
+    for (; c < n; c++)
+        d[c] = bf16_load1(f, h, at + c);
     for (; c < R; c++)
-        d[c] = has_row && c < cols ? bf16_load1(f, h, at + c) : 0.0f;
+        d[c] = 0.0f;
+#endif
 }
 
 // the same, each k a row of the source: row k + 1 (the pair's odd k) first, then row k
@@ -420,6 +434,9 @@ static void bf16_pack_cols_widened(const float* f, const uint16_t* h, int ld, in
         bf16_widened_row(f, h, (size_t)(k + 1) * ld, k + 1 < kc, cols, R, dst + (size_t)k * R);
         bf16_widened_row(f, h, (size_t)k * ld, 1, cols, R, dst + (size_t)(k + 1) * R);
     }
+#ifndef __AVX512F__
+    if (f) bf16_round_sliver(dst, (size_t)(kc + 1) / 2 * 2 * R);
+#endif
 }
 
 // the same as a kernel of pairs (the probe, the tests): both slivers widened, then float32's
