@@ -666,7 +666,8 @@ static int bf16_kernel_choose(void) {
 // 1 if the chosen kernel computes the plain twin's sums bit for bit: all but AMX's (the tests)
 int bf16_kernel_exact(void) { return bf16_kernel_choose() != BF16_AMX; }
 
-// the chosen kernel in words, for the run's header and the benchmark
+// the chosen kernel, its BF16_KERNEL name first, then in words, for the run's header and the
+// benchmark ("packed, widened to float32 when packed, float32's kernel (measured: ...)")
 const char* bf16_kernel_describe(void) {
     static const char* const words[] = {"", "vdpbf16ps", "widened to float32 FMA in the kernel",
                                         "widened to float32 when packed, float32's kernel",
@@ -674,7 +675,7 @@ const char* bf16_kernel_describe(void) {
     static char text[240];
     int k = bf16_kernel_choose();
     const double* t = bf16_probe_times;
-    int n = snprintf(text, sizeof text, "%s (%s", words[k], bf16_kernel_how);
+    int n = snprintf(text, sizeof text, "%s, %s (%s", BF16_KERNEL_NAMES[k], words[k], bf16_kernel_how);
     if (t[BF16_PACKED] > 0) {  // each kernel's speed against the packed one's
         double widen = t[BF16_PACKED] / t[BF16_WIDEN];
         n += snprintf(text + n, sizeof text - n, ": widened in the kernel %.2fx", widen);

@@ -302,7 +302,7 @@ for k in packed widen dpbf16; do
     BF16_KERNEL=$k ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_$k.log" 2>&1; rc=$?
     if [ $k = dpbf16 ] && [ $rc -ne 0 ] && grep -q 'this build has no vdpbf16ps' "$TMP/bf16_$k.log"; then
         ok "BF16_KERNEL=dpbf16: refused in a build without AVX512-BF16, in one line"
-    elif [ $rc -eq 0 ] && grep -q "bf16 products: .*(forced by BF16_KERNEL)" "$TMP/bf16_$k.log" \
+    elif [ $rc -eq 0 ] && grep -q "bf16 products: $k, .*(forced by BF16_KERNEL)" "$TMP/bf16_$k.log" \
           && [ "$(klosses "$TMP/bf16_$k.log" | wc -l)" = 40 ] \
           && diff <(klosses "$TMP/bf16_packed.log") <(klosses "$TMP/bf16_$k.log") > /dev/null; then
         if [ $k = packed ]; then ok "BF16_KERNEL=packed: named in the header, 40 losses (the others' reference)"
@@ -325,7 +325,7 @@ BF16_KERNEL=amx ./train_gpt2 "${SMALL[@]}" -x 40 -o "" -prec bf16 > "$TMP/bf16_a
 refused='error: BF16_KERNEL=amx: (this build has no AMX|Linux refused)'
 if [ $rc -ne 0 ] && grep -qE "$refused" "$TMP/bf16_amx.log"; then
     ok "BF16_KERNEL=amx: refused in one line where the build or Linux has no AMX"
-elif [ $rc -eq 0 ] && grep -q "bf16 products: AMX tiles.*(forced by BF16_KERNEL)" "$TMP/bf16_amx.log" \
+elif [ $rc -eq 0 ] && grep -q "bf16 products: amx, AMX tiles.*(forced by BF16_KERNEL)" "$TMP/bf16_amx.log" \
       && near_losses "$TMP/bf16_packed.log" "$TMP/bf16_amx.log"; then
     ok "BF16_KERNEL=amx: named in the header, its 40 losses within 5e-4 of each of the packed kernel's"
     if BF16_KERNEL=amx ./test_gpt2 -k bf16 > "$TMP/bf16_amx_tests.log" 2>&1; then
@@ -339,7 +339,7 @@ fi
 # the kernel chosen when none is forced: AMX where the forced AMX run above ran, else one the
 # probe measured; its losses are that kernel's forced losses, bit for bit
 chosen=$(grep -oE 'bf16 products: [^(]*\((the CPU has AMX|measured)' "$TMP/bf16_a.log")
-amx=packed; grep -q "bf16 products: AMX.*(forced by" "$TMP/bf16_amx.log" && amx=amx
+amx=packed; grep -q "bf16 products: amx, AMX.*(forced by" "$TMP/bf16_amx.log" && amx=amx
 want=packed; [ -n "$chosen" ] && [ -z "${chosen##*(the CPU has AMX}" ] && want=amx
 if [ -n "$chosen" ] && [ $want = $amx ] \
       && diff <(klosses "$TMP/bf16_a.log") <(klosses "$TMP/bf16_$want.log") > /dev/null; then
