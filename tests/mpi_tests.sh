@@ -134,7 +134,9 @@ for target in process mpirun; do
     wait $job; rc=$?
     at=$(capture 'stopped by signal 15 after ([0-9]+) steps; saved' "$TMP/sig.err")
     mpi 2 ./train_gpt2_mpi "${RUN[@]}" -n 0 -o "$TMP/sig" -y 1 > "$TMP/sig_resumed.log" 2>&1
-    if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$(wc -l < "$TMP/sig.err")" -eq 1 ] \
+    # (the one line is ours; Open MPI's libevent may add "[warn] Epoll MOD(1) on fd N failed ..."
+    # as mpirun passes the signal on, a known race of its shutdown: open-mpi/ompi#2004, #5520)
+    if [ $rc -eq 1 ] && [[ "$at" =~ ^[0-9]+$ ]] && [ "$(grep -cv '^\[warn\] Epoll ' "$TMP/sig.err")" -eq 1 ] \
           && [ "$(after "$TMP/sig_resumed.log" "$at" | wc -l)" -eq $((120 - at)) ] \
           && [ "$(after "$TMP/sig_resumed.log" "$at")" == "$(after "$TMP/full.log" "$at")" ]; then
         ok "SIGTERM to $target: stopped together after step $at, one line ($(cut -c1-70 "$TMP/sig.err")...), exit 1; resumed, the losses equal the uninterrupted run's"
