@@ -145,8 +145,8 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
                                  int accumulate, const float* bias) {
     const GemmBlocking* blocks = gemm_blocking();  // (from the caches, set once: gemm_kernel.h)
     // (a block of widened pairs is 2 KC floats deep: half the rows and columns fill the same cache)
-    const int MC = bf16 == 2 ? gemm_imax(blocks->mc / 2 / GEMM_MR * GEMM_MR, GEMM_MR) : blocks->mc;
-    const int NC = bf16 == 2 ? gemm_imax(blocks->nc / 2 / GEMM_NR * GEMM_NR, GEMM_NR) : blocks->nc;
+    const int MC = bf16 == 2 ? gemm_round_to(blocks->mc / 2, GEMM_MR, GEMM_MR, blocks->mc) : blocks->mc;
+    const int NC = bf16 == 2 ? gemm_round_to(blocks->nc / 2, GEMM_NR, GEMM_NR, blocks->nc) : blocks->nc;
     if (!gemm_Ap || gemm_Bp_cols < NC) {  // (the first time, or wider blocks: the tests set them)
         aligned_free(gemm_Ap), aligned_free(gemm_Bp);
         gemm_Bp_cols = (NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR;

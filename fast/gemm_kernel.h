@@ -71,7 +71,6 @@ const char* gemm_blocking_describe(void) {
     return text;
 }
 static int gemm_imin(int a, int b) { return a < b ? a : b; }
-static int gemm_imax(int a, int b) { return a > b ? a : b; }
 
 #ifdef __AVX512F__
 static __mmask16 gemm_lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }

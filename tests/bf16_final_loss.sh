@@ -7,6 +7,7 @@
 # to add. About a minute and a half on 2 cores. Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."
+source tests/posix.sh  # capture
 make -s train_gpt2 data > /dev/null || { echo "FAIL make"; echo "0 passed, 1 failed"; exit 1; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -15,7 +16,7 @@ rc=$?
 # the CPU's maker: x86 Linux's /proc/cpuinfo (elsewhere none, and no row matches)
 vendor=$(awk -F': *' '$1 ~ /^vendor_id/ { print $2; exit }' /proc/cpuinfo 2> /dev/null)  # posix-check: allow
 # the kernel's BF16_KERNEL name, which the header gives first (fast/bf16.h, bf16_kernel_describe)
-kernel=$(grep -oE 'bf16 products: [a-z0-9]+,' "$log" | head -n 1 | sed -E 's/.*: (.*),/\1/')
+kernel=$(capture 'bf16 products: ([a-z0-9]+),' "$log" | head -n 1)
 final=$(grep -oE 'final val loss [0-9.]+' "$log" | tail -n 1 | awk '{ print $4 }')
 # the table's rows: | maker (words) | `kernel`, `kernel` ... | loss | where measured |
 want=$(awk -F'|' -v vendor="$vendor" -v kernel="\`$kernel\`" '

@@ -1148,8 +1148,8 @@ source tests/svg_tests.sh
 fi  # (all_scope: 9b-11)
 
 if [ -s "$TMP/not_a_command" ]; then
-    sort "$TMP/not_a_command" | uniq -c | while read -r n name; do echo "$name ($n calls)"; done > "$TMP/not_found"
-    while read -r l; do bad "not a command here, so its checks did not run: $l"; done < "$TMP/not_found"
+    while read -r n name; do bad "not a command here, so its checks did not run: $name ($n calls)"; done \
+        < <(sort "$TMP/not_a_command" | uniq -c)
 fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
