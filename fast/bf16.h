@@ -360,9 +360,10 @@ static inline __m512 bf16_load16(const float* f, const uint16_t* h, size_t at, _
     return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
 }
 #else
-// Elsewhere a sliver is placed first, as float32 is (f's values as they are, h's widened),
-// then rounded in place, VEC_W at a time over the whole sliver: a sliver narrower than a
-// vector (GEMM_MR 6 of AVX2's 8 lanes) or lying across rows is rounded at the vectors' rate
+// Elsewhere a sliver lying in columns is rounded VEC_W values at a time as its rows are
+// copied. One lying in rows, or not whole vectors wide (GEMM_MR 6 of AVX2's 8 lanes), is placed
+// first as float32's is (f's values as they are, h's widened), then rounded in place over its
+// whole length: at the vectors' rate, not one value at a time.
 static inline float bf16_load1(const float* f, const uint16_t* h, size_t at) {
     return f ? f[at] : bf16_to_float(h[at]);
 }
@@ -372,6 +373,12 @@ static void bf16_round_sliver(float* d, size_t n) {  // each float rounded as bf
         *(bf16_vwu*)(d + i) = bf16_round_top(*(const bf16_vwu*)(d + i)) & BF16_HIGH;
     for (; i < n; i++)
         d[i] = bf16_round_float(d[i]);
+}
+// VEC_W values of a row of the source into d: f's rounded, or (f NULL) h's widened
+typedef uint16_t bf16_vhu __attribute__((vector_size(2 * VEC_W), aligned(2), may_alias));
+static inline void bf16_load_vec(const float* f, const uint16_t* h, size_t at, float* d) {
+    if (f) *(bf16_vwu*)d = bf16_round_top(*(const bf16_vwu*)(f + at)) & BF16_HIGH;
+    else   *(bf16_vwu*)d = __builtin_convertvector(*(const bf16_vhu*)(h + at), bf16_vw) << 16;
 }
 #endif
 
@@ -408,6 +415,7 @@ static void bf16_pack_rows_widened(const float* f, const uint16_t* h, int ld, in
 
 // one row of a sliver lying in columns: d[c] = the source's row at `at`, c < cols, then 0 up to R
 // (no row: 0)
+__attribute__((always_inline))
 static inline void bf16_widened_row(const float* f, const uint16_t* h, size_t at, int has_row, int cols,
                                     int R, float* d) {
 #ifdef __AVX512F__
@@ -417,10 +425,13 @@ static inline void bf16_widened_row(const float* f, const uint16_t* h, size_t at
     }
 #else
     int n = has_row ? gemm_imin(cols, R) : 0, c = 0;
-    if (f)  // (rounded after: bf16_round_sliver)
-        for (; c + VEC_W <= n; c += VEC_W)
-            vec_store(d + c, vec_load(f + at + c));
-    for (; c < n; c++)
+    if (f && n == R && R % VEC_W) {  // (a whole row narrower than its vectors: as float32's
+        memcpy(d, f + at, sizeof(float) * R);  // packing copies it; rounded after)
+        return;
+    }
+    for (; c + VEC_W <= n; c += VEC_W)
+        bf16_load_vec(f, h, at + c, d + c);
+    for (; c < n; c++)  // (f's: rounded after, with the sliver: bf16_pack_cols_widened)
         d[c] = bf16_load1(f, h, at + c);
     for (; c < R; c++)
         d[c] = 0.0f;
@@ -428,14 +439,16 @@ static inline void bf16_widened_row(const float* f, const uint16_t* h, size_t at
 }
 
 // the same, each k a row of the source: row k + 1 (the pair's odd k) first, then row k
-static void bf16_pack_cols_widened(const float* f, const uint16_t* h, int ld, int cols, int R, int kc,
-                                   float* dst) {
+__attribute__((always_inline))
+static inline void bf16_pack_cols_widened(const float* f, const uint16_t* h, int ld, int cols, int R, int kc,
+                                          float* dst) {
     for (int k = 0; k < kc; k += 2) {
         bf16_widened_row(f, h, (size_t)(k + 1) * ld, k + 1 < kc, cols, R, dst + (size_t)k * R);
         bf16_widened_row(f, h, (size_t)k * ld, 1, cols, R, dst + (size_t)(k + 1) * R);
     }
 #ifndef __AVX512F__
-    if (f) bf16_round_sliver(dst, (size_t)(kc + 1) / 2 * 2 * R);
+    if (f && gemm_imin(cols, R) % VEC_W)  // (columns past the last whole vector: once rounded
+        bf16_round_sliver(dst, (size_t)(kc + 1) / 2 * 2 * R);  // again, the same values)
 #endif
 }
 
