@@ -8,6 +8,9 @@ bench/run_bench.sh, which starts one process per part and prints a single report
   bench_gpt2 --shape 124m|default training steps exactly as main() does them: median ms,
                                   tokens/s, GFLOP/s; each kernel timed alone; peak RSS;
                                   a second run of 3 steps from the same init (determinism)
+  bench_gpt2 --pairs 124m|default float32 against bf16 step by step in one process: two
+                                  models take turns on the same batches; the median of each
+                                  pair's fp32/bf16 ratio
   bench_gpt2 --gen                generating with the KV cache vs recomputing the forward
   bench_gpt2 --kernels            the build's float32 kernel, the bf16 kernel it chooses on
                                   this CPU (BF16_KERNEL forces one) and the cache blocking
@@ -771,6 +774,56 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
     free(ms);
 }
 
+// --pairs: float32 against bf16 in one process, step by step. Two models from the same
+// init, one -prec fp32 and one -prec bf16, take turns on the same batches (who goes first
+// alternates), so that both see the machine as it is at that moment: where other jobs share
+// the cores, separate processes can run minutes apart at speeds 30% apart, a pair of steps
+// only milliseconds apart. The ratio of each pair's times, fp32 / bf16 (> 1: bf16 faster);
+// the median of those ratios. Times: the process's CPU time (all threads together: on one
+// thread, the step's time with a core to itself), or the wall clock with more threads.
+static void bench_pairs(const char* name, int warmup, int steps) {
+    Shape sh = get_shape(name);
+    if (warmup >= 0) sh.warmup = warmup;
+    if (steps > 0) sh.steps = steps;
+    int B = sh.B, T = sh.T, BT = B * T, total = sh.warmup + sh.steps, cpu = num_threads() == 1;
+    int* tokens = mallocCheck((size_t)total * (BT + 1) * sizeof(int));
+    uint64_t rng = 42;
+    for (size_t i = 0; i < (size_t)total * (BT + 1); i++)
+        tokens[i] = (int)(random_u64(&rng) % (uint64_t)sh.c.vocab_size);
+    GPT2 models[2];  // [0] float32, [1] bf16
+    for (int i = 0; i < 2; i++) {
+        gpt2_init_random(&models[i], sh.c, 1337);
+        models[i].precision = i ? GEMM_BF16 : GEMM_FP32;
+    }
+    double* ms = mallocCheck(2 * (size_t)total * sizeof(double));  // [step * 2 + precision]
+    double* ratio = mallocCheck((size_t)total * sizeof(double));
+    for (int step = 0; step < total; step++) {
+        const int* batch = tokens + (size_t)step * (BT + 1);
+        for (int turn = 0; turn < 2; turn++) {
+            int i = turn ^ (step & 1);  // (fp32 first on even steps, bf16 first on odd ones)
+            float norm;
+            double t0 = cpu ? process_seconds() : now_seconds();
+            bench_train_step(&models[i], batch, batch + 1, B, T, step, &norm);
+            ms[2 * step + i] = 1e3 * ((cpu ? process_seconds() : now_seconds()) - t0);
+        }
+        ratio[step] = ms[2 * step] / ms[2 * step + 1];
+    }
+    int n = sh.steps;
+    double f32[n], b16[n];  // (the timed steps, after the warm-up)
+    for (int k = 0; k < n; k++) f32[k] = ms[2 * (sh.warmup + k)], b16[k] = ms[2 * (sh.warmup + k) + 1];
+    double r = median(ratio + sh.warmup, n);
+    printf("%s, %d threads, %d warm-up + %d pairs of steps (%s): fp32 median %.2f ms (min %.2f), "
+           "bf16 median %.2f ms (min %.2f); fp32/bf16 per pair: median %.3f (min %.3f, max %.3f)\n",
+           sh.title, num_threads(), sh.warmup, n, cpu ? "CPU time" : "wall clock", median(f32, n),
+           vmin(f32, n), median(b16, n), vmin(b16, n), r, vmin(ratio + sh.warmup, n), vmax(ratio + sh.warmup, n));
+    printf("bf16 products: %s\n", bf16_kernel_describe());
+    result(sh.name, "pair_fp32_ms", median(f32, n));
+    result(sh.name, "pair_bf16_ms", median(b16, n));
+    result(sh.name, "pair_ratio", r);
+    for (int i = 0; i < 2; i++) gpt2_free(&models[i]);
+    free(tokens); free(ms); free(ratio);
+}
+
 // ----------------------------------------------------------------------------
 // --gen: generation with the KV cache vs recomputing the whole forward per token
 
@@ -1152,6 +1205,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: bench_gpt2 --machine | --isa | --kernels | --shape 124m|default [--warmup N] [--steps N] "
             "[--kernel-ms MS] [--prec fp32|bf16]\n"
+            "                  | --pairs 124m|default [--warmup N] [--steps N]\n"
             "                  | --gen [--gen-tokens N] [--gen-full 1] | --summary FILE\n");
     exit(EXIT_USAGE);
 }
@@ -1171,7 +1225,10 @@ int main(int argc, char** argv) {
             continue;
         }
         if (!v) usage();
-        if (strcmp(a, "--shape") == 0 || strcmp(a, "--summary") == 0) { mode = a; arg = v; }
+        if (strcmp(a, "--shape") == 0 || strcmp(a, "--summary") == 0 || strcmp(a, "--pairs") == 0) {
+            mode = a;
+            arg = v;
+        }
         else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
         else if (strcmp(a, "--steps") == 0) steps = atoi(v);
         else if (strcmp(a, "--kernel-ms") == 0) kernel_ms = atof(v);
@@ -1185,6 +1242,7 @@ int main(int argc, char** argv) {
     if (!mode) usage();
     if (strcmp(mode, "--machine") == 0) bench_machine();
     else if (strcmp(mode, "--shape") == 0) bench_shape(arg, warmup, steps, kernel_ms);
+    else if (strcmp(mode, "--pairs") == 0) bench_pairs(arg, warmup, steps);
     else if (strcmp(mode, "--gen") == 0) bench_gen(gen_tokens, gen_full);
     else if (strcmp(mode, "--isa") == 0) bench_isa();
     else if (strcmp(mode, "--kernels") == 0)  // (make bench names each build's kernels)

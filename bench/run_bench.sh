@@ -236,11 +236,43 @@ encoding_speed() {
     rm -f "$text" "$OUT"/encode_*.bin
 }
 
+# running: the process $1 has not exited (a zombie, exited but not yet waited for, has)
+running() {
+    local state; state=$(ps -p "$1" -o stat= 2> /dev/null)
+    [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
+
+# take_turns OUT_A OUT_B A_ARGS... -- B_ARGS...: runs the two commands at once, one stopped
+# (SIGSTOP) while the other runs, in turns of AB_SLICE seconds (default 0.1) until both exit:
+# both see the machine as it is in the same seconds, where runs one after the other, minutes
+# apart, differed by up to 30% on a shared machine. Their CPU time is their own (a stopped
+# process uses none); their wall clock is not.
+take_turns() {
+    local out_a=$1 out_b=$2; shift 2
+    local a=() pa pb
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do a+=("$1"); shift; done
+    shift
+    "${a[@]}" > "$out_a" 2>&1 & pa=$!
+    kill -STOP "$pa" 2> /dev/null
+    "$@" > "$out_b" 2>&1 & pb=$!
+    kill -STOP "$pb" 2> /dev/null
+    while running "$pa" || running "$pb"; do
+        local p
+        for p in "$pa" "$pb"; do
+            running "$p" || continue
+            kill -CONT "$p" 2> /dev/null; sleep "${AB_SLICE:-0.1}"; kill -STOP "$p" 2> /dev/null
+        done
+    done
+    kill -CONT "$pa" "$pb" 2> /dev/null
+    wait "$pa" "$pb" 2> /dev/null
+}
+
 # part 8: this build against the benchmark of commit $BASE, built with the same compiler and
-# flags, alternating on both training-step shapes; the median step of each run, then the
-# median and minimum over the rounds, and the ratio this / BASE (< 1: this build is faster)
+# flags, on both training-step shapes: each round runs the two at once, taking turns
+# (take_turns), and compares the median CPU time of a step (all threads together) of each;
+# the ratio this / BASE per round (< 1: this build is faster), then its median over the rounds
 ab_against_base() {
-    section "8. A/B: this build against $BASE, the same shapes, alternating in this run"
+    section "8. A/B: this build against $BASE, the same shapes, taking turns in this run"
     local src; src=$(mktemp -d)
     if ! git archive "$BASE" | tar -x -C "$src" || [ ! -f "$src/bench/bench_gpt2.c" ]; then
         echo "!! cannot take bench/bench_gpt2.c from '$BASE' (git archive failed)"; crashed=1; rm -rf "$src"; return
@@ -250,7 +282,8 @@ ab_against_base() {
     fi
     rm -rf "$src"
     echo "BASE $BASE = $(git rev-parse --short "$BASE"); this build: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/out' || echo ' + uncommitted changes')"
-    local rounds=${AB_ROUNDS:-3} steps=(--steps 20) run shape prec which i
+    echo "  OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; the CPU time of a step, all threads together; turns of ${AB_SLICE:-0.1} s"
+    local rounds=${AB_ROUNDS:-3} steps=(--steps 20) run shape prec i
     [ "${BENCH_QUICK:-0}" = 1 ] && { rounds=1; steps=(--warmup 1 --steps 2); }
     # issue 28's targets for base/this (today/new), printed, not enforced (a case, not an
     # associative array: bash 3.2, macOS's, has none)
@@ -262,28 +295,28 @@ ab_against_base() {
         case $run in default) target=1.2;; 124m) target=1.12;; 124m-bf16) target=1.15;; esac
         : > "$OUT/ab_$run.txt"
         for ((i = 1; i <= rounds; i++)); do
-            for which in base this; do
-                local bin=$BIN; [ $which = base ] && bin=$OUT/bench_base
-                local ms; ms=$("$bin" --shape "$shape" "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 | awk -v k="$shape.ms" '$1 == "@" && $2 == k { print $3 }')
-                if [ -z "$ms" ]; then echo "!! $which $run round $i did not report a time"; crashed=1; continue; fi
-                echo "$which $ms" >> "$OUT/ab_$run.txt"
-                printf '  %-9s round %d  %-4s %9.2f ms/step (median of the run)\n' "$run" "$i" "$which" "$ms"
-            done
+            local args=(--shape "$shape" "${steps[@]}" --kernel-ms 1 --prec $prec)
+            take_turns "$OUT/ab_base.log" "$OUT/ab_this.log" "$OUT/bench_base" "${args[@]}" -- "$BIN" "${args[@]}"
+            local base_ms this_ms
+            base_ms=$(awk -v k="$shape.cpu_ms" '$1 == "@" && $2 == k { print $3 }' "$OUT/ab_base.log")
+            this_ms=$(awk -v k="$shape.cpu_ms" '$1 == "@" && $2 == k { print $3 }' "$OUT/ab_this.log")
+            if [ -z "$base_ms" ] || [ -z "$this_ms" ]; then
+                echo "!! $run round $i did not report both times"; crashed=1; continue
+            fi
+            echo "$base_ms $this_ms" >> "$OUT/ab_$run.txt"
+            printf '  %-9s round %d  base %9.2f ms  this %9.2f ms  this/base %.3f\n' "$run" "$i" "$base_ms" \
+                   "$this_ms" "$(awk -v b="$base_ms" -v t="$this_ms" 'BEGIN { print t / b }')"
         done
-        awk -v shape="$run" -v target="$target" '
-            { v[$1, ++n[$1]] = $2 }
-            function sort(w,   i, j, t) { for (i = 1; i <= n[w]; i++) for (j = i + 1; j <= n[w]; j++)
-                                              if (v[w, j] < v[w, i]) { t = v[w, i]; v[w, i] = v[w, j]; v[w, j] = t } }
-            function med(w) { return n[w] % 2 ? v[w, (n[w] + 1) / 2] : (v[w, n[w] / 2] + v[w, n[w] / 2 + 1]) / 2 }
+        awk '{ print $2 / $1, $1, $2 }' "$OUT/ab_$run.txt" | sort -g | awk -v shape="$run" -v target="$target" '
+            { r[++n] = $1; base += $2; this += $3 }
             END {
-                if (!n["base"] || !n["this"]) exit
-                sort("base"); sort("this")
-                printf "  %-9s base: median %.2f ms, min %.2f | this: median %.2f ms, min %.2f | this/base: median %.3f, min %.3f\n",
-                       shape, med("base"), v["base", 1], med("this"), v["this", 1], med("this") / med("base"), v["this", 1] / v["base", 1]
-                r = med("base") / med("this")
+                if (!n) exit
+                m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+                printf "  %-9s this/base per round: median %.3f (rounds %.3f to %.3f); mean step base %.2f ms, this %.2f ms\n",
+                       shape, m, r[1], r[n], base / n, this / n
                 printf "  %-9s base/this (today/new) %.3f, target >= %s (issue 28; printed, not enforced): %s\n",
-                       shape, r, target, (r >= target ? "met" : "not met")
-            }' "$OUT/ab_$run.txt"
+                       shape, 1 / m, target, (1 / m >= target ? "met" : "not met")
+            }'
     done
 }
 
@@ -387,59 +420,62 @@ isa_build() {
 # float32 in three builds: this one, the AVX2 build (-march=x86-64-v3) and the baseline
 # (no -march: SSE2), and this one with each FMA bf16 kernel forced (BF16_KERNEL=dpbf16,
 # widen, packed: what the other choices would do here; where this build runs AMX's tiles, its
-# choice there, packed is what an Intel core before AMX runs). Alternating every variant,
-# round after round (BF16_ROUNDS, default 3), on BF16_THREADS threads (default 1: a step's
-# CPU time, which another process on the machine inflates least; more: the wall clock);
-# medians, minimums and fp32/bf16 (> 1: bf16 is faster) per build and shape
+# choice there, packed is what an Intel core before AMX runs). Each variant is one process of
+# bench_gpt2 --pairs: a float32 model and a bf16 model from the same init take turns, step by
+# step, on the same batches, so that the two times of a pair are milliseconds apart and see
+# the same machine (separate processes, minutes apart, differed by up to 30% on a shared
+# machine). fp32/bf16 per pair (> 1: bf16 is faster), the median over the pairs; the variants
+# in turn, round after round (BF16_ROUNDS, default 3), on BF16_THREADS threads (default 1:
+# CPU time, which another process on the machine inflates least; more: the wall clock)
 bf16_speed() {
-    section "10. -prec bf16 against fp32: the training step in three builds, alternating in this run"
+    section "10. -prec bf16 against fp32: pairs of training steps in one process, three builds"
     local rounds=${BF16_ROUNDS:-3} threads=${BF16_THREADS:-1} shape i v
     [ "${BENCH_QUICK:-0}" = 1 ] && rounds=1
-    local key=ms; [ "$threads" = 1 ] && key=cpu_ms
     isa_build bench_avx2 x86-64-v3 || { echo "!! the AVX2 build of the benchmark does not build"; crashed=1; return; }
     isa_build bench_sse2 "" || { echo "!! the baseline build of the benchmark does not build"; crashed=1; return; }
-    local variants=("this fp32" "this bf16" "avx2 fp32" "avx2 bf16" "sse2 fp32" "sse2 bf16" "this bf16:widen"
-                    "this bf16:packed")
-    BF16_KERNEL=dpbf16 "$BIN" --kernels > /dev/null 2>&1 && variants+=("this bf16:dpbf16")  # (AVX512-BF16)
+    local variants=(this avx2 sse2 this:widen this:packed)
+    BF16_KERNEL=dpbf16 "$BIN" --kernels > /dev/null 2>&1 && variants+=(this:dpbf16)  # (AVX512-BF16)
     local which
     for which in this avx2 sse2; do
         local bin=$BIN; [ $which != this ] && bin=$OUT/bench_$which
         printf '  %-4s %s\n' "$which" "$("$bin" --kernels 2>&1)"
     done
-    echo "  training steps on $threads thread(s) ($key), every variant in turn, $rounds rounds:"
+    echo "  pairs of steps (fp32, bf16) in one process per variant, on $threads thread(s), $rounds rounds:"
     for shape in default 124m; do
-        local steps=(--steps 10); [ $shape = 124m ] && steps=(--warmup 1 --steps 2)
+        local steps=(--warmup 3 --steps 20); [ $shape = 124m ] && steps=(--warmup 1 --steps 3)
         [ "${BENCH_QUICK:-0}" = 1 ] && steps=(--warmup 1 --steps 2)
         : > "$OUT/prec_$shape.txt"
         for ((i = 1; i <= rounds; i++)); do
             for v in "${variants[@]}"; do
-                local build=${v%% *} prec=${v#* } kernel=
-                case $prec in *:*) kernel=${prec#*:}; prec=${prec%%:*};; esac
+                local build=${v%%:*} kernel=; [[ $v == *:* ]] && kernel=${v#*:}
                 local bin=$BIN; [ "$build" != this ] && bin=$OUT/bench_$build
-                local ms; ms=$(env ${kernel:+BF16_KERNEL=$kernel} OMP_NUM_THREADS=$threads "$bin" --shape $shape \
-                              "${steps[@]}" --kernel-ms 1 --prec $prec 2>&1 \
-                              | awk -v k="$shape.$key" '$1 == "@" && $2 == k { print $3 }')
-                [ -z "$ms" ] && { echo "!! $v $shape round $i did not report a time"; crashed=1; continue; }
-                echo "${build}_${prec}${kernel:+_$kernel} $ms" >> "$OUT/prec_$shape.txt"
-                printf '  %-7s round %d  %-17s %9.2f ms/step\n' "$shape" "$i" "$v" "$ms"
+                local got; got=$(env ${kernel:+BF16_KERNEL=$kernel} OMP_NUM_THREADS=$threads \
+                                 "$bin" --pairs $shape "${steps[@]}" 2>&1 | awk -v s="$shape" '
+                                     $1 == "@" { x[$2] = $3 }
+                                     END { if (x[s ".pair_ratio"] != "")
+                                               print x[s ".pair_ratio"], x[s ".pair_fp32_ms"], x[s ".pair_bf16_ms"] }')
+                [ -z "$got" ] && { echo "!! $v $shape round $i did not report"; crashed=1; continue; }
+                echo "$v $got" >> "$OUT/prec_$shape.txt"
+                set -- $got
+                printf '  %-7s round %d  %-12s fp32 %9.2f ms  bf16 %9.2f ms  fp32/bf16 %.3f\n' \
+                       "$shape" "$i" "$v" "$2" "$3" "$1"
             done
         done
-        sort -k2 -n "$OUT/prec_$shape.txt" | awk -v shape="$shape" '
-            { v[$1, ++n[$1]] = $2 }
-            function med(w) { return n[w] % 2 ? v[w, (n[w] + 1) / 2] : (v[w, n[w] / 2] + v[w, n[w] / 2 + 1]) / 2 }
-            function row(b, bf, title) {
-                if (!n[b "_fp32"] || !n[bf]) return
-                r = med(b "_fp32") / med(bf)
-                printf "  %-7s %-22s fp32: median %8.2f ms, min %8.2f | bf16: median %8.2f ms, min %8.2f | fp32/bf16: median %.3f, min %.3f (bf16 >= fp32: %s)\n",
-                       shape, title, med(b "_fp32"), v[b "_fp32", 1], med(bf), v[bf, 1], r, v[b "_fp32", 1] / v[bf, 1],
-                       (r >= 1 ? "met" : "not met")
-                printf "@ prec.%s.%s %s\n", shape, bf, r }
-            END { row("this", "this_bf16", "this build")
-                  row("this", "this_bf16_widen", "this, BF16_KERNEL=widen")
-                  row("this", "this_bf16_packed", "this, BF16_KERNEL=packed")
-                  row("this", "this_bf16_dpbf16", "this, BF16_KERNEL=dpbf16")
-                  row("avx2", "avx2_bf16", "AVX2 build")
-                  row("sse2", "sse2_bf16", "baseline build") }' \
+        sort -k2 -g "$OUT/prec_$shape.txt" | awk -v shape="$shape" '
+            { r[$1, ++n[$1]] = $2 }
+            function row(v, title,   m) {
+                if (!n[v]) return
+                m = n[v] % 2 ? r[v, (n[v] + 1) / 2] : (r[v, n[v] / 2] + r[v, n[v] / 2 + 1]) / 2
+                printf "  %-7s %-24s fp32/bf16 per pair, median of %d runs: %.3f (runs %.3f to %.3f; " \
+                       "bf16 >= fp32: %s)\n",
+                       shape, title, n[v], m, r[v, 1], r[v, n[v]], (m >= 1 ? "met" : "not met")
+                printf "@ prec.%s.%s %s\n", shape, v, m }
+            END { row("this", "this build")
+                  row("this:widen", "this, BF16_KERNEL=widen")
+                  row("this:packed", "this, BF16_KERNEL=packed")
+                  row("this:dpbf16", "this, BF16_KERNEL=dpbf16")
+                  row("avx2", "AVX2 build")
+                  row("sse2", "baseline build") }' \
             | awk -v res="$RES" '/^@ /{ print substr($0, 3) >> res; next } { print }'
     done
 }
