@@ -65,8 +65,8 @@ compiled on its own by make (fast/gemm.o), or included by fast/matmul.h in a one
 //             sliver is pulled into L1 once per ic block and reused MC/MR = 12
 //             times. (NC=768 beat 3072 by ~5% on the 50304-wide LM head, where B
 //             streams from DRAM; elsewhere NC made no measurable difference.)
-// MC and NC keep those shares of the L2 cache the CPU reports at run time (gemm_blocking in
-// gemm_kernel.h; an Intel Xeon with 2 MB of L2 per core: MC = 336, NC = 1536); KC stays.
+// MC and NC keep those shares of the L2 cache the CPU reports at run time, at most these
+// constants (gemm_blocking in gemm_kernel.h; a 512 KB L2: MC = 84, NC = 384); KC stays.
 //
 // Determinism: each element of C belongs to exactly one thread. Its value is
 // C (or 0) + sum over K blocks in increasing order, where each block sum is a

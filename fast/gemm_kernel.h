@@ -43,10 +43,12 @@ const GemmBlocking* gemm_blocking(void) {
         if (fixed && strcmp(fixed, "fixed") == 0) g.source = "the constants: GEMM_BLOCKING=fixed";
         else if (g.l2 <= 0) g.source = "the constants: no L2 size reported";
         else {
+            // (never larger than the constants: on the Xeon's 2 MiB, MC 336 / NC 1536 made the
+            // 124M step 1.5-2.1% slower than 168 / 768 on 2 threads; doc/speed.md)
             long row = (long)GEMM_KC * sizeof(float);  // bytes of one row of a block
-            g.mc = gemm_round_to(g.l2 / 6 / row, GEMM_MR, GEMM_MR, 1024);
-            g.nc = gemm_round_to(g.l2 * 3 / 4 / row, GEMM_NR, 4 * GEMM_NR, 4096);
-            g.source = "from the L2 size";
+            g.mc = gemm_round_to(g.l2 / 6 / row, GEMM_MR, GEMM_MR, GEMM_MC_FIXED);
+            g.nc = gemm_round_to(g.l2 * 3 / 4 / row, GEMM_NR, 4 * GEMM_NR, GEMM_NC_FIXED);
+            g.source = "from the L2 size, at most the constants";
         }
 #endif
         (void)fixed;

@@ -57,8 +57,9 @@ out to test_gpt2, which checks each against its plain twin.
 // change only when each block is computed, not a bit of C, so they follow the caches the
 // CPU reports (gemm_blocking): op(A)'s block about 1/6 of the L2 cache, op(B)'s 3/4 of it,
 // the proportions of the constants tuned on Zen 5 (1 MiB of L2 per core: MC = 168, NC = 768),
-// which stay where the CPU reports nothing. GEMM_BLOCKING=fixed in the environment keeps
-// them anyway (to compare the two; =caches: the default); -DGEMM_MC=.. -DGEMM_NC=.. fix them
+// which stay where the CPU reports nothing and bound the blocks where it reports more (a
+// smaller L2 shrinks them; a larger one was slower: doc/speed.md). GEMM_BLOCKING=fixed keeps
+// the constants anyway (to compare; =caches: the default); -DGEMM_MC=.. -DGEMM_NC=.. fix them
 // at build time.
 #define GEMM_MC_FIXED ((168 + GEMM_MR - 1) / GEMM_MR * GEMM_MR)  // (AVX-512: 12 x 14; 168 KB of A)
 #define GEMM_NC_FIXED 768
