@@ -809,19 +809,20 @@ static void bench_pairs(const char* name, int warmup, int steps) {
         ratio[step] = ms[2 * step] / ms[2 * step + 1];
     }
     int n = sh.steps;
-    double f32[n], b16[n];  // (the timed steps, after the warm-up)
+    const double* timed = ratio + sh.warmup;
+    double* f32 = mallocCheck(2 * (size_t)n * sizeof(double)), *b16 = f32 + n;  // (the timed steps)
     for (int k = 0; k < n; k++) f32[k] = ms[2 * (sh.warmup + k)], b16[k] = ms[2 * (sh.warmup + k) + 1];
-    double r = median(ratio + sh.warmup, n);
+    double r = median(timed, n);
     printf("%s, %d threads, %d warm-up + %d pairs of steps (%s): fp32 median %.2f ms (min %.2f), "
            "bf16 median %.2f ms (min %.2f); fp32/bf16 per pair: median %.3f (min %.3f, max %.3f)\n",
            sh.title, num_threads(), sh.warmup, n, cpu ? "CPU time" : "wall clock", median(f32, n),
-           vmin(f32, n), median(b16, n), vmin(b16, n), r, vmin(ratio + sh.warmup, n), vmax(ratio + sh.warmup, n));
+           vmin(f32, n), median(b16, n), vmin(b16, n), r, vmin(timed, n), vmax(timed, n));
     printf("bf16 products: %s\n", bf16_kernel_describe());
     result(sh.name, "pair_fp32_ms", median(f32, n));
     result(sh.name, "pair_bf16_ms", median(b16, n));
     result(sh.name, "pair_ratio", r);
     for (int i = 0; i < 2; i++) gpt2_free(&models[i]);
-    free(tokens); free(ms); free(ratio);
+    free(tokens); free(ms); free(ratio); free(f32);
 }
 
 // ----------------------------------------------------------------------------
