@@ -469,7 +469,9 @@ typedef struct {
     double kernel_ms;   // time budget per kernel (ms)
 } Shape;
 
-static Shape get_shape(const char* name) {
+// the shape `name` (of the flag `flag`), with the warm-up, timed steps and kernel budget the
+// command line gave (a negative warm-up, or 0 steps or ms: the shape's own)
+static Shape get_shape(const char* flag, const char* name, int warmup, int steps, double kernel_ms) {
     Shape s;
     memset(&s, 0, sizeof s);
     if (strcmp(name, "124m") == 0) {
@@ -481,9 +483,22 @@ static Shape get_shape(const char* name) {
                         .num_layers = 4, .num_heads = 4, .channels = 128, .num_kv_heads = 4};
         s = (Shape){"default", "default run", c, 12, 64, 10, 50, 100.0};
     } else {
-        die("--shape %s: expected 124m or default", name);
+        die("%s %s: expected 124m or default", flag, name);
     }
+    if (warmup >= 0) s.warmup = warmup;
+    if (steps > 0) s.steps = steps;
+    if (kernel_ms > 0) s.kernel_ms = kernel_ms;
     return s;
+}
+
+// one batch of B T + 1 random tokens for each of `total` steps, made before any timing
+static int* random_batches(const Shape* sh, int total) {
+    size_t n = (size_t)total * (sh->B * sh->T + 1);
+    int* tokens = mallocCheck(n * sizeof(int));
+    uint64_t rng = 42;
+    for (size_t i = 0; i < n; i++)
+        tokens[i] = (int)(random_u64(&rng) % (uint64_t)sh->c.vocab_size);
+    return tokens;
 }
 
 // FLOPs of one training step (forward + backward, the usual 6 N D count plus attention)
@@ -674,10 +689,7 @@ static void kernel_breakdown(GPT2* m, const Shape* sh, double step_ms) {
 }
 
 static void bench_shape(const char* name, int warmup, int steps, double kernel_ms) {
-    Shape sh = get_shape(name);
-    if (warmup >= 0) sh.warmup = warmup;
-    if (steps > 0) sh.steps = steps;
-    if (kernel_ms > 0) sh.kernel_ms = kernel_ms;
+    Shape sh = get_shape("--shape", name, warmup, steps, kernel_ms);
     GPT2Config c = sh.c;
     int B = sh.B, T = sh.T, BT = B * T, total = sh.warmup + sh.steps;
     int det_steps = 3;
@@ -687,11 +699,7 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
            c.num_heads, c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size, B, T, num_threads());
     printf("FLOPs per step = 6*B*T*(12*L*C^2 + Vp*C) + 6*L*B*T^2*C = %.2f GFLOP\n", flops / 1e9);
 
-    // one batch of random tokens per step, made before any timing
-    int* tokens = mallocCheck((size_t)total * (BT + 1) * sizeof(int));
-    uint64_t rng = 42;
-    for (size_t i = 0; i < (size_t)total * (BT + 1); i++)
-        tokens[i] = (int)(random_u64(&rng) % (uint64_t)c.vocab_size);
+    int* tokens = random_batches(&sh, total);
 
     GPT2 model;
     double t0 = now_seconds();
@@ -782,14 +790,9 @@ static void bench_shape(const char* name, int warmup, int steps, double kernel_m
 // the median of those ratios. Times: the process's CPU time (all threads together: on one
 // thread, the step's time with a core to itself), or the wall clock with more threads.
 static void bench_pairs(const char* name, int warmup, int steps) {
-    Shape sh = get_shape(name);
-    if (warmup >= 0) sh.warmup = warmup;
-    if (steps > 0) sh.steps = steps;
+    Shape sh = get_shape("--pairs", name, warmup, steps, 0);
     int B = sh.B, T = sh.T, BT = B * T, total = sh.warmup + sh.steps, cpu = num_threads() == 1;
-    int* tokens = mallocCheck((size_t)total * (BT + 1) * sizeof(int));
-    uint64_t rng = 42;
-    for (size_t i = 0; i < (size_t)total * (BT + 1); i++)
-        tokens[i] = (int)(random_u64(&rng) % (uint64_t)sh.c.vocab_size);
+    int* tokens = random_batches(&sh, total);
     GPT2 models[2];  // [0] float32, [1] bf16
     for (int i = 0; i < 2; i++) {
         gpt2_init_random(&models[i], sh.c, 1337);

@@ -236,6 +236,9 @@ encoding_speed() {
     rm -f "$text" "$OUT"/encode_*.bin
 }
 
+# reported KEY FILE: the value of bench_gpt2's "@ KEY value" line in FILE
+reported() { awk -v k="$1" '$1 == "@" && $2 == k { print $3 }' "$2"; }
+
 # running: the process $1 has not exited (a zombie, exited but not yet waited for, has)
 running() {
     local state; state=$(ps -p "$1" -o stat= 2> /dev/null)
@@ -298,8 +301,8 @@ ab_against_base() {
             local args=(--shape "$shape" "${steps[@]}" --kernel-ms 1 --prec $prec)
             take_turns "$OUT/ab_base.log" "$OUT/ab_this.log" "$OUT/bench_base" "${args[@]}" -- "$BIN" "${args[@]}"
             local base_ms this_ms
-            base_ms=$(awk -v k="$shape.cpu_ms" '$1 == "@" && $2 == k { print $3 }' "$OUT/ab_base.log")
-            this_ms=$(awk -v k="$shape.cpu_ms" '$1 == "@" && $2 == k { print $3 }' "$OUT/ab_this.log")
+            base_ms=$(reported "$shape.cpu_ms" "$OUT/ab_base.log")
+            this_ms=$(reported "$shape.cpu_ms" "$OUT/ab_this.log")
             if [ -z "$base_ms" ] || [ -z "$this_ms" ]; then
                 echo "!! $run round $i did not report both times"; crashed=1; continue
             fi
