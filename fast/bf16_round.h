@@ -45,9 +45,12 @@ static inline float bf16_round_float(float x) { return bf16_to_float(bf16_round_
 // word's rounded bf16 in its top half (the bottom half: left over)
 typedef uint32_t bf16_vw __attribute__((vector_size(4 * VEC_W)));
 typedef uint32_t bf16_vwu __attribute__((vector_size(4 * VEC_W), aligned(4), may_alias));
+// (a NaN gets no increment, which could carry into its exponent, but its quiet bit; the
+// magnitudes compare as signed words: one instruction where unsigned ones take more)
+typedef int32_t bf16_vi __attribute__((vector_size(4 * VEC_W)));
 static inline bf16_vw bf16_round_top(bf16_vw u) {
-    bf16_vw nan = (bf16_vw)((u & 0x7fffffffu) > 0x7f800000u);  // (all ones where a NaN)
-    return (nan & (u | 0x400000u)) | (~nan & (u + 0x7fffu + ((u >> 16) & 1u)));
+    bf16_vw nan = (bf16_vw)((bf16_vi)(u & 0x7fffffffu) > 0x7f800000);  // (all ones where a NaN)
+    return (u | (nan & 0x400000u)) + (~nan & (0x7fffu + ((u >> 16) & 1u)));
 }
 
 // a pair of bf16 as one 32-bit word: the even k in the low half, as the instruction reads it

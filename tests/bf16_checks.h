@@ -49,6 +49,23 @@ static void test_bf16_round(void) {
     }
     check(ok, "bf16_round and its vector form: ties to even, overflow to infinity, NaN stays NaN (%zu values)",
           sizeof cases / sizeof cases[0] + 1);
+    // the vector form against bf16_round on every top half (each sign, exponent and bf16
+    // mantissa: NaNs quiet and signalling, infinities, denormals), each with the low halves
+    // that decide a rounding (ties, just below and above them)
+    static const uint32_t lows[8] = {0x0000, 0x0001, 0x4000, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff};
+    long differ = 0;
+    for (uint32_t i0 = 0; i0 < 0x10000u * 8; i0 += VEC_W) {
+        bf16_vw u;
+        for (int l = 0; l < VEC_W; l++) u[l] = (i0 + l) / 8 << 16 | lows[(i0 + l) % 8];
+        bf16_vw top = bf16_round_top(u);
+        for (int l = 0; l < VEC_W; l++) {
+            float x;
+            memcpy(&x, (const uint32_t*)&u + l, sizeof x);
+            differ += (uint16_t)(top[l] >> 16) != bf16_round(x);
+        }
+    }
+    check(differ == 0, "bf16_round_top equals bf16_round on each of the 65536 top halves with 8 low halves "
+          "(0, 0x7fff, 0x8000, 0x8001, ...): %ld differ", differ);
 }
 
 // bf16_pack_cols of the first cols columns of src (kc rows, ld apart) into an R-wide sliver
