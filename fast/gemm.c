@@ -144,9 +144,8 @@ static inline void gemm_block_in(const GemmPrecision* p, int bf16, int tA, int t
                                  const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                                  int accumulate, const float* bias) {
     const GemmBlocking* blocks = gemm_blocking();  // (from the caches, set once: gemm_kernel.h)
-    // (a block of widened pairs is 2 KC floats deep: half the rows and columns fill the same cache)
-    const int MC = bf16 == 2 ? gemm_round_to(blocks->mc / 2, GEMM_MR, GEMM_MR, blocks->mc) : blocks->mc;
-    const int NC = bf16 == 2 ? gemm_round_to(blocks->nc / 2, GEMM_NR, GEMM_NR, blocks->nc) : blocks->nc;
+    int MC = blocks->mc, NC = blocks->nc;
+    if (bf16 == 2) gemm_blocks_widened(blocks, &MC, &NC);
     if (!gemm_Ap || gemm_Bp_cols < NC) {  // (the first time, or wider blocks: the tests set them)
         aligned_free(gemm_Ap), aligned_free(gemm_Bp);
         gemm_Bp_cols = (NC + GEMM_NR - 1) / GEMM_NR * GEMM_NR;

@@ -64,12 +64,21 @@ const GemmBlocking* gemm_blocking(void) {
     return &gemm_blocks;
 }
 
+// bf16's widened pairs (fast/bf16.h's packed kernel) make blocks 2 KC floats deep: half the
+// rows and columns of float32's fill the same cache
+static void gemm_blocks_widened(const GemmBlocking* g, int* mc, int* nc) {
+    *mc = gemm_round_to(g->mc / 2, GEMM_MR, GEMM_MR, g->mc);
+    *nc = gemm_round_to(g->nc / 2, GEMM_NR, GEMM_NR, g->nc);
+}
+
 // the blocking in words, for the benchmark and the tests
 const char* gemm_blocking_describe(void) {
-    static char text[200];
+    static char text[256];
     const GemmBlocking* g = gemm_blocking();
-    snprintf(text, sizeof text, "MC %d x KC %d x NC %d, %s (L1d %ld KiB, L2 %ld KiB)", g->mc, GEMM_KC, g->nc,
-             g->source, g->l1 >> 10, g->l2 >> 10);
+    int mc2, nc2;
+    gemm_blocks_widened(g, &mc2, &nc2);
+    snprintf(text, sizeof text, "MC %d x KC %d x NC %d (bf16's widened pairs: %d x %d x %d), %s (L1d %ld KiB, "
+             "L2 %ld KiB)", g->mc, GEMM_KC, g->nc, mc2, GEMM_KC_BF16, nc2, g->source, g->l1 >> 10, g->l2 >> 10);
     return text;
 }
 static int gemm_imin(int a, int b) { return a < b ? a : b; }
