@@ -51,6 +51,9 @@ TUNED=(env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0
        MALLOC_TRIM_THRESHOLD_=100000000000 MALLOC_TOP_PAD_=1073741824)
 
 crashed=0
+# reported KEY [FILE]: the value of bench_gpt2's "@ KEY value" line in FILE (none: standard input)
+reported() { awk -v k="$1" '$1 == "@" && $2 == k { print $3 }' "${2:--}"; }
+
 section() { printf '\n==== %s\n' "$*"; }
 
 # runs a part; its "@ key value" lines go to $RES for the summary, the rest to the report
@@ -158,7 +161,7 @@ isa_compare() {
             for which in this avx2; do
                 local bin=$BIN; [ $which = avx2 ] && bin=$OUT/bench_avx2
                 local ms; ms=$(OMP_NUM_THREADS=$threads "$bin" --shape $shape "${steps[@]}" --kernel-ms 1 2>&1 \
-                              | awk -v k="$shape.$key" '$1 == "@" && $2 == k { print $3 }')
+                              | reported "$shape.$key")
                 [ -z "$ms" ] && { echo "!! $which $shape round $i did not report a time"; crashed=1; continue; }
                 echo "$which $ms" >> "$OUT/isa_$shape.txt"
                 printf '  %-7s round %d  %-4s %9.2f ms/step\n' "$shape" "$i" "$which" "$ms"
@@ -183,7 +186,7 @@ isa_compare() {
             local out pt this_ms
             out=$("${avx2_pt[@]}" "$PY" bench/pytorch_step.py $shape --threads "$threads" "${PT_ARGS[@]}" 2>&1)
             echo "$out" | grep -v '^@ ' | sed 's/^/  PyTorch (AVX2): /'
-            pt=$(echo "$out" | awk -v k="torch.$shape.$key" '$1 == "@" && $2 == k { print $3 }')
+            pt=$(reported "torch.$shape.$key" <<< "$out")
             this_ms=$(awk -v k="avx2.$shape.ms" '$1 == k { print $2 }' "$RES" | tail -n 1)
             [ -z "$pt" ] && { echo "!! PyTorch (AVX2) $shape did not report a time"; crashed=1; continue; }
             [ -n "$this_ms" ] && awk -v a="$this_ms" -v p="$pt" -v s="$shape" -v key="$key" 'BEGIN {
@@ -235,9 +238,6 @@ encoding_speed() {
     fi
     rm -f "$text" "$OUT"/encode_*.bin
 }
-
-# reported KEY FILE: the value of bench_gpt2's "@ KEY value" line in FILE
-reported() { awk -v k="$1" '$1 == "@" && $2 == k { print $3 }' "$2"; }
 
 # running: the process $1 has not exited (a zombie, exited but not yet waited for, has)
 running() {
